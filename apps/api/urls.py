@@ -1,0 +1,42 @@
+"""Conductor's REST paths under /api (no trailing slashes: the SDK posts to exact paths)."""
+from django.urls import path
+
+from apps.api.views import health, metadata, tasks, workflow
+
+urlpatterns = [
+    path("health", health.HealthApi.as_view()),
+    # --- metadata
+    path("metadata/taskdefs", metadata.TaskDefsApi.as_view()),
+    path("metadata/taskdefs/<str:name>", metadata.TaskDefApi.as_view()),
+    path("metadata/workflow", metadata.WorkflowDefsApi.as_view()),
+    path("metadata/workflow/validate", metadata.WorkflowDefValidateApi.as_view()),
+    path("metadata/workflow/latest-versions", metadata.WorkflowDefLatestApi.as_view()),
+    path("metadata/workflow/<str:name>", metadata.WorkflowDefApi.as_view()),
+    path("metadata/workflow/<str:name>/<int:version>", metadata.WorkflowDefVersionApi.as_view()),
+    # --- workflow
+    path("workflow", workflow.StartWorkflowApi.as_view()),
+    path("workflow/execute/<str:name>/<int:version>", workflow.ExecuteWorkflowApi.as_view()),
+    path("workflow/running/<str:name>", workflow.RunningWorkflowsApi.as_view()),
+    path("workflow/decide/<str:workflow_id>", workflow.DecideWorkflowApi.as_view()),
+    path("workflow/<str:name>/correlated", workflow.CorrelatedBatchApi.as_view()),
+    path("workflow/<str:name>/correlated/<str:correlation_id>", workflow.CorrelatedApi.as_view()),
+    path("workflow/<str:workflow_id>/status", workflow.WorkflowStatusApi.as_view()),
+    path("workflow/<str:workflow_id>/pause", workflow.PauseWorkflowApi.as_view()),
+    path("workflow/<str:workflow_id>/resume", workflow.ResumeWorkflowApi.as_view()),
+    path("workflow/<str:workflow_id>/remove", workflow.RemoveWorkflowApi.as_view()),
+    # POST /workflow/{name} starts; GET/DELETE /workflow/{id} read/terminate
+    path("workflow/<str:name_or_id>", workflow.WorkflowOrStartApi.as_view()),
+    # --- tasks
+    path("tasks", tasks.update_task),
+    path("tasks/update-v2", tasks.update_task_v2),
+    path("tasks/poll/batch/<str:task_type>", tasks.batch_poll),
+    path("tasks/poll/<str:task_type>", tasks.single_poll),
+    path("tasks/queue/sizes", tasks.QueueSizesApi.as_view()),
+    path("tasks/queue/size", tasks.QueueSizeApi.as_view()),
+    path("tasks/queue/all", tasks.QueueAllApi.as_view()),
+    path("tasks/queue/polldata", tasks.PollDataApi.as_view()),
+    path("tasks/queue/polldata/all", tasks.PollDataAllApi.as_view()),
+    path("tasks/<str:task_id>/log", tasks.TaskLogApi.as_view()),
+    path("tasks/<str:task_id>", tasks.TaskApi.as_view()),
+    path("tasks/<str:workflow_id>/<str:task_ref_name>/<str:status>", tasks.UpdateByRefApi.as_view()),
+]

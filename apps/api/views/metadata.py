@@ -1,0 +1,76 @@
+"""``/api/metadata``: TaskDef and WorkflowDef registration and lookup.
+
+Verbs as Conductor's MetadataResource: POST one WorkflowDef vs PUT a list; POST a list of
+TaskDefs vs PUT one TaskDef (sdk-notes §7.11).
+"""
+from __future__ import annotations
+
+from rest_framework.response import Response
+
+from apps.api.params import qbool, qint
+from apps.api.parsers import require_json
+from apps.api.views.base import ConductorApi, empty
+from apps.core.errors import InvalidInput
+from apps.metadata import services
+
+
+class TaskDefsApi(ConductorApi):
+    def get(self, request):
+        return Response(services.task_def_list())
+
+    def post(self, request):
+        services.task_defs_register(task_defs=require_json(request.data))
+        return empty()
+
+    def put(self, request):
+        data = require_json(request.data)
+        if not isinstance(data, dict):
+            raise InvalidInput("Request body must be one TaskDef object")
+        services.task_def_update(task_def=data)
+        return empty()
+
+
+class TaskDefApi(ConductorApi):
+    def get(self, request, name):
+        return Response(services.task_def_get(name=name))
+
+    def delete(self, request, name):
+        services.task_def_delete(name=name)
+        return empty()
+
+
+class WorkflowDefsApi(ConductorApi):
+    def get(self, request):
+        return Response(services.workflow_def_list())
+
+    def post(self, request):
+        data = require_json(request.data)
+        if not isinstance(data, dict):
+            raise InvalidInput("Request body must be one WorkflowDef object")
+        services.workflow_def_register(workflow_def=data, overwrite=qbool(request.query_params, "overwrite", False))
+        return empty()
+
+    def put(self, request):
+        return Response(services.workflow_defs_update(workflow_defs=require_json(request.data)))
+
+
+class WorkflowDefValidateApi(ConductorApi):
+    def post(self, request):
+        services.workflow_def_validate(workflow_def=require_json(request.data), path="validateWorkflowDef.arg0")
+        return empty()
+
+
+class WorkflowDefLatestApi(ConductorApi):
+    def get(self, request):
+        return Response(services.workflow_def_latest_list())
+
+
+class WorkflowDefApi(ConductorApi):
+    def get(self, request, name):
+        return Response(services.workflow_def_get(name=name, version=qint(request.query_params, "version", None)))
+
+
+class WorkflowDefVersionApi(ConductorApi):
+    def delete(self, request, name, version):
+        services.workflow_def_delete(name=name, version=version)
+        return empty()

@@ -1,0 +1,193 @@
+"""``/api/tasks``: poll, update, logs, queue sizes and poll data.
+
+The worker hot paths (batch poll, ``POST /tasks``, ``POST /tasks/update-v2``) are plain
+Django views: they parse one JSON body, call one engine service and write one JSON
+answer, skipping DRF's content negotiation and request wrapping (measured in
+``bench/``). They answer with the same Conductor error body as the DRF views.
+"""
+from __future__ import annotations
+
+import json
+from functools import wraps
+
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework.response import Response
+
+from apps.api.exceptions import error_response
+from apps.api.params import qint, qstr
+from apps.api.parsers import RawText, require_json
+from apps.api.views.base import ConductorApi, empty, text
+from apps.core.errors import InvalidInput, NotFound
+from apps.engine import executor, queue, selectors
+from apps.engine.blueprint import Blueprint
+from apps.engine.representation import task_json
+
+MAX_LONG_POLL_MS = 5000
+
+
+def _json(data, status: int = 200) -> HttpResponse:
+    return HttpResponse(json.dumps(data, separators=(",", ":")), content_type="application/json", status=status)
+
+
+def hot_path(methods: tuple[str, ...]):
+    """Decorator for the plain views: method check, CSRF exemption, Conductor errors."""
+    def decorate(view):
+        @csrf_exempt
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in methods:
+                return JsonResponse({"status": 405, "message": f"Request method '{request.method}' is not supported",
+                                     "retryable": False}, status=405)
+            try:
+                return view(request, *args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
+                return error_response(exc)
+        return wrapper
+    return decorate
+
+
+def _body(request) -> dict:
+    if not request.body:
+        raise InvalidInput("TaskResult body is required")
+    try:
+        data = json.loads(request.body)
+    except ValueError:
+        raise InvalidInput("TaskResult body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidInput("TaskResult must be a JSON object")
+    return data
+
+
+def _poll(request, task_type: str, count: int, timeout_ms: int):
+    q = request.GET
+    if timeout_ms > MAX_LONG_POLL_MS:
+        raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
+    return queue.task_poll(task_type=task_type, worker_id=qstr(q, "workerid"), domain=qstr(q, "domain"),
+                           count=count, timeout_ms=timeout_ms)
+
+
+@hot_path(("GET",))
+def batch_poll(request, task_type: str):
+    """``GET /tasks/poll/batch/{taskType}?workerid&domain&count=1&timeout=100`` -> ``[Task]``
+    (200 ``[]`` when nothing is available; ``timeout`` is a long poll in ms, max 5000)."""
+    q = request.GET
+    tasks = _poll(request, task_type, qint(q, "count", 1) or 1, qint(q, "timeout", 100) or 0)
+    return _json([task_json(t) for t in tasks])
+
+
+@hot_path(("GET",))
+def single_poll(request, task_type: str):
+    """``GET /tasks/poll/{taskType}?workerid&domain`` -> Task, or 204 when none (100 ms long poll)."""
+    tasks = _poll(request, task_type, 1, 100)
+    if not tasks:
+        return HttpResponse(status=204)
+    return _json(task_json(tasks[0]))
+
+
+@hot_path(("POST",))
+def update_task(request):
+    """``POST /tasks`` with a TaskResult -> the task id as text."""
+    result = _body(request)
+    executor.task_update(task_result=result)
+    return HttpResponse(result.get("taskId") or "", content_type="text/plain")
+
+
+@hot_path(("POST",))
+def update_task_v2(request):
+    """``POST /tasks/update-v2``: update, then hand the same worker its next task of the
+    same type and domain (already IN_PROGRESS) or 204 when there is none. Never the task
+    just updated. Source: TaskResource.updateTaskV2."""
+    result = _body(request)
+    task = executor.task_update(task_result=result)
+    if task is None or not task.terminal or not task.queue_name:
+        return HttpResponse(status=204)
+    worker_id = result.get("workerId") or task.worker_id
+    nxt = queue.claim(task.queue_name, 1, worker_id)
+    if not nxt:
+        return HttpResponse(status=204)
+    return _json(task_json(nxt[0]))
+
+
+class UpdateByRefApi(ConductorApi):
+    """``POST /tasks/{workflowId}/{taskRefName}/{status}?workerid`` with the output map;
+    answers the updated task id as text, or an empty 200 when no pending task matches."""
+
+    def post(self, request, workflow_id, task_ref_name, status):
+        output = require_json(request.data) or {}
+        if not isinstance(output, dict):
+            raise InvalidInput("The request body must be the task output (a JSON object)")
+        task_id = executor.task_update_by_ref(workflow_id=workflow_id, task_ref_name=task_ref_name,
+                                              status=status, output=output,
+                                              worker_id=qstr(request.query_params, "workerid"))
+        return text(task_id)
+
+
+class TaskApi(ConductorApi):
+    """``GET /tasks/{taskId}``."""
+
+    def get(self, request, task_id):
+        task, wf = selectors.task_get(task_id=task_id)
+        blueprint = Blueprint(wf.definition) if wf else None
+        return Response(task_json(task, wf, blueprint))
+
+
+class TaskLogApi(ConductorApi):
+    """``GET /tasks/{taskId}/log`` (204 when none) and ``POST`` of one raw-text line."""
+
+    def get(self, request, task_id):
+        logs = selectors.task_logs(task_id=task_id)
+        if not logs:
+            return empty(204)
+        return Response(logs)
+
+    def post(self, request, task_id):
+        data = request.data
+        line = str(data) if isinstance(data, RawText) else (data if isinstance(data, str) else json.dumps(data))
+        if data is None:
+            line = ""
+        selectors.task_get(task_id=task_id)
+        executor.task_log_add(task_id=task_id, log_line=line)
+        return empty()
+
+
+class QueueSizesApi(ConductorApi):
+    """``GET /tasks/queue/sizes?taskType=a&taskType=b`` -> ``{taskType: n}``."""
+
+    def get(self, request):
+        types = request.query_params.getlist("taskType")
+        if not types:
+            raise InvalidInput("taskType is required")
+        return Response(queue.queue_sizes(types))
+
+
+class QueueSizeApi(ConductorApi):
+    """``GET /tasks/queue/size?taskType&domain`` -> a number."""
+
+    def get(self, request):
+        q = request.query_params
+        task_type = qstr(q, "taskType")
+        if not task_type:
+            raise InvalidInput("taskType is required")
+        name = queue.queue_name_for(task_type, qstr(q, "domain"))
+        return Response(queue.queue_sizes([name])[name])
+
+
+class QueueAllApi(ConductorApi):
+    def get(self, request):
+        return Response(queue.all_queue_sizes())
+
+
+class PollDataApi(ConductorApi):
+    def get(self, request):
+        task_type = qstr(request.query_params, "taskType")
+        if not task_type:
+            raise InvalidInput("taskType is required")
+        return Response(queue.poll_data(task_type))
+
+
+class PollDataAllApi(ConductorApi):
+    def get(self, request):
+        return Response(queue.poll_data())
+
+

@@ -1,0 +1,243 @@
+"""``/api/workflow``: start, execute (sync), get, status, pause/resume, terminate, remove,
+decide, correlation look-ups and running lists, with Conductor's answers (text ids,
+empty 200s, 204 for restart/retry)."""
+from __future__ import annotations
+
+import threading
+import time
+
+from rest_framework.response import Response
+
+from apps.api.params import qbool, qint, qstr
+from apps.api.parsers import require_json
+from apps.api.views.base import ConductorApi, empty, text
+from apps.core.errors import InvalidInput
+from apps.engine import events, executor, selectors
+from apps.engine.representation import workflow_json
+
+
+def _start_request(data) -> dict:
+    data = require_json(data)
+    if data is None:
+        raise InvalidInput("StartWorkflowRequest body is required")
+    if not isinstance(data, dict):
+        raise InvalidInput("StartWorkflowRequest must be a JSON object")
+    return data
+
+
+def start_from_request(req: dict, *, name: str | None = None, version: int | None = None) -> str:
+    """Start a workflow from a StartWorkflowRequest dict (camelCase)."""
+    workflow_def = req.get("workflowDef")
+    if workflow_def is not None and not isinstance(workflow_def, dict):
+        raise InvalidInput("workflowDef must be a WorkflowDef object")
+    return executor.workflow_start(
+        name=name or req.get("name"),
+        version=version if version is not None else req.get("version"),
+        input=req.get("input") if "input" in req else {},
+        correlation_id=req.get("correlationId"),
+        priority=req.get("priority"),
+        task_to_domain=req.get("taskToDomain"),
+        workflow_def=workflow_def,
+        created_by=req.get("createdBy"),
+        idempotency_key=req.get("idempotencyKey"),
+    )
+
+
+class StartWorkflowApi(ConductorApi):
+    """``POST /workflow`` with a StartWorkflowRequest; answers the id as text."""
+
+    def post(self, request):
+        req = _start_request(request.data)
+        if not req.get("name") and not (req.get("workflowDef") or {}).get("name"):
+            raise InvalidInput("Validation failed, check below errors for detail.", validation_errors=[
+                {"path": "startWorkflow.arg0.name", "message": "Workflow name cannot be null or empty"}])
+        if req.get("input") is None and "input" in req:
+            raise InvalidInput("NULL input passed when starting workflow")
+        return text(start_from_request(req))
+
+
+class StartWorkflowByNameApi(ConductorApi):
+    """``POST /workflow/{name}?version&correlationId&priority`` with the input as body."""
+
+    def post(self, request, name):
+        data = require_json(request.data)
+        if data is None:
+            raise InvalidInput("Workflow input is required")
+        q = request.query_params
+        return text(executor.workflow_start(
+            name=name, version=qint(q, "version", None), input=data, correlation_id=qstr(q, "correlationId"),
+            priority=qint(q, "priority", 0), not_found="name"))
+
+
+_changed = threading.Condition()
+
+
+def _on_change(_workflow_id: str) -> None:
+    with _changed:
+        _changed.notify_all()
+
+
+events.add_listener(_on_change)
+
+
+def _blocked(wf, wait_refs: set[str]) -> bool:
+    """Conductor's execute stops waiting at a WAIT without timer or a listed ref that ended."""
+    for t in wf.tasks:
+        if t.task_type in ("WAIT", "HUMAN") and t.status == "IN_PROGRESS" and \
+                not (t.input_data.get("duration") or t.input_data.get("until")):
+            return True
+        if wait_refs and t.reference_task_name in wait_refs and t.terminal:
+            return True
+    return False
+
+
+def workflow_run_json(wf, request_id: str | None) -> dict:
+    """Conductor's ``WorkflowRun`` (a SignalResponse of type TARGET_WORKFLOW)."""
+    full = workflow_json(wf)
+    return {
+        "responseType": "TARGET_WORKFLOW",
+        "targetWorkflowId": wf.workflow_id,
+        "targetWorkflowStatus": wf.status,
+        "requestId": request_id,
+        "workflowId": wf.workflow_id,
+        "correlationId": wf.correlation_id,
+        "input": wf.input,
+        "output": wf.output,
+        "priority": wf.priority,
+        "variables": wf.variables or {},
+        "tasks": full["tasks"],
+        "createdBy": wf.created_by,
+        "createTime": wf.create_time,
+        "updateTime": wf.update_time,
+        "status": wf.status,
+    }
+
+
+class ExecuteWorkflowApi(ConductorApi):
+    """``POST /workflow/execute/{name}/{version}``: start, then wait until the workflow is
+    terminal or blocked, or ``waitForSeconds`` (default 10) pass; answer a WorkflowRun."""
+
+    def post(self, request, name, version):
+        req = _start_request(request.data)
+        q = request.query_params
+        wait_s = qint(q, "waitForSeconds", 10) or 10
+        wait_refs = {r.strip() for r in (qstr(q, "waitUntilTaskRef") or "").split(",") if r.strip()}
+        workflow_id = start_from_request(req, name=name, version=(version or None))
+        deadline = time.monotonic() + wait_s
+        while True:
+            wf = selectors.workflow_get(workflow_id=workflow_id)
+            if wf.terminal or _blocked(wf, wait_refs):
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            with _changed:
+                _changed.wait(timeout=min(remaining, 0.1))
+        return Response(workflow_run_json(wf, qstr(q, "requestId")))
+
+
+class WorkflowApi(ConductorApi):
+    """``GET /workflow/{id}?includeTasks`` and ``DELETE /workflow/{id}?reason`` (terminate)."""
+
+    def get(self, request, workflow_id):
+        include = qbool(request.query_params, "includeTasks", True)
+        return Response(workflow_json(selectors.workflow_get(workflow_id=workflow_id, include_tasks=include),
+                                      include_tasks=include))
+
+    def delete(self, request, workflow_id):
+        q = request.query_params
+        executor.workflow_terminate(workflow_id=workflow_id, reason=qstr(q, "reason"),
+                                    trigger_failure_workflow=qbool(q, "triggerFailureWorkflow", False))
+        return empty()
+
+
+class WorkflowStatusApi(ConductorApi):
+    """``GET /workflow/{id}/status?includeOutput&includeVariables``."""
+
+    def get(self, request, workflow_id):
+        wf = selectors.workflow_get(workflow_id=workflow_id, include_tasks=False)
+        out = {"workflowId": wf.workflow_id, "status": wf.status}
+        if wf.correlation_id:
+            out["correlationId"] = wf.correlation_id
+        if qbool(request.query_params, "includeOutput", False):
+            out["output"] = wf.output
+        if qbool(request.query_params, "includeVariables", False):
+            out["variables"] = wf.variables
+        return Response(out)
+
+
+class PauseWorkflowApi(ConductorApi):
+    def put(self, request, workflow_id):
+        executor.workflow_pause(workflow_id=workflow_id)
+        return empty()
+
+
+class ResumeWorkflowApi(ConductorApi):
+    def put(self, request, workflow_id):
+        executor.workflow_resume(workflow_id=workflow_id)
+        return empty()
+
+
+class RemoveWorkflowApi(ConductorApi):
+    def delete(self, request, workflow_id):
+        executor.workflow_remove(workflow_id=workflow_id,
+                                 archive=qbool(request.query_params, "archiveWorkflow", True))
+        return empty()
+
+
+class DecideWorkflowApi(ConductorApi):
+    def put(self, request, workflow_id):
+        executor.workflow_decide(workflow_id)
+        return empty()
+
+
+class CorrelatedApi(ConductorApi):
+    """``GET /workflow/{name}/correlated/{correlationId}?includeClosed&includeTasks``."""
+
+    def get(self, request, name, correlation_id):
+        q = request.query_params
+        include_tasks = qbool(q, "includeTasks", False)
+        wfs = selectors.workflows_by_correlation_id(name=name, correlation_id=correlation_id,
+                                                    include_closed=qbool(q, "includeClosed", False),
+                                                    include_tasks=include_tasks)
+        return Response([workflow_json(w, include_tasks=include_tasks) for w in wfs])
+
+
+class CorrelatedBatchApi(ConductorApi):
+    """``POST /workflow/{name}/correlated`` with a list of correlation ids."""
+
+    def post(self, request, name):
+        ids = require_json(request.data)
+        if not isinstance(ids, list):
+            raise InvalidInput("Request body must be a list of correlation ids")
+        q = request.query_params
+        include_tasks = qbool(q, "includeTasks", False)
+        include_closed = qbool(q, "includeClosed", False)
+        return Response({
+            cid: [workflow_json(w, include_tasks=include_tasks) for w in selectors.workflows_by_correlation_id(
+                name=name, correlation_id=cid, include_closed=include_closed, include_tasks=include_tasks)]
+            for cid in ids})
+
+
+class RunningWorkflowsApi(ConductorApi):
+    """``GET /workflow/running/{name}?version&startTime&endTime`` (version defaults to 1)."""
+
+    def get(self, request, name):
+        q = request.query_params
+        return Response(selectors.running_workflow_ids(name=name, version=qint(q, "version", 1) or 1,
+                                                       start_time=qint(q, "startTime", None),
+                                                       end_time=qint(q, "endTime", None)))
+
+
+class WorkflowOrStartApi(ConductorApi):
+    """``/workflow/{x}``: POST starts workflow ``x`` by name; GET reads and DELETE
+    terminates execution ``x`` (Conductor maps both on the same path)."""
+
+    def post(self, request, name_or_id):
+        return StartWorkflowByNameApi().post(request, name_or_id)
+
+    def get(self, request, name_or_id):
+        return WorkflowApi().get(request, name_or_id)
+
+    def delete(self, request, name_or_id):
+        return WorkflowApi().delete(request, name_or_id)

@@ -1,0 +1,583 @@
+"""The decider: given an execution's state, decide what happens next. Pure.
+
+``decide(wf, now_ms=...)`` mutates the given ``WorkflowState`` in memory (schedules tasks,
+runs synchronous system tasks, applies retries and timeouts, completes or ends the
+workflow) and returns a ``DeciderOutcome`` naming what changed, so that
+``apps.engine.executor`` can persist it in the same transaction. No ORM, no clock (time
+is an argument), no HTTP, no django-q2 in here: side effects the executor must perform
+(start a sub-workflow, run an async system task, notify a parent) are returned as
+``actions``.
+
+Source: Conductor ``DeciderService.decide`` / ``WorkflowExecutorOps.decide`` (the loop
+that re-decides while synchronous system tasks change state), conductor-reference §4 and §6.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.core.ids import new_id
+from apps.engine import params
+from apps.engine.blueprint import Blueprint
+from apps.engine.retries import expected_retry_count, retry_delay_ms
+from apps.engine.state import BUILT_IN_TYPES, RETRIABLE_TASK, TaskState, WorkflowState
+
+# Rounds of the decide loop before giving up for this call (a sync system task loop that
+# never settles); the sweeper decides again later.
+MAX_ROUNDS = 1000
+DEFAULT_REPAIR_MS = 30_000
+
+
+class TerminateWorkflow(Exception):
+    """Raised inside the decider to end the workflow (Conductor's TerminateWorkflowException).
+
+    ``status`` is the workflow status to set (FAILED, TIMED_OUT, TERMINATED, COMPLETED);
+    ``task`` the task that caused it, if any.
+    """
+
+    def __init__(self, reason: str, status: str = "FAILED", task: TaskState | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.task = task
+
+
+@dataclass(slots=True)
+class Action:
+    """A side effect for the executor. ``kind`` is one of:
+    ``start_sub_workflow`` (task), ``terminate_sub_workflow`` (task, reason),
+    ``run_system_task`` (task: an async system task to run in the cluster),
+    ``start_failure_workflow`` (reason), ``notify_parent`` (workflow ended),
+    ``start_workflow`` (task: START_WORKFLOW), ``publish_event`` (task)."""
+
+    kind: str
+    task: TaskState | None = None
+    data: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class DeciderOutcome:
+    """What one decide changed. ``new_tasks`` are to insert, ``updated_tasks`` to update
+    (keyed by task_id), ``workflow_changed`` says the workflow row must be written."""
+
+    new_tasks: list[TaskState] = field(default_factory=list)
+    updated_tasks: dict[str, TaskState] = field(default_factory=dict)
+    removed_task_ids: list[str] = field(default_factory=list)
+    workflow_changed: bool = False
+    actions: list[Action] = field(default_factory=list)
+
+
+TaskDefLookup = Callable[[str], "dict | None"]
+
+
+def _no_task_def(_name: str) -> dict | None:
+    return None
+
+
+class Decider:
+    """One decide over one workflow state. Task types call back into it (see
+    ``apps.engine.task_types.base.TaskType``)."""
+
+    def __init__(self, wf: WorkflowState, *, now_ms: int, task_def_lookup: TaskDefLookup | None = None,
+                 rng: random.Random | None = None, domain_selector: Callable[[str, list[str]], str | None] | None = None):
+        self.wf = wf
+        self.now = now_ms
+        self.blueprint = Blueprint(wf.definition)
+        self.task_def_lookup = task_def_lookup or _no_task_def
+        self.rng = rng or random.Random()
+        self.domain_selector = domain_selector
+        self.outcome = DeciderOutcome()
+        self._new_ids: set[str] = set()
+
+    # --- bookkeeping ------------------------------------------------------------------
+
+    def touch(self, task: TaskState) -> None:
+        """Record that an existing task changed (new tasks are written anyway)."""
+        if task.task_id not in self._new_ids:
+            self.outcome.updated_tasks[task.task_id] = task
+
+    def touch_workflow(self) -> None:
+        self.outcome.workflow_changed = True
+
+    def act(self, kind: str, task: TaskState | None = None, **data: Any) -> None:
+        self.outcome.actions.append(Action(kind, task, data))
+
+    def document(self) -> params.Document:
+        return params.Document(self.wf)
+
+    # --- definitions --------------------------------------------------------------------
+
+    def workflow_task_of(self, task: TaskState) -> dict:
+        """The WorkflowTask a task execution was made from (stored on dynamic tasks,
+        otherwise looked up in the definition by its reference without ``__N``)."""
+        if task.workflow_task:
+            return task.workflow_task
+        ref = params.strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
+        return self.blueprint.get(ref) or {}
+
+    def task_def_of(self, workflow_task: dict) -> dict | None:
+        """TaskDef for a WorkflowTask: the inline/populated ``taskDefinition`` of the
+        snapshot, else a registered one (runtime lookup, used by dynamic tasks)."""
+        task_def = workflow_task.get("taskDefinition")
+        if task_def:
+            return task_def
+        name = workflow_task.get("name")
+        return self.task_def_lookup(name) if name else None
+
+    # --- scheduling -----------------------------------------------------------------
+
+    def new_task(self, workflow_task: dict, *, task_type: str | None = None, retry_count: int = 0,
+                 input_data: dict | None = None, status: str = "SCHEDULED", reference_task_name: str | None = None,
+                 task_def: dict | None = None, store_workflow_task: bool = False, doc: params.Document | None = None) -> TaskState:
+        """Build a new task execution for a WorkflowTask (not yet added to the workflow).
+
+        ``input_data`` defaults to the resolved ``inputParameters``. Times are ``now``.
+        """
+        task_id = new_id()
+        task_def = task_def if task_def is not None else self.task_def_of(workflow_task)
+        if input_data is None:
+            input_data = params.resolve_task_input(workflow_task.get("inputParameters") or {}, self.wf,
+                                                   task_def=task_def, task_id=task_id, doc=doc)
+        ttype = task_type or workflow_task.get("type") or "SIMPLE"
+        task = TaskState(
+            task_id=task_id,
+            workflow_id=self.wf.workflow_id,
+            task_type=ttype,
+            task_def_name=workflow_task.get("name") or ttype,
+            reference_task_name=reference_task_name or workflow_task.get("taskReferenceName"),
+            status=status,
+            workflow_type=self.wf.workflow_name,
+            workflow_priority=self.wf.priority,
+            retry_count=retry_count,
+            input_data=input_data,
+            scheduled_time=self.now,
+            update_time=self.now,
+            first_scheduled_time=self.now,
+            visible_at=self.now,
+            response_timeout_seconds=int((task_def or {}).get("responseTimeoutSeconds") or 0),
+            workflow_task=workflow_task if store_workflow_task else {},
+        )
+        return task
+
+    def tasks_to_schedule(self, workflow_task: dict, retry_count: int = 0) -> list[TaskState]:
+        """Map one WorkflowTask to the task executions it creates (Conductor's TaskMapper
+        for its type), skipping references already present in the workflow."""
+        from apps.engine.task_types import get_type
+
+        mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
+        existing = {t.reference_task_name for t in self.wf.tasks}
+        return [t for t in mapped if t.reference_task_name not in existing]
+
+    def schedule(self, tasks: list[TaskState]) -> None:
+        """Add new tasks to the workflow (assigning ``seq``) and start them: worker tasks
+        become pollable, synchronous system tasks run their ``start``, async system tasks
+        are handed to the cluster."""
+        from apps.engine.task_types import get_type
+
+        seq = max((t.seq for t in self.wf.tasks), default=0)
+        for task in tasks:
+            if any(t.reference_task_name == task.reference_task_name and not t.retried and t.task_id != task.task_id
+                   and t.retry_count == task.retry_count for t in self.wf.tasks):
+                continue  # dedupe by reference + retry count (Conductor: refName_retryCount)
+            seq += 1
+            task.seq = seq
+            self.wf.tasks.append(task)
+            self._new_ids.add(task.task_id)
+            self.outcome.new_tasks.append(task)
+            get_type(task.task_type).start(self, task)
+
+    def make_pollable(self, task: TaskState) -> None:
+        """Put a worker task on its queue ``[domain:]taskDefName``; it is handed out once
+        ``visible_at`` (epoch ms, set by the caller) has passed."""
+        domain = self._domain_for(task)
+        task.domain = domain
+        task.queue_name = f"{domain}:{task.task_def_name}" if domain else task.task_def_name
+
+    def _domain_for(self, task: TaskState) -> str | None:
+        mapping = self.wf.task_to_domain or {}
+        value = mapping.get(task.task_def_name) or mapping.get("*")
+        if not value:
+            return None
+        domains = [d.strip() for d in str(value).split(",") if d.strip()]
+        if not domains:
+            return None
+        chosen = domains[-1]
+        if len(domains) > 1 and self.domain_selector is not None:
+            chosen = self.domain_selector(task.task_def_name, domains) or chosen
+        return None if chosen == "NO_DOMAIN" else chosen
+
+    def next_tasks_after(self, task: TaskState) -> list[TaskState]:
+        """Tasks to schedule after a finished task (Conductor's DeciderService.getNextTask)."""
+        ref = params.strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
+        workflow_task = self.workflow_task_of(task)
+        if workflow_task.get("type") == "TERMINATE" or task.task_type == "TERMINATE":
+            return []
+        nxt = self.blueprint.next_task(ref)
+        while nxt is not None and self._skipped(nxt):
+            nxt = self.blueprint.next_task(nxt["taskReferenceName"])
+        if nxt is None:
+            return []
+        if nxt.get("type") == "DO_WHILE":
+            loop_ref = nxt["taskReferenceName"]
+            # the loop itself is next: it is re-evaluated as a pending task, never rescheduled
+            if any(params.strip_iteration(t.reference_task_name) == loop_ref for t in self.wf.tasks):
+                return []
+        mapped = self.tasks_to_schedule_in_loop(nxt, task)
+        return mapped
+
+    def tasks_to_schedule_in_loop(self, workflow_task: dict, after: TaskState) -> list[TaskState]:
+        """Map a WorkflowTask that follows ``after``; inside a DO_WHILE the new tasks keep
+        the iteration of ``after`` and get the ``__N`` suffix (filterNextLoopOverTasks)."""
+        if after.iteration and self.blueprint.loop_owner(workflow_task.get("taskReferenceName", "")) is not None:
+            return self.map_for_iteration(workflow_task, after.iteration)
+        return self.tasks_to_schedule(workflow_task)
+
+    def map_for_iteration(self, workflow_task: dict, iteration: int, retry_count: int = 0) -> list[TaskState]:
+        """Map a loopOver WorkflowTask for one DO_WHILE iteration: references get ``__N``."""
+        from apps.engine.task_types import get_type
+
+        mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
+        existing = {t.reference_task_name for t in self.wf.tasks}
+        out = []
+        for t in mapped:
+            if t.iteration == 0:
+                t.iteration = iteration
+                if not t.reference_task_name.endswith(f"__{iteration}"):
+                    t.reference_task_name = f"{t.reference_task_name}__{iteration}"
+            if t.reference_task_name not in existing:
+                out.append(t)
+        return out
+
+    def _skipped(self, workflow_task: dict) -> bool:
+        ref = workflow_task.get("taskReferenceName")
+        return any(t.reference_task_name == ref and t.status == "SKIPPED" for t in self.wf.tasks)
+
+    # --- the decide loop -----------------------------------------------------------------
+
+    def run(self) -> DeciderOutcome:
+        wf = self.wf
+        if wf.terminal:
+            return self.outcome
+        try:
+            for _ in range(MAX_ROUNDS):
+                if not self._decide_once():
+                    break
+                if wf.terminal:
+                    break
+        except TerminateWorkflow as exc:
+            self.end_workflow(exc.status, exc.reason, exc.task)
+        self._set_next_decide_at()
+        return self.outcome
+
+    def _decide_once(self) -> bool:
+        """One pass of DeciderService.decide; returns whether anything changed."""
+        from apps.engine.task_types import get_type
+
+        wf = self.wf
+        self._check_workflow_timeout()
+        if wf.status == "PAUSED":
+            return False
+        if not wf.tasks:
+            first = self.blueprint.tasks[0] if self.blueprint.tasks else None
+            while first is not None and self._skipped(first):
+                first = self.blueprint.next_task(first["taskReferenceName"])
+            if first is None:
+                self.complete_workflow()
+                return True
+            self.schedule(self.tasks_to_schedule(first))
+            return True
+
+        changed = False
+        to_schedule: list[TaskState] = []
+        for task in list(wf.tasks):
+            if task.retried or task.executed or task.status == "SKIPPED":
+                continue
+            ttype = get_type(task.task_type)
+            workflow_task = self.workflow_task_of(task)
+            task_def = self.task_def_of(workflow_task) if ttype.has_task_def else None
+            if not task.terminal and task_def is not None:
+                if self._check_timeouts(task, task_def):
+                    changed = True
+            if not task.terminal and not ttype.is_worker and not ttype.is_async:
+                if ttype.execute(self, task):
+                    self.touch(task)
+                    changed = True
+            if task.terminal and not task.successful:
+                retry = self.retry(task, task_def, workflow_task)
+                if retry is not None:
+                    to_schedule.append(retry)
+                elif task.status != "COMPLETED_WITH_ERRORS":
+                    task.status = "COMPLETED_WITH_ERRORS"
+                self.touch(task)
+                changed = True
+            if task.terminal and not task.executed and not task.retried:
+                task.executed = True
+                self.touch(task)
+                to_schedule.extend(self.next_tasks_after(task))
+                changed = True
+        if to_schedule:
+            self.schedule(to_schedule)
+            changed = True
+        if not wf.terminal and self._successful_terminate() is None and self.check_for_completion():
+            self.complete_workflow()
+            return True
+        return changed
+
+    # --- retries and timeouts -----------------------------------------------------------
+
+    def retry(self, task: TaskState, task_def: dict | None, workflow_task: dict) -> TaskState | None:
+        """A new attempt of a failed task, or None when the task is optional and out of
+        retries. Raises TerminateWorkflow when the workflow must end.
+
+        Source: DeciderService.retry. Reason template:
+        ``Task %s failed with status: %s and reason: '%s'`` (task id, workflow status).
+        """
+        expected = expected_retry_count(task_def, workflow_task)
+        if (task.status not in RETRIABLE_TASK or task.task_type in BUILT_IN_TYPES
+                or task_def is None or task.retry_count >= expected):
+            if workflow_task.get("optional") or workflow_task.get("permissive"):
+                return None
+            status = {"CANCELED": "TERMINATED", "TIMED_OUT": "TIMED_OUT"}.get(task.status, "FAILED")
+            raise TerminateWorkflow(
+                f"Task {task.task_id} failed with status: {status} and reason: '{task.reason_for_incompletion}'",
+                status, task)
+        delay = retry_delay_ms(task_def, task.retry_count, self.rng)
+        retry = self.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
+                              reference_task_name=task.reference_task_name, task_def=task_def,
+                              store_workflow_task=bool(task.workflow_task))
+        if task.workflow_task:
+            retry.workflow_task = task.workflow_task
+        retry.iteration = task.iteration
+        retry.task_def_name = task.task_def_name
+        retry.retried_task_id = task.task_id
+        retry.first_scheduled_time = task.first_scheduled_time or task.scheduled_time
+        retry.start_delay_seconds = delay // 1000
+        retry.callback_after_seconds = delay // 1000
+        retry.input_data = params.resolve_task_input(workflow_task.get("inputParameters") or {}, self.wf,
+                                                     task_def=task_def, task_id=retry.task_id) \
+            if workflow_task.get("inputParameters") is not None else dict(task.input_data)
+        retry.visible_at = self.now + delay  # the queue hides it until then
+        task.retried = True
+        self.touch(task)
+        return retry
+
+    def _check_timeouts(self, task: TaskState, task_def: dict) -> bool:
+        """Task timeoutSeconds, pollTimeoutSeconds and responseTimeoutSeconds; returns
+        whether the task changed. Raises TerminateWorkflow for policy TIME_OUT_WF."""
+        policy = task_def.get("timeoutPolicy") or "TIME_OUT_WF"
+        timeout_s = int(task_def.get("timeoutSeconds") or 0)
+        if timeout_s > 0 and task.start_time > 0:
+            elapsed = self.now - (task.start_time + task.start_delay_seconds * 1000)
+            if elapsed >= timeout_s * 1000:
+                reason = (f"Task timed out after {elapsed // 1000} seconds. Timeout configured as {timeout_s} "
+                          f"seconds. Timeout policy configured to {policy}")
+                if self._timeout_with_policy(task, policy, reason):
+                    return True
+        poll_timeout = int(task_def.get("pollTimeoutSeconds") or 0)
+        if poll_timeout > 0 and task.status == "SCHEDULED":
+            elapsed = self.now - (task.scheduled_time + task.start_delay_seconds * 1000)
+            if elapsed >= poll_timeout * 1000 + task.callback_after_seconds * 1000:
+                reason = (f"Task poll timed out after {elapsed // 1000} seconds. Poll timeout configured as "
+                          f"{poll_timeout} seconds. Timeout policy configured to {policy}")
+                if self._timeout_with_policy(task, policy, reason):
+                    return True
+        response_timeout = int(task_def.get("responseTimeoutSeconds") or 0)
+        if response_timeout > 0 and task.status == "IN_PROGRESS" and not self.workflow_task_of(task).get("asyncComplete"):
+            from apps.engine.task_types import get_type
+
+            if get_type(task.task_type).is_worker:
+                silent = self.now - task.update_time
+                if silent >= (response_timeout + task.callback_after_seconds) * 1000:
+                    task.status = "TIMED_OUT"
+                    task.end_time = self.now
+                    task.reason_for_incompletion = (f"responseTimeout: {response_timeout} exceeded for the taskId: "
+                                                    f"{task.task_id} with Task Definition: {task.task_def_name}")
+                    self.touch(task)
+                    return True
+        return False
+
+    def _timeout_with_policy(self, task: TaskState, policy: str, reason: str) -> bool:
+        if policy == "ALERT_ONLY":
+            return False
+        task.status = "TIMED_OUT"
+        task.end_time = self.now
+        task.reason_for_incompletion = reason
+        self.touch(task)
+        if policy == "TIME_OUT_WF":
+            raise TerminateWorkflow(reason, "TIMED_OUT", task)
+        return True
+
+    def _check_workflow_timeout(self) -> None:
+        wf = self.wf
+        timeout_s = int(wf.definition.get("timeoutSeconds") or 0)
+        if timeout_s <= 0 or wf.terminal:
+            return
+        policy = wf.definition.get("timeoutPolicy") or "ALERT_ONLY"
+        if policy != "TIME_OUT_WF":
+            return
+        since = wf.last_retried_time or wf.create_time
+        elapsed = self.now - since
+        if elapsed >= timeout_s * 1000:
+            raise TerminateWorkflow(f"Workflow timed out after {elapsed // 1000} seconds. Timeout configured as "
+                                    f"{timeout_s} seconds. Timeout policy configured to {policy}", "TIMED_OUT")
+
+    # --- completion ----------------------------------------------------------------------
+
+    def _successful_terminate(self) -> TaskState | None:
+        for task in self.wf.tasks:
+            if task.task_type == "TERMINATE" and task.status == "COMPLETED":
+                return task
+        return None
+
+    def check_for_completion(self) -> bool:
+        """Conductor's checkForWorkflowCompletion: every task terminal, every top-level
+        WorkflowTask has a successful terminal task, and nothing is left to schedule."""
+        statuses: dict[str, str] = {}
+        for task in self.wf.tasks:
+            if not task.terminal:
+                return False
+            statuses[task.reference_task_name] = task.status
+        if not statuses:
+            return False
+        for workflow_task in self.blueprint.tasks:
+            status = statuses.get(workflow_task.get("taskReferenceName"))
+            if status is None:
+                return False
+            if status not in ("COMPLETED", "COMPLETED_WITH_ERRORS", "SKIPPED"):
+                return False
+        for task in self.wf.tasks:
+            if task.retried:
+                continue
+            ref = params.strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
+            if task.iteration:
+                continue  # loop bodies are settled by their DO_WHILE
+            nxt = self.blueprint.next_task(ref)
+            if nxt is not None and nxt.get("taskReferenceName") not in statuses:
+                return False
+        return True
+
+    def workflow_output(self, last: TaskState | None = None) -> dict:
+        """Output of an ending workflow: a successful TERMINATE's output, else the
+        resolved ``outputParameters``, else the last task's output (updateWorkflowOutput)."""
+        terminate = self._successful_terminate()
+        if terminate is not None:
+            return terminate.output_data or {}
+        output_parameters = self.wf.definition.get("outputParameters") or {}
+        if output_parameters:
+            return params.resolve_value(output_parameters, self.document())
+        if not self.wf.tasks:
+            return {}
+        task = last or self.wf.tasks[-1]
+        return task.output_data or {}
+
+    def complete_workflow(self) -> None:
+        wf = self.wf
+        wf.output = self.workflow_output()
+        wf.status = "COMPLETED"
+        wf.end_time = self.now
+        wf.update_time = self.now
+        self.touch_workflow()
+        if wf.parent_workflow_id:
+            self.act("notify_parent")
+
+    def end_workflow(self, status: str, reason: str | None, task: TaskState | None = None,
+                     *, trigger_failure_workflow: bool = True) -> None:
+        """End the workflow with a non-success status (or COMPLETED from a TERMINATE task):
+        cancel what is still running, set output and reason, ask for the failure
+        workflow and the parent notification. Source: WorkflowExecutorOps.terminateWorkflow."""
+        from apps.engine.task_types import get_type
+
+        wf = self.wf
+        if wf.terminal:
+            return
+        for t in wf.tasks:
+            if not t.terminal:
+                get_type(t.task_type).cancel(self, t)
+                t.status = "CANCELED"
+                t.end_time = self.now
+                if not t.reason_for_incompletion:
+                    t.reason_for_incompletion = f"Workflow is {status}" if status != "COMPLETED" else None
+                self.touch(t)
+        wf.output = self.workflow_output(task)
+        wf.status = status
+        wf.reason_for_incompletion = reason
+        wf.end_time = self.now
+        wf.update_time = self.now
+        failed = [t for t in wf.tasks if (t.status in ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT")
+                                          and not t.retried) or t is task]
+        wf.failed_reference_task_names = sorted({t.reference_task_name for t in failed})
+        wf.failed_task_names = sorted({t.task_def_name for t in failed})
+        self.touch_workflow()
+        failure_wf = wf.definition.get("failureWorkflow")
+        if trigger_failure_workflow and failure_wf and status in ("FAILED", "TIMED_OUT", "TERMINATED"):
+            self.act("start_failure_workflow", task, reason=reason, status=status)
+        if wf.parent_workflow_id:
+            self.act("notify_parent")
+
+    # --- timers ----------------------------------------------------------------------------
+
+    def _set_next_decide_at(self) -> None:
+        """When the sweeper must decide this execution next (epoch ms), or None.
+
+        The earliest of: a retry/callback becoming visible is handled by polls (no decide
+        needed); timeouts (task, response, poll, workflow) and timers of system tasks
+        (``TaskType.due_at``) are; an execution with async work in flight gets a repair
+        deadline so a lost job is re-dispatched."""
+        from apps.engine.task_types import get_type
+
+        wf = self.wf
+        if wf.terminal:
+            if wf.next_decide_at is not None:
+                wf.next_decide_at = None
+                self.touch_workflow()
+            return
+        due: list[int] = []
+        timeout_s = int(wf.definition.get("timeoutSeconds") or 0)
+        if timeout_s > 0 and (wf.definition.get("timeoutPolicy") or "ALERT_ONLY") == "TIME_OUT_WF":
+            due.append((wf.last_retried_time or wf.create_time) + timeout_s * 1000)
+        if wf.status != "PAUSED":
+            for task in wf.tasks:
+                if task.terminal or task.retried:
+                    continue
+                ttype = get_type(task.task_type)
+                at = ttype.due_at(self, task)
+                if at is not None:
+                    due.append(at)
+                if ttype.has_task_def:
+                    task_def = self.task_def_of(self.workflow_task_of(task))
+                    if task_def:
+                        due.extend(_timeout_deadlines(task, task_def, ttype.is_worker))
+        next_at = min(due) if due else None
+        if next_at != wf.next_decide_at:
+            wf.next_decide_at = next_at
+            self.touch_workflow()
+
+
+def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool) -> list[int]:
+    out = []
+    policy = task_def.get("timeoutPolicy") or "TIME_OUT_WF"
+    timeout_s = int(task_def.get("timeoutSeconds") or 0)
+    if timeout_s > 0 and task.start_time > 0 and policy != "ALERT_ONLY":
+        out.append(task.start_time + task.start_delay_seconds * 1000 + timeout_s * 1000)
+    poll_timeout = int(task_def.get("pollTimeoutSeconds") or 0)
+    if poll_timeout > 0 and task.status == "SCHEDULED" and policy != "ALERT_ONLY":
+        out.append(task.scheduled_time + task.start_delay_seconds * 1000 + (poll_timeout + task.callback_after_seconds) * 1000)
+    response_timeout = int(task_def.get("responseTimeoutSeconds") or 0)
+    if response_timeout > 0 and task.status == "IN_PROGRESS" and is_worker:
+        out.append(task.update_time + (response_timeout + task.callback_after_seconds) * 1000)
+    return out
+
+
+def decide(wf: WorkflowState, *, now_ms: int, task_def_lookup: TaskDefLookup | None = None,
+           rng: random.Random | None = None,
+           domain_selector: Callable[[str, list[str]], str | None] | None = None) -> DeciderOutcome:
+    """Decide one workflow execution in memory and return what changed.
+
+    ``wf`` is mutated (tasks appended/updated, status/output set); ``now_ms`` is epoch ms.
+    ``task_def_lookup(name)`` returns a registered TaskDef dict for tasks whose
+    WorkflowTask has no ``taskDefinition`` (dynamic tasks). Never raises for workflow
+    semantics: failures end the workflow inside the state.
+    """
+    return Decider(wf, now_ms=now_ms, task_def_lookup=task_def_lookup, rng=rng, domain_selector=domain_selector).run()

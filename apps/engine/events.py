@@ -1,0 +1,55 @@
+"""After-commit notifications inside this process: wake long polls waiting on a queue,
+and tell listeners (live UI, metrics) that an execution changed.
+
+Cross-process delivery is the listeners' business (the UI consumer watches
+``WorkflowExecution.update_time``; long polls re-check the database every few tens of
+milliseconds), so nothing here needs a broker.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+_queue_cond = threading.Condition()
+_queue_versions: dict[str, int] = {}
+_listeners: list[Callable[[str], None]] = []
+
+
+def queue_version(queue_name: str) -> int:
+    """A counter bumped whenever tasks are queued on ``queue_name`` in this process."""
+    return _queue_versions.get(queue_name, 0)
+
+
+def wait_for_queue(queue_name: str, version: int, timeout_s: float) -> bool:
+    """Block up to ``timeout_s`` seconds until ``queue_name`` moves past ``version``."""
+    with _queue_cond:
+        if _queue_versions.get(queue_name, 0) != version:
+            return True
+        return _queue_cond.wait_for(lambda: _queue_versions.get(queue_name, 0) != version, timeout=timeout_s)
+
+
+def tasks_queued(queue_names: Iterable[str]) -> None:
+    """Tasks became pollable on these queues (called after commit)."""
+    names = [q for q in queue_names if q]
+    if not names:
+        return
+    with _queue_cond:
+        for name in names:
+            _queue_versions[name] = _queue_versions.get(name, 0) + 1
+        _queue_cond.notify_all()
+
+
+def add_listener(fn: Callable[[str], None]) -> None:
+    """Register ``fn(workflow_id)`` to be called after each committed change."""
+    _listeners.append(fn)
+
+
+def workflow_changed(workflow_id: str) -> None:
+    """An execution changed (called after commit)."""
+    for fn in list(_listeners):
+        try:
+            fn(workflow_id)
+        except Exception:  # noqa: BLE001 - a listener must never break the engine
+            import logging
+
+            logging.getLogger(__name__).exception("workflow_changed listener failed")

@@ -1,0 +1,461 @@
+"""Engine services: every change to an execution goes through one function here.
+
+Each service (1) locks the workflow row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's
+IMMEDIATE transaction serialises writers), (2) applies the change, (3) runs the decider
+and (4) persists the outcome in the same transaction; side effects (jobs for the
+django-q2 cluster, wake-ups of long polls, live updates) run on commit. A crash at any
+point leaves either the old state or the new one, and ``next_decide_at`` tells the
+sweeper what is due.
+
+Shapes: arguments are snake_case Python values; JSON payloads (input, output) are stored
+untouched. Times are epoch ms from ``apps.core.clock``. Errors: ``apps.core.errors``.
+Source: Conductor ``WorkflowExecutorOps`` (startWorkflow, updateTask, decide, pause,
+resume, terminateWorkflow) and ``ExecutionService``.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.db import OperationalError, transaction
+
+from apps.core.clock import now_ms
+from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
+from apps.core.ids import new_id
+from apps.engine import events, store
+from apps.engine.decider import Decider, DeciderOutcome
+from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
+from apps.engine.state import TERMINAL_TASK, TaskState, WorkflowState
+from apps.engine.task_types import get_type
+from apps.metadata.models import TaskDef
+from apps.metadata.services import workflow_def_row, workflow_def_validate
+from apps.metadata.validation import TASK_DEF_DEFAULTS, iter_workflow_tasks
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+TASK_RESULT_STATUSES = ("IN_PROGRESS", "FAILED", "FAILED_WITH_TERMINAL_ERROR", "COMPLETED", "CANCELED")
+MAX_LOGS_PER_UPDATE = 10
+
+
+def _with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
+    """Run a transactional operation, re-running it when a concurrent poll changed a task
+    under it (StaleState) or PostgreSQL reports a deadlock/serialisation failure."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except store.StaleState:
+            if attempt == attempts - 1:
+                raise
+        except OperationalError as exc:  # deadlock detected / database is locked
+            if attempt == attempts - 1:
+                raise
+            log.info("retrying after %s", exc)
+        time.sleep(0.002 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def task_def_lookup(name: str) -> dict | None:
+    """Registered TaskDef by name (runtime lookup for dynamic tasks)."""
+    row = TaskDef.objects.filter(pk=name).only("definition").first()
+    return row.definition if row else None
+
+
+# --- start -------------------------------------------------------------------------------
+
+def _adhoc_task_def(workflow_task: dict) -> dict:
+    """Conductor fills a missing TaskDef with ``new TaskDef(name)``: SIMPLE tasks get the
+    defaults (3 retries, 60 s FIXED, responseTimeout 3600 s); other types 0 retries and
+    no response timeout."""
+    task_def = dict(TASK_DEF_DEFAULTS)
+    task_def["name"] = workflow_task.get("name")
+    if (workflow_task.get("type") or "SIMPLE") != "SIMPLE" and get_type(workflow_task.get("type")).type_name != "SIMPLE":
+        task_def["retryCount"] = 0
+        task_def["responseTimeoutSeconds"] = 0
+    return task_def
+
+
+def populate_task_definitions(definition: dict) -> dict:
+    """Copy of a WorkflowDef whose every WorkflowTask carries a ``taskDefinition``: the
+    inline one, the registered TaskDef (one query), or an ad-hoc default. Done once at
+    start so running executions never see later TaskDef changes (MetadataMapperService)."""
+    definition = copy.deepcopy(definition)
+    tasks = list(iter_workflow_tasks(definition.get("tasks") or []))
+    names = {t.get("name") for t in tasks if not t.get("taskDefinition") and t.get("name")}
+    registered = {r.name: r.definition for r in TaskDef.objects.filter(name__in=names)} if names else {}
+    for task in tasks:
+        inline = task.get("taskDefinition")
+        if inline:
+            merged = dict(TASK_DEF_DEFAULTS)
+            merged.update({k: v for k, v in inline.items() if v is not None})
+            merged.setdefault("name", task.get("name"))
+            task["taskDefinition"] = merged
+        elif task.get("name") in registered:
+            task["taskDefinition"] = registered[task["name"]]
+        else:
+            task["taskDefinition"] = _adhoc_task_def(task)
+    return definition
+
+
+def _resolve_definition(name: str | None, version: int | None, workflow_def: dict | None,
+                        not_found: str) -> dict:
+    if workflow_def:
+        return workflow_def_validate(workflow_def=workflow_def, path="startWorkflow.workflowDef")
+    row = workflow_def_row(name=name, version=version)
+    if row is None:
+        if not_found == "name":
+            raise NotFound(f"No such workflow found by name: {name}, version: {version if version is not None else 'null'}")
+        raise NotFound(f"No such workflow defined. name={name}, version={version if version is not None else 'null'}")
+    return row.definition
+
+
+def workflow_start(*, name: str | None, version: int | None = None, input: dict | None = None,
+                   correlation_id: str | None = None, priority: int | None = 0,
+                   task_to_domain: dict | None = None, workflow_def: dict | None = None,
+                   created_by: str | None = None, parent_workflow_id: str | None = None,
+                   parent_workflow_task_id: str | None = None, event: str | None = None,
+                   idempotency_key: str | None = None, not_found: str = "request",
+                   workflow_id: str | None = None) -> str:
+    """Start a workflow execution and decide it once; return its id.
+
+    ``workflow_def`` (camelCase WorkflowDef) is run as given, without registration;
+    otherwise ``name``/``version`` (None = latest) are looked up. The execution keeps the
+    definition snapshot with TaskDefs populated. ``priority`` is 0..99.
+    Errors: InvalidInput (missing name, NULL input, priority out of range, invalid inline
+    definition); NotFound (``No such workflow defined. name=%s, version=%s`` or, with
+    ``not_found="name"``, ``No such workflow found by name: %s, version: %s``).
+    Side effects: inserts the workflow and its first tasks; on commit wakes pollers.
+    Source: WorkflowExecutorOps.startWorkflow (decides synchronously inside the call).
+    """
+    if not name and not (workflow_def and workflow_def.get("name")):
+        raise validation_failed([{"path": "startWorkflow.arg0.name", "message": "Workflow name cannot be null or empty"}])
+    if input is None:
+        raise InvalidInput("NULL input passed when starting workflow")
+    if not isinstance(input, dict):
+        raise InvalidInput("Workflow input must be a JSON object")
+    priority = 0 if priority is None else priority
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise InvalidInput("priority must be an integer")
+    if priority < 0:
+        raise validation_failed([{"path": "startWorkflow.arg0.priority", "message": "0 is the minimum priority value", "invalidValue": priority}])
+    if priority > 99:
+        raise validation_failed([{"path": "startWorkflow.arg0.priority", "message": "99 is the maximum priority value", "invalidValue": priority}])
+    definition = populate_task_definitions(_resolve_definition(name, version, workflow_def, not_found))
+    wf_input = dict(definition.get("inputTemplate") or {})
+    wf_input.update(input)
+    now = now_ms()
+    wf = WorkflowState(
+        workflow_id=workflow_id or new_id(),
+        workflow_name=definition["name"],
+        workflow_version=int(definition.get("version") or 1),
+        status="RUNNING",
+        definition=definition,
+        input=wf_input,
+        variables=copy.deepcopy(definition.get("variables") or {}),
+        correlation_id=correlation_id or None,
+        priority=priority,
+        task_to_domain=task_to_domain or {},
+        parent_workflow_id=parent_workflow_id,
+        parent_workflow_task_id=parent_workflow_task_id,
+        created_by=created_by,
+        event=event,
+        idempotency_key=idempotency_key,
+        create_time=now,
+        update_time=now,
+    )
+
+    def run() -> str:
+        with transaction.atomic():
+            wf.tasks = []
+            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
+            outcome = decider.run()
+            _apply_inline_actions(wf, outcome, now)
+            store.insert_workflow(wf)
+            store.insert_tasks(outcome.new_tasks)
+            _after_commit(wf, outcome)
+        return wf.workflow_id
+
+    return _with_retries(run)
+
+
+# --- the decide cycle ----------------------------------------------------------------------
+
+def _locked(workflow_id: str) -> store.Loaded:
+    wf = store.lock_workflow(workflow_id)
+    if wf is None:
+        raise NotFound(f"No such workflow found by id: {workflow_id}")
+    return store.Loaded(wf)
+
+
+def _decide_and_save(loaded: store.Loaded, now: int, *, touched: set[str] | None = None,
+                     workflow_changed: bool = False) -> DeciderOutcome:
+    wf = loaded.wf
+    decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
+    outcome = decider.run()
+    _apply_inline_actions(wf, outcome, now)
+    store.save(loaded, outcome, workflow_changed=workflow_changed, extra_task_ids=touched)
+    _after_commit(wf, outcome)
+    return outcome
+
+
+def _apply_inline_actions(wf: WorkflowState, outcome: DeciderOutcome, now: int) -> None:
+    """Actions done inside the same transaction (they only create new rows or touch the
+    current workflow): start sub-workflows and the failure workflow."""
+    from apps.engine import actions
+
+    for action in outcome.actions:
+        actions.apply_inline(wf, outcome, action, now)
+
+
+def _after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
+    """Register what runs after commit: cluster jobs, parent notification, wake-ups."""
+    from apps.engine import actions
+
+    deferred = [a for a in outcome.actions if actions.is_deferred(a)]
+    queues = {t.queue_name for t in outcome.new_tasks if t.queue_name}
+    queues |= {t.queue_name for t in outcome.updated_tasks.values() if t.queue_name and t.status == "SCHEDULED"}
+    workflow_id = wf.workflow_id
+
+    def on_commit() -> None:
+        for action in deferred:
+            actions.run_deferred(workflow_id, action)
+        events.tasks_queued(queues)
+        events.workflow_changed(workflow_id)
+
+    transaction.on_commit(on_commit, robust=True)
+
+
+def workflow_decide(workflow_id: str) -> None:
+    """Decide a workflow now (``PUT /api/workflow/decide/{id}``, the sweeper, jobs).
+    Errors: NotFound."""
+    def run() -> None:
+        with transaction.atomic():
+            loaded = _locked(workflow_id)
+            if loaded.wf.terminal:
+                return
+            _decide_and_save(loaded, now_ms())
+    _with_retries(run)
+
+
+# --- task updates ----------------------------------------------------------------------
+
+def _normalise_log_time(value: Any, now: int) -> int:
+    try:
+        t = int(value)
+    except (TypeError, ValueError):
+        return now
+    return t * 1000 if 0 < t < 100_000_000_000 else (t or now)
+
+
+def task_update(*, task_result: dict) -> TaskState | None:
+    """Apply a worker's TaskResult (camelCase dict) and decide; return the updated task.
+
+    Shapes: ``task_result`` = ``{workflowInstanceId, taskId, status, outputData?,
+    reasonForIncompletion?, callbackAfterSeconds? (s), workerId?, logs?, extendLease?}``.
+    Behaviour (WorkflowExecutorOps.updateTask): ``extendLease`` only refreshes the
+    response timer; an update of a terminal task or of a terminal workflow is ignored
+    (returns the task unchanged); IN_PROGRESS on a worker task puts it back on its queue,
+    visible after ``callbackAfterSeconds``; ``outputData`` replaces the old output.
+    Errors: InvalidInput for missing ids or an unknown status; NotFound
+    ``No such task found by id: %s`` / ``No such workflow found by id: %s``.
+    """
+    workflow_id = task_result.get("workflowInstanceId")
+    task_id = task_result.get("taskId")
+    errors = []
+    if not workflow_id:
+        errors.append({"path": "updateTask.arg0.workflowInstanceId", "message": "Workflow Id cannot be null or empty"})
+    if not task_id:
+        errors.append({"path": "updateTask.arg0.taskId", "message": "Task ID cannot be null or empty"})
+    if errors:
+        raise validation_failed(errors)
+    status = task_result.get("status")
+    if status not in TASK_RESULT_STATUSES:
+        raise InvalidInput(f"Invalid task status: {status}. Must be one of {', '.join(TASK_RESULT_STATUSES)}")
+    output = task_result.get("outputData")
+    if output is not None and not isinstance(output, dict):
+        raise InvalidInput("outputData must be a JSON object")
+
+    def run() -> TaskState | None:
+        with transaction.atomic():
+            wf = store.lock_workflow(workflow_id)
+            task = next((t for t in wf.tasks if t.task_id == task_id), None) if wf else None
+            if task is None:
+                owner = TaskExecution.objects.filter(pk=task_id).values_list("workflow_id", flat=True).first()
+                if owner is None:
+                    raise NotFound(f"No such task found by id: {task_id}")
+                wf = store.lock_workflow(owner)
+                if wf is None:
+                    raise NotFound(f"No such workflow found by id: {owner}")
+                task = next(t for t in wf.tasks if t.task_id == task_id)
+            loaded = store.Loaded(wf)
+            now = now_ms()
+            logs = task_result.get("logs") or []
+            if logs:
+                TaskExecLog.objects.bulk_create([
+                    TaskExecLog(task_id=task_id, log=str(entry.get("log", "")),
+                                created_time=_normalise_log_time(entry.get("createdTime"), now))
+                    for entry in logs[:MAX_LOGS_PER_UPDATE] if isinstance(entry, dict)])
+            if task.status in TERMINAL_TASK or wf.terminal:
+                return task  # late or duplicate update: ignored, as Conductor does
+            if task_result.get("extendLease"):
+                task.update_time = now
+                store.save(loaded, DeciderOutcome(), workflow_changed=False, extra_task_ids={task_id})
+                return task
+            _apply_result(task, task_result, now)
+            _decide_and_save(loaded, now, touched={task_id})
+            return task
+
+    return _with_retries(run)
+
+
+def _apply_result(task: TaskState, result: dict, now: int) -> None:
+    status = result["status"]
+    if result.get("outputData") is not None:
+        task.output_data = result["outputData"]
+    if result.get("reasonForIncompletion") is not None:
+        task.reason_for_incompletion = result["reasonForIncompletion"]
+    if result.get("workerId"):
+        task.worker_id = result["workerId"]
+    if result.get("subWorkflowId"):
+        task.sub_workflow_id = result["subWorkflowId"]
+    callback = int(result.get("callbackAfterSeconds") or 0)
+    task.callback_after_seconds = callback
+    task.update_time = now
+    if status == "IN_PROGRESS":
+        if get_type(task.task_type).is_worker:
+            # "check back later": the same task goes back to its queue after the callback
+            task.status = "SCHEDULED"
+            task.visible_at = now + callback * 1000
+        else:
+            task.status = "IN_PROGRESS"
+        return
+    task.status = status
+    task.end_time = now
+
+
+def task_update_by_ref(*, workflow_id: str, task_ref_name: str, status: str, output: dict,
+                       worker_id: str | None = None) -> str | None:
+    """Update the pending task with this reference (or its ``ref__N`` loop iteration);
+    return its id, or None when no non-terminal task has that reference.
+    Source: ``POST /tasks/{workflowId}/{taskRefName}/{status}``."""
+    wf = store.load_workflow(workflow_id)
+    if wf is None:
+        raise NotFound(f"No such workflow found by id: {workflow_id}")
+    candidates = [t for t in wf.tasks if not t.terminal and
+                  (t.reference_task_name == task_ref_name or t.reference_task_name.startswith(task_ref_name + "__"))]
+    if not candidates:
+        return None
+    task = candidates[-1]
+    task_update(task_result={"workflowInstanceId": workflow_id, "taskId": task.task_id, "status": status,
+                             "outputData": output, "workerId": worker_id})
+    return task.task_id
+
+
+def task_log_add(*, task_id: str, log_line: str) -> None:
+    """Append one line to a task's execution log (``POST /tasks/{taskId}/log``)."""
+    TaskExecLog.objects.create(task_id=task_id, log=log_line, created_time=now_ms())
+
+
+# --- lifecycle ----------------------------------------------------------------------------
+
+def workflow_pause(*, workflow_id: str) -> None:
+    """RUNNING -> PAUSED; no new tasks are scheduled, dispatched ones may still finish.
+    Errors: NotFound; Conflict ``Workflow %s has ended, status cannot be updated.``"""
+    def run() -> None:
+        with transaction.atomic():
+            loaded = _locked(workflow_id)
+            wf = loaded.wf
+            if wf.terminal:
+                raise Conflict(f"Workflow {wf.workflow_name}.{wf.workflow_version}/{wf.workflow_id} has ended, status cannot be updated.")
+            if wf.status == "PAUSED":
+                return
+            wf.status = "PAUSED"
+            wf.update_time = now_ms()
+            store.save(loaded, DeciderOutcome(), workflow_changed=True)
+            transaction.on_commit(lambda: events.workflow_changed(workflow_id), robust=True)
+    _with_retries(run)
+
+
+def workflow_resume(*, workflow_id: str) -> None:
+    """PAUSED -> RUNNING and decide. Errors: NotFound; IllegalState (500)
+    ``The workflow <id> is not PAUSED so cannot resume. Current status is <STATUS>``."""
+    def run() -> None:
+        with transaction.atomic():
+            loaded = _locked(workflow_id)
+            wf = loaded.wf
+            if wf.status != "PAUSED":
+                raise IllegalState(f"The workflow {workflow_id} is not PAUSED so cannot resume. Current status is {wf.status}")
+            now = now_ms()
+            wf.status = "RUNNING"
+            wf.last_retried_time = now
+            wf.update_time = now
+            _decide_and_save(loaded, now, workflow_changed=True)
+    _with_retries(run)
+
+
+def workflow_terminate(*, workflow_id: str, reason: str | None = None,
+                       trigger_failure_workflow: bool = False) -> None:
+    """End a workflow as TERMINATED, cancelling its pending tasks (and sub-workflows).
+    A TERMINATED workflow is left alone; FAILED/TIMED_OUT ones become TERMINATED.
+    The failureWorkflow starts only when ``trigger_failure_workflow`` is set.
+    Errors: NotFound; Conflict ``Cannot terminate a COMPLETED workflow.``"""
+    def run() -> None:
+        with transaction.atomic():
+            loaded = _locked(workflow_id)
+            wf = loaded.wf
+            if wf.status == "COMPLETED":
+                raise Conflict("Cannot terminate a COMPLETED workflow.")
+            if wf.status == "TERMINATED":
+                return
+            now = now_ms()
+            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
+            if wf.terminal:  # FAILED / TIMED_OUT: flip to TERMINATED
+                wf.status = "TERMINATED"
+                wf.reason_for_incompletion = reason or wf.reason_for_incompletion
+                wf.update_time = now
+                decider.touch_workflow()
+            else:
+                decider.end_workflow("TERMINATED", reason, trigger_failure_workflow=trigger_failure_workflow)
+            decider._set_next_decide_at()
+            outcome = decider.outcome
+            _apply_inline_actions(wf, outcome, now)
+            store.save(loaded, outcome, workflow_changed=True)
+            _after_commit(wf, outcome)
+    _with_retries(run)
+
+
+def workflow_remove(*, workflow_id: str, archive: bool = True) -> None:
+    """Delete a workflow execution and its tasks (``DELETE /workflow/{id}/remove``).
+    Errors: NotFound; InvalidInput ``Cannot archive workflow: %s with status: %s`` when
+    archiving a workflow that is not terminal."""
+    with transaction.atomic():
+        row = WorkflowExecution.objects.filter(pk=workflow_id).values("status").first()
+        if row is None:
+            raise NotFound(f"No such workflow found by id: {workflow_id}")
+        if archive and row["status"] not in ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"):
+            raise InvalidInput(f"Cannot archive workflow: {workflow_id} with status: {row['status']}")
+        task_ids = list(TaskExecution.objects.filter(workflow_id=workflow_id).values_list("task_id", flat=True))
+        TaskExecLog.objects.filter(task_id__in=task_ids).delete()
+        TaskExecution.objects.filter(workflow_id=workflow_id).delete()
+        WorkflowExecution.objects.filter(pk=workflow_id).delete()
+
+
+# --- async system tasks (run by the cluster) ------------------------------------------------
+
+def system_task_claim(task_id: str) -> bool:
+    """Mark an async system task IN_PROGRESS before the cluster runs it (compare-and-set
+    from SCHEDULED; an IN_PROGRESS task is re-run after a crash). True if it may run."""
+    now = now_ms()
+    if TaskExecution.objects.filter(pk=task_id, status="SCHEDULED").update(
+            status="IN_PROGRESS", start_time=now, update_time=now, poll_count=1) == 1:
+        return True
+    return TaskExecution.objects.filter(pk=task_id, status="IN_PROGRESS").exists()
+
+
+def system_task_result(*, task_result: dict) -> TaskState | None:
+    """Record the result of an async system task (same rules as ``task_update``)."""
+    return task_update(task_result=task_result)

@@ -1,0 +1,129 @@
+"""What the django-q2 cluster runs: async system tasks, deciding a parent workflow, and
+the sweeper loop. Jobs only call engine services and are idempotent (django-q2 may
+deliver a job twice).
+
+Timer resolution: django-q2's scheduler runs only about every 30 s, so the sweeper is a
+job that loops for ``SWEEPER_LOOP_SECONDS`` ticking every ``SWEEPER_TICK_MS`` and enqueues
+its successor before it returns. A lease row (``SweeperLease``) keeps one loop alive per
+cluster name; a one-minute ``Schedule`` (``ensure_sweeper_job``) restarts the chain after
+a crash.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+
+from django.conf import settings
+from django.db import transaction
+
+from apps.core.clock import now_ms
+from apps.engine import executor, store, sweeper
+from apps.engine.models import TaskExecution
+
+log = logging.getLogger(__name__)
+
+
+def _async_task(func: str, *args, **kwargs) -> None:
+    from django_q.tasks import async_task
+
+    async_task(func, *args, **kwargs)
+
+
+def enqueue_system_task(task_id: str) -> None:
+    """Hand an async system task to the cluster (called after commit)."""
+    _async_task("apps.engine.jobs.system_task_job", task_id, task_name=f"system-task-{task_id}")
+
+
+def enqueue_decide_parent(child_workflow_id: str) -> None:
+    """A sub-workflow ended: decide its parent now, in this process (called after
+    commit). If this fails the parent's ``next_decide_at`` makes the sweeper do it."""
+    parent = (executor.WorkflowExecution.objects.filter(pk=child_workflow_id)
+              .values_list("parent_workflow_id", flat=True).first())
+    if parent:
+        try:
+            executor.workflow_decide(parent)
+        except Exception:  # noqa: BLE001
+            log.exception("deciding parent %s of %s failed; the sweeper will retry", parent, child_workflow_id)
+
+
+def system_task_job(task_id: str) -> None:
+    """Run one async system task (HTTP, ...) outside any lock, then record its result
+    through ``executor.system_task_result``. A task no longer SCHEDULED/IN_PROGRESS is
+    skipped, so a duplicate delivery does nothing."""
+    from apps.engine.task_types import get_type
+
+    row = TaskExecution.objects.filter(pk=task_id).values(*store.TASK_FIELDS).first()
+    if row is None or row["status"] not in ("SCHEDULED", "IN_PROGRESS"):
+        return
+    task = store.TaskState(**row)
+    ttype = get_type(task.task_type)
+    if not executor.system_task_claim(task_id):
+        return
+    try:
+        result = ttype.run_async(task)
+    except Exception as exc:  # noqa: BLE001 - the task fails, the job does not
+        log.exception("system task %s failed", task_id)
+        result = {"status": "FAILED", "reasonForIncompletion": str(exc), "outputData": {}}
+    result = {**result, "workflowInstanceId": task.workflow_id, "taskId": task_id,
+              "workerId": settings.CONDUCTOR["INSTANCE_ID"]}
+    executor.system_task_result(task_result=result)
+
+
+def decide_job(workflow_id: str) -> None:
+    """Decide one workflow (used when work must move to the cluster)."""
+    executor.workflow_decide(workflow_id)
+
+
+def _holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def sweep_loop_job(loop_seconds: float | None = None) -> int:
+    """Sweep for up to ``loop_seconds`` (default SWEEPER_LOOP_SECONDS), ticking every
+    SWEEPER_TICK_MS, then enqueue the next loop. Returns the number of decides.
+    Only the holder of the sweeper lease loops; others return at once."""
+    from apps.engine.models import SweeperLease
+
+    conf = settings.CONDUCTOR
+    loop_seconds = conf["SWEEPER_LOOP_SECONDS"] if loop_seconds is None else loop_seconds
+    tick = conf["SWEEPER_TICK_MS"] / 1000
+    holder = _holder()
+    lease_ms = int(loop_seconds * 1000) + 15_000
+    if not SweeperLease.acquire("sweeper", holder, lease_ms):
+        return 0
+    decided = 0
+    deadline = time.monotonic() + loop_seconds
+    try:
+        while time.monotonic() < deadline:
+            n = sweeper.sweep_once()
+            decided += n
+            if n == 0:
+                time.sleep(tick)
+            SweeperLease.acquire("sweeper", holder, lease_ms)
+    finally:
+        SweeperLease.release("sweeper", holder)
+        _async_task("apps.engine.jobs.sweep_loop_job", task_name=f"sweeper-{now_ms()}")
+    return decided
+
+
+def ensure_sweeper_job() -> None:
+    """Safety net run by a one-minute django-q2 Schedule: start a sweeper loop when no
+    loop holds a live lease (after a crash or on first start)."""
+    from apps.engine.models import SweeperLease
+
+    if not SweeperLease.held("sweeper"):
+        _async_task("apps.engine.jobs.sweep_loop_job", task_name=f"sweeper-{now_ms()}")
+
+
+def install_schedules() -> None:
+    """Create (idempotently) the one-minute Schedule of ``ensure_sweeper_job``."""
+    from django_q.models import Schedule
+
+    with transaction.atomic():
+        Schedule.objects.update_or_create(
+            name="conductor-sweeper-guard",
+            defaults={"func": "apps.engine.jobs.ensure_sweeper_job", "schedule_type": Schedule.MINUTES,
+                      "minutes": 1, "repeats": -1},
+        )

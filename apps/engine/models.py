@@ -1,0 +1,210 @@
+"""Durable state of executions: WorkflowExecution, TaskExecution (one row per attempt),
+TaskExecLog and PollData.
+
+Times are epoch milliseconds (``BigIntegerField``), as Conductor exposes them; ``0`` means
+"not set" where Conductor uses 0. JSON columns keep user payloads untouched (no key
+transformation). The task queue is the TaskExecution table itself: a worker task is
+pollable when ``status = SCHEDULED`` and ``visible_at <= now`` on its ``queue_name``
+(``[domain:]taskType``), so a retry delay or ``callbackAfterSeconds`` is just a later
+``visible_at``.
+"""
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+TERMINAL_WORKFLOW = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
+
+
+class WorkflowStatus(models.TextChoices):
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMED_OUT = "TIMED_OUT"
+    TERMINATED = "TERMINATED"
+    PAUSED = "PAUSED"
+
+
+class TaskStatus(models.TextChoices):
+    SCHEDULED = "SCHEDULED"
+    IN_PROGRESS = "IN_PROGRESS"
+    COMPLETED = "COMPLETED"
+    COMPLETED_WITH_ERRORS = "COMPLETED_WITH_ERRORS"
+    FAILED = "FAILED"
+    FAILED_WITH_TERMINAL_ERROR = "FAILED_WITH_TERMINAL_ERROR"
+    TIMED_OUT = "TIMED_OUT"
+    CANCELED = "CANCELED"
+    SKIPPED = "SKIPPED"
+
+
+class WorkflowExecution(models.Model):
+    """One workflow execution; ``definition`` is the WorkflowDef snapshot it runs.
+
+    ``next_decide_at`` (epoch ms) is when the sweeper must decide it next (a timer, a
+    timeout, or the periodic repair); NULL once terminal.
+    """
+
+    workflow_id = models.CharField(primary_key=True, max_length=64)
+    workflow_name = models.CharField(max_length=255)
+    workflow_version = models.IntegerField()
+    status = models.CharField(max_length=16, choices=WorkflowStatus.choices)
+    definition = models.JSONField()
+    input = models.JSONField(default=dict)
+    output = models.JSONField(default=dict)
+    variables = models.JSONField(default=dict)
+    correlation_id = models.CharField(max_length=255, null=True, blank=True)
+    priority = models.IntegerField(default=0)
+    task_to_domain = models.JSONField(default=dict)
+    parent_workflow_id = models.CharField(max_length=64, null=True, blank=True)
+    parent_workflow_task_id = models.CharField(max_length=64, null=True, blank=True)
+    reason_for_incompletion = models.TextField(null=True, blank=True)
+    failed_reference_task_names = models.JSONField(default=list)
+    failed_task_names = models.JSONField(default=list)
+    re_run_from_workflow_id = models.CharField(max_length=64, null=True, blank=True)
+    created_by = models.CharField(max_length=255, null=True, blank=True)
+    event = models.CharField(max_length=255, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    create_time = models.BigIntegerField()
+    update_time = models.BigIntegerField()
+    end_time = models.BigIntegerField(default=0)
+    last_retried_time = models.BigIntegerField(default=0)
+    next_decide_at = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        db_table = "engine_workflow_execution"
+        verbose_name = "workflow execution"
+        indexes = [
+            # sweeper: due executions that are not terminal
+            models.Index(fields=["next_decide_at"], name="wf_due", condition=Q(status__in=["RUNNING", "PAUSED"])),
+            # search by name/status/time, running list
+            models.Index(fields=["workflow_name", "status", "create_time"], name="wf_search"),
+            models.Index(fields=["create_time"], name="wf_create_time"),
+            models.Index(fields=["correlation_id"], name="wf_correlation"),
+            models.Index(fields=["parent_workflow_id"], name="wf_parent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_name} v{self.workflow_version} {self.workflow_id} ({self.status})"
+
+
+class TaskExecution(models.Model):
+    """One attempt of one task of a workflow execution (a retry is a new row).
+
+    Queue columns: ``queue_name`` (``[domain:]taskType`` for worker tasks, empty for
+    system tasks) and ``visible_at`` (epoch ms before which a poll must not hand it out).
+    """
+
+    task_id = models.CharField(primary_key=True, max_length=64)
+    workflow = models.ForeignKey(WorkflowExecution, on_delete=models.CASCADE, related_name="tasks",
+                                 db_column="workflow_id")
+    workflow_type = models.CharField(max_length=255)
+    workflow_priority = models.IntegerField(default=0)
+    task_type = models.CharField(max_length=64)
+    task_def_name = models.CharField(max_length=255)
+    reference_task_name = models.CharField(max_length=255)
+    seq = models.IntegerField()
+    iteration = models.IntegerField(default=0)
+    retry_count = models.IntegerField(default=0)
+    poll_count = models.IntegerField(default=0)
+    status = models.CharField(max_length=32, choices=TaskStatus.choices)
+    input_data = models.JSONField(default=dict)
+    output_data = models.JSONField(default=dict)
+    workflow_task = models.JSONField(default=dict)
+    scheduled_time = models.BigIntegerField(default=0)
+    start_time = models.BigIntegerField(default=0)
+    end_time = models.BigIntegerField(default=0)
+    update_time = models.BigIntegerField(default=0)
+    first_scheduled_time = models.BigIntegerField(default=0)
+    start_delay_seconds = models.IntegerField(default=0)
+    callback_after_seconds = models.BigIntegerField(default=0)
+    response_timeout_seconds = models.BigIntegerField(default=0)
+    queue_name = models.CharField(max_length=255, blank=True, default="")
+    visible_at = models.BigIntegerField(default=0)
+    domain = models.CharField(max_length=255, null=True, blank=True)
+    worker_id = models.CharField(max_length=255, null=True, blank=True)
+    reason_for_incompletion = models.TextField(null=True, blank=True)
+    retried = models.BooleanField(default=False)
+    executed = models.BooleanField(default=False)
+    retried_task_id = models.CharField(max_length=64, null=True, blank=True)
+    sub_workflow_id = models.CharField(max_length=64, null=True, blank=True)
+
+    class Meta:
+        db_table = "engine_task_execution"
+        verbose_name = "task execution"
+        indexes = [
+            # poll: pollable tasks of one queue in delivery order
+            models.Index(fields=["queue_name", "visible_at"], name="task_poll", condition=Q(status="SCHEDULED")),
+            models.Index(fields=["workflow", "seq"], name="task_workflow_seq"),
+            # search and in-progress listings
+            models.Index(fields=["task_def_name", "status"], name="task_def_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reference_task_name} {self.task_id} ({self.status})"
+
+
+class TaskExecLog(models.Model):
+    """A log line of a task execution (``TaskExecLog``: log, taskId, createdTime in ms)."""
+
+    task_id = models.CharField(max_length=64, db_index=True)
+    log = models.TextField()
+    created_time = models.BigIntegerField()
+
+    class Meta:
+        db_table = "engine_task_exec_log"
+        ordering = ["id"]
+
+
+class PollData(models.Model):
+    """Last poll of each worker on each queue: ``queueName`` is the task type, ``domain``
+    the poll's domain ("" for none), ``lastPollTime`` epoch ms."""
+
+    queue_name = models.CharField(max_length=255)
+    domain = models.CharField(max_length=255, blank=True, default="")
+    worker_id = models.CharField(max_length=255, blank=True, default="")
+    last_poll_time = models.BigIntegerField()
+
+    class Meta:
+        db_table = "engine_poll_data"
+        constraints = [models.UniqueConstraint(fields=["queue_name", "domain", "worker_id"], name="poll_data_unique")]
+
+
+class SweeperLease(models.Model):
+    """A named lease (``holder`` until ``expires_at``, epoch ms) that keeps one sweeper
+    loop running per cluster; taken and renewed by compare-and-set."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    holder = models.CharField(max_length=255)
+    expires_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "engine_sweeper_lease"
+
+    @classmethod
+    def acquire(cls, name: str, holder: str, lease_ms: int) -> bool:
+        """Take or renew the lease for ``lease_ms``; True if ``holder`` now holds it."""
+        from django.db import IntegrityError, transaction
+
+        from apps.core.clock import now_ms
+
+        now = now_ms()
+        taken = cls.objects.filter(Q(name=name) & (Q(holder=holder) | Q(expires_at__lt=now))).update(
+            holder=holder, expires_at=now + lease_ms)
+        if taken:
+            return True
+        try:
+            with transaction.atomic():
+                cls.objects.create(name=name, holder=holder, expires_at=now + lease_ms)
+            return True
+        except IntegrityError:
+            return False
+
+    @classmethod
+    def release(cls, name: str, holder: str) -> None:
+        cls.objects.filter(name=name, holder=holder).update(expires_at=0)
+
+    @classmethod
+    def held(cls, name: str) -> bool:
+        from apps.core.clock import now_ms
+
+        return cls.objects.filter(name=name, expires_at__gte=now_ms()).exists()

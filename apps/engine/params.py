@@ -1,0 +1,273 @@
+"""``${...}`` parameter resolution, as Conductor's ``ParametersUtils.getTaskInputV2``.
+
+Pure: input is a WorkflowState (and the task being scheduled); no ORM or clock.
+
+Rules mirrored (conductor-reference §4.1):
+* The document has ``workflow`` (input, output, status, workflowId, variables, ...) and one
+  entry per task reference (input, output, status, taskId, ...). Retries: the last attempt
+  wins. Loop tasks are keyed by their reference without the ``__N`` suffix (latest wins).
+* Paths are JSONPath (Jayway semantics) evaluated with python-jsonpath: a definite path
+  gives its value or null when missing, an indefinite one (``..``, wildcards, filters) a list.
+* A string that is exactly one ``${...}`` keeps the value's JSON type; references embedded
+  in text are stringified the Java way (null -> ``null``, maps -> ``{a=1}``).
+* ``$${x}`` is an escape for the literal ``${x}``; ``${}`` is the empty string.
+* ``${CPEWF_TASK_ID}`` is the id of the task being scheduled; other upper-case names are
+  environment variables.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from functools import lru_cache
+from typing import Any
+
+import jsonpath
+
+from apps.engine.state import TaskState, WorkflowState
+
+_LOOP_SUFFIX = re.compile(r"__\d+$")
+_NOT_FOUND = object()
+
+
+def strip_iteration(reference_task_name: str) -> str:
+    """``ref__3`` -> ``ref`` (Conductor's TaskUtils.removeIterationFromTaskRefName)."""
+    return _LOOP_SUFFIX.sub("", reference_task_name)
+
+
+@lru_cache(maxsize=4096)
+def _compile(path: str):
+    """Compile ``a.b[0].c`` as ``$.a.b[0].c``; names that RFC 9535 shorthand refuses
+    (dashes, spaces) are retried in bracket notation. Returns None if still invalid."""
+    try:
+        return jsonpath.compile("$." + path if not path.startswith("$") else path)
+    except Exception:  # noqa: BLE001 - any parse error means "unresolvable"
+        pass
+    parts = re.split(r"\.(?![^\[]*\])", path)
+    rebuilt = "$"
+    for part in parts:
+        m = re.match(r"^([^\[]*)(.*)$", part)
+        name, rest = m.group(1), m.group(2)
+        if name:
+            rebuilt += "[" + json.dumps(name) + "]"
+        rebuilt += rest
+    try:
+        return jsonpath.compile(rebuilt)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def evaluate_path(path: str, document: dict) -> Any:
+    """Evaluate one JSONPath (without ``$.``) against the document, Jayway style.
+
+    Returns the value of a definite path (None if missing), or the list of matches of an
+    indefinite path. Never raises (Conductor suppresses JSONPath exceptions).
+    """
+    compiled = _compile(path)
+    if compiled is None:
+        return None
+    try:
+        matches = compiled.findall(document)
+    except Exception:  # noqa: BLE001
+        return None
+    if compiled.singular_query():
+        return matches[0] if matches else None
+    return matches
+
+
+def _task_entry(task: TaskState, wf: WorkflowState) -> dict:
+    return {
+        "input": task.input_data,
+        "output": task.output_data,
+        "taskType": task.task_type,
+        "status": task.status,
+        "referenceTaskName": task.reference_task_name,
+        "retryCount": task.retry_count,
+        "correlationId": wf.correlation_id,
+        "pollCount": task.poll_count,
+        "taskDefName": task.task_def_name,
+        "scheduledTime": task.scheduled_time,
+        "startTime": task.start_time,
+        "endTime": task.end_time,
+        "workflowInstanceId": task.workflow_id,
+        "taskId": task.task_id,
+        "reasonForIncompletion": task.reason_for_incompletion,
+        "callbackAfterSeconds": task.callback_after_seconds,
+        "workerId": task.worker_id,
+        "iteration": task.iteration,
+    }
+
+
+def _workflow_entry(wf: WorkflowState) -> dict:
+    return {
+        "input": wf.input,
+        "output": wf.output,
+        "status": wf.status,
+        "workflowId": wf.workflow_id,
+        "parentWorkflowId": wf.parent_workflow_id,
+        "parentWorkflowTaskId": wf.parent_workflow_task_id,
+        "workflowType": wf.workflow_name,
+        "version": wf.workflow_version,
+        "correlationId": wf.correlation_id,
+        "reasonForIncompletion": wf.reason_for_incompletion,
+        "schemaVersion": wf.definition.get("schemaVersion", 2),
+        "variables": wf.variables,
+        "taskToDomain": wf.task_to_domain,
+        "createTime": wf.create_time,
+        "priority": wf.priority,
+    }
+
+
+class Document:
+    """The lazily built resolution document of one workflow (``workflow`` + task refs)."""
+
+    __slots__ = ("wf", "_cache", "_refs")
+
+    def __init__(self, wf: WorkflowState):
+        self.wf = wf
+        self._cache: dict[str, Any] = {}
+        self._refs: dict[str, TaskState] | None = None
+
+    def entry(self, head: str) -> Any:
+        """The document entry named ``head`` (``workflow`` or a task reference), or _NOT_FOUND."""
+        if head in self._cache:
+            return self._cache[head]
+        if head == "workflow":
+            value = _workflow_entry(self.wf)
+        else:
+            if self._refs is None:
+                refs: dict[str, TaskState] = {}
+                for task in self.wf.tasks:  # ordered by seq: the last attempt wins
+                    key = strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
+                    refs[key] = task
+                self._refs = refs
+            task = self._refs.get(head)
+            value = _task_entry(task, self.wf) if task is not None else _NOT_FOUND
+        self._cache[head] = value
+        return value
+
+
+_HEAD = re.compile(r"^([^.\[]+)")
+
+
+def _resolve_expression(expr: str, doc: Document, task_id: str | None) -> Any:
+    expr = expr.strip()
+    if not expr:
+        return ""
+    if expr == "CPEWF_TASK_ID":
+        return task_id
+    m = _HEAD.match(expr)
+    head = m.group(1).strip() if m else expr
+    if head == "workflow" and expr.startswith("workflow.env."):
+        return os.environ.get(expr[len("workflow.env."):])
+    if head == "workflow" and expr.startswith("workflow.secrets."):
+        return "${" + expr + "}"  # left literal, as Conductor stores it
+    entry = doc.entry(head)
+    if entry is _NOT_FOUND:
+        if head == expr and head in os.environ:
+            return os.environ[head]
+        return None
+    if head == expr:
+        return entry
+    return evaluate_path(expr, {head: entry})
+
+
+def java_string(value: Any) -> str:
+    """Java ``toString`` of a JSON value, as Conductor embeds values in text."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={java_string(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(java_string(v) for v in value) + "]"
+    return str(value)
+
+
+def _find_refs(text: str) -> list[tuple[int, int]]:
+    """Spans ``(start, end)`` of each top-level ``${...}`` with balanced braces, skipping
+    the ``$${`` escape."""
+    spans = []
+    i = 0
+    n = len(text)
+    while i < n - 1:
+        if text[i] == "$" and text[i + 1] == "{":
+            if i > 0 and text[i - 1] == "$":
+                i += 2
+                continue
+            depth = 0
+            j = i + 1
+            while j < n:
+                if text[j] == "{":
+                    depth += 1
+                elif text[j] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            if j >= n:
+                break
+            spans.append((i, j + 1))
+            i = j + 1
+        else:
+            i += 1
+    return spans
+
+
+def resolve_string(text: str, doc: Document, task_id: str | None = None) -> Any:
+    """Resolve the references in one string (whole-string refs keep their JSON type)."""
+    if "${" not in text:
+        return text
+    spans = _find_refs(text)
+    if not spans:
+        return text.replace("$${", "${")
+    if len(spans) == 1 and spans[0] == (0, len(text)):
+        inner = text[2:-1]
+        if "${" in inner:
+            inner = java_string(resolve_string(inner, doc, task_id))
+        return _resolve_expression(inner, doc, task_id)
+    out = []
+    last = 0
+    for start, end in spans:
+        out.append(text[last:start])
+        inner = text[start + 2:end - 1]
+        if "${" in inner:
+            inner = java_string(resolve_string(inner, doc, task_id))
+        out.append(java_string(_resolve_expression(inner, doc, task_id)))
+        last = end
+    out.append(text[last:])
+    return "".join(out).replace("$${", "${")
+
+
+def resolve_value(value: Any, doc: Document, task_id: str | None = None) -> Any:
+    """Resolve references anywhere in a JSON value (maps, lists, nested lists); non-string
+    leaves pass through unchanged. Returns a new value; the input is not modified."""
+    if isinstance(value, str):
+        return resolve_string(value, doc, task_id)
+    if isinstance(value, dict):
+        return {k: resolve_value(v, doc, task_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_value(v, doc, task_id) for v in value]
+    return value
+
+
+def resolve_task_input(input_parameters: dict, wf: WorkflowState, *, task_def: dict | None = None,
+                       task_id: str | None = None, doc: Document | None = None) -> dict:
+    """Resolve a WorkflowTask's ``inputParameters`` into a task's ``inputData``.
+
+    ``task_def.inputTemplate`` keys are added when absent, and a key that resolved to null
+    falls back to its template value (Conductor's getTaskInputV2).
+    """
+    doc = doc or Document(wf)
+    params = dict(input_parameters or {})
+    template = (task_def or {}).get("inputTemplate") or {}
+    for key, default in template.items():
+        params.setdefault(key, default)
+    resolved = resolve_value(params, doc, task_id)
+    for key, default in template.items():
+        if resolved.get(key) is None:
+            resolved[key] = default
+    return resolved

@@ -1,0 +1,148 @@
+"""Task queues: poll (claim) worker tasks, queue sizes, poll data.
+
+The queue is the ``engine_task_execution`` table: a task is pollable when SCHEDULED on
+its ``queue_name`` with ``visible_at <= now``. A claim is one statement that moves up to
+``count`` tasks to IN_PROGRESS and returns them:
+* PostgreSQL: ``UPDATE ... WHERE task_id IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING``,
+  so concurrent pollers never block on or receive the same task;
+* SQLite: the same statement without row locks; the IMMEDIATE transaction makes it
+  atomic (one writer at a time).
+Higher ``workflowPriority`` is served first, then the earliest visible.
+Source: Conductor ``ExecutionService.poll`` (IN_PROGRESS, startTime if 0, workerId,
+pollCount+1, callbackAfterSeconds 0) and the SQL ``QueueDAO`` pop.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from django.db import connection, transaction
+
+from apps.core.clock import now_ms
+from apps.core.errors import InvalidInput
+from apps.engine import events
+from apps.engine.models import PollData, TaskExecution
+from apps.engine.state import TASK_FIELDS, TaskState
+
+_JSON_FIELDS = ("input_data", "output_data", "workflow_task")
+_BOOL_FIELDS = ("retried", "executed")
+_COLUMNS = ", ".join("workflow_id" if f == "workflow_id" else f for f in TASK_FIELDS)
+
+
+def queue_name_for(task_type: str, domain: str | None) -> str:
+    """``[domain:]taskType`` (Conductor's QueueUtils.getQueueName without namespaces)."""
+    return f"{domain}:{task_type}" if domain else task_type
+
+
+def _row_to_task(row: tuple) -> TaskState:
+    values = dict(zip(TASK_FIELDS, row))
+    for f in _JSON_FIELDS:
+        if isinstance(values[f], (str, bytes)):
+            values[f] = json.loads(values[f])
+    for f in _BOOL_FIELDS:
+        values[f] = bool(values[f])
+    return TaskState(**values)
+
+
+def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = None) -> list[TaskState]:
+    """Move up to ``count`` pollable tasks of ``queue_name`` to IN_PROGRESS for
+    ``worker_id`` and return them (one statement, see module doc)."""
+    now = now if now is not None else now_ms()
+    lock = " FOR UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
+    sql = (
+        "UPDATE engine_task_execution SET status = 'IN_PROGRESS', "
+        "start_time = CASE WHEN start_time = 0 THEN %s ELSE start_time END, "
+        "update_time = %s, worker_id = %s, poll_count = poll_count + 1, callback_after_seconds = 0 "
+        "WHERE status = 'SCHEDULED' AND task_id IN ("
+        "SELECT task_id FROM engine_task_execution WHERE queue_name = %s AND status = 'SCHEDULED' "
+        f"AND visible_at <= %s ORDER BY workflow_priority DESC, visible_at LIMIT %s{lock}) "
+        f"RETURNING {_COLUMNS}"
+    )
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [now, now, worker_id, queue_name, now, count])
+            rows = cursor.fetchall()
+    tasks = [_row_to_task(r) for r in rows]
+    tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
+    return tasks
+
+
+def has_pollable(queue_name: str, now: int) -> bool:
+    """Cheap read: is anything pollable on this queue now?"""
+    return TaskExecution.objects.filter(queue_name=queue_name, status="SCHEDULED", visible_at__lte=now).exists()
+
+
+# Poll data is written at most once per second per (queue, domain, worker) and process.
+_poll_seen: dict[tuple[str, str, str], int] = {}
+_poll_lock = threading.Lock()
+POLL_DATA_RESOLUTION_MS = 1000
+
+
+def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: int) -> None:
+    """Remember that ``worker_id`` polled ``task_type`` (PollData.lastPollTime, ms)."""
+    key = (task_type, domain or "", worker_id or "")
+    with _poll_lock:
+        last = _poll_seen.get(key, 0)
+        if now - last < POLL_DATA_RESOLUTION_MS:
+            return
+        _poll_seen[key] = now
+    updated = PollData.objects.filter(queue_name=key[0], domain=key[1], worker_id=key[2]).update(last_poll_time=now)
+    if not updated:
+        PollData.objects.get_or_create(queue_name=key[0], domain=key[1], worker_id=key[2],
+                                       defaults={"last_poll_time": now})
+
+
+def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
+              timeout_ms: int = 0, max_timeout_ms: int = 5000) -> list[TaskState]:
+    """Poll up to ``count`` tasks of ``task_type`` (and ``domain``), waiting up to
+    ``timeout_ms`` (long poll) for some to become available.
+
+    Errors: InvalidInput ``Long Poll Timeout value cannot be more than 5 seconds``.
+    Side effects: claimed tasks become IN_PROGRESS; poll data is recorded.
+    """
+    if timeout_ms > max_timeout_ms:
+        raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
+    count = max(1, min(int(count or 1), 1000))
+    queue_name = queue_name_for(task_type, domain)
+    start = now_ms()
+    record_poll(task_type, domain, worker_id, start)
+    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+    while True:
+        version = events.queue_version(queue_name)
+        tasks = claim(queue_name, count, worker_id)
+        if tasks:
+            return tasks
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return []
+        # wake on a local enqueue at once; re-check the database (other processes) every 50 ms
+        events.wait_for_queue(queue_name, version, min(remaining, 0.05))
+
+
+def queue_sizes(task_types: list[str]) -> dict[str, int]:
+    """``{taskType: number of SCHEDULED tasks}`` for each given queue name."""
+    return {t: TaskExecution.objects.filter(queue_name=t, status="SCHEDULED").count() for t in task_types}
+
+
+def all_queue_sizes() -> dict[str, int]:
+    """``{queueName: SCHEDULED count}`` of every worker queue, sorted by name."""
+    from django.db.models import Count
+
+    rows = (TaskExecution.objects.filter(status="SCHEDULED").exclude(queue_name="")
+            .values("queue_name").annotate(n=Count("task_id")).order_by("queue_name"))
+    return {r["queue_name"]: r["n"] for r in rows}
+
+
+def poll_data(task_type: str | None = None) -> list[dict]:
+    """Conductor ``PollData`` list (``queueName``, ``domain``, ``workerId``, ``lastPollTime``)."""
+    qs = PollData.objects.all().order_by("queue_name", "domain", "-last_poll_time")
+    if task_type:
+        qs = qs.filter(queue_name=task_type)
+    out = []
+    for p in qs:
+        item = {"queueName": p.queue_name, "workerId": p.worker_id, "lastPollTime": p.last_poll_time}
+        if p.domain:
+            item["domain"] = p.domain
+        out.append(item)
+    return out

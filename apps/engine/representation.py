@@ -1,0 +1,140 @@
+"""Conductor's JSON shapes of executions: ``Workflow``, ``Task``, ``WorkflowSummary``,
+``TaskSummary`` (camelCase, times in epoch ms; summaries use ISO-8601 text).
+
+Written once here and used by the API, the failure workflow input and ``/workflow/test``.
+Null fields are omitted, as Conductor's Jackson config (NON_NULL) does.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from apps.engine.blueprint import Blueprint
+from apps.engine.params import strip_iteration
+from apps.engine.state import TaskState, WorkflowState
+
+
+def _drop_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def task_json(task: TaskState, wf: WorkflowState | None = None, blueprint: Blueprint | None = None,
+              correlation_id: str | None = None) -> dict:
+    """A task execution as Conductor's ``Task`` JSON. ``workflowTask`` is included when the
+    task stores it or a blueprint of its workflow's definition is given."""
+    workflow_task = task.workflow_task or None
+    if workflow_task is None and blueprint is not None:
+        ref = strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
+        workflow_task = blueprint.get(ref)
+    queue_wait = task.start_time - task.scheduled_time if task.start_time and task.scheduled_time else 0
+    out = {
+        "taskType": task.task_type,
+        "status": task.status,
+        "inputData": task.input_data,
+        "referenceTaskName": task.reference_task_name,
+        "retryCount": task.retry_count,
+        "seq": task.seq,
+        "correlationId": correlation_id if correlation_id is not None else (wf.correlation_id if wf else None),
+        "pollCount": task.poll_count,
+        "taskDefName": task.task_def_name,
+        "scheduledTime": task.scheduled_time,
+        "startTime": task.start_time,
+        "endTime": task.end_time,
+        "updateTime": task.update_time,
+        "startDelayInSeconds": task.start_delay_seconds,
+        "retriedTaskId": task.retried_task_id,
+        "retried": task.retried,
+        "executed": task.executed,
+        "callbackFromWorker": True,
+        "responseTimeoutSeconds": task.response_timeout_seconds,
+        "workflowInstanceId": task.workflow_id,
+        "workflowType": task.workflow_type,
+        "taskId": task.task_id,
+        "reasonForIncompletion": task.reason_for_incompletion,
+        "callbackAfterSeconds": task.callback_after_seconds,
+        "workerId": task.worker_id,
+        "outputData": task.output_data,
+        "workflowTask": workflow_task,
+        "domain": task.domain,
+        "workflowPriority": task.workflow_priority,
+        "iteration": task.iteration,
+        "subWorkflowId": task.sub_workflow_id or (task.output_data or {}).get("subWorkflowId"),
+        "firstStartTime": task.first_scheduled_time,
+        "queueWaitTime": queue_wait,
+        "loopOverTask": task.iteration > 0,
+        "taskDefinition": (workflow_task or {}).get("taskDefinition"),
+    }
+    return _drop_none(out)
+
+
+def workflow_json(wf: WorkflowState, *, include_tasks: bool = True) -> dict:
+    """A workflow execution as Conductor's ``Workflow`` JSON (with ``tasks`` ordered by
+    seq when ``include_tasks``; an empty list otherwise)."""
+    blueprint = Blueprint(wf.definition) if include_tasks and wf.tasks else None
+    out = {
+        "ownerApp": None,
+        "createTime": wf.create_time,
+        "updateTime": wf.update_time,
+        "createdBy": wf.created_by,
+        "status": wf.status,
+        "startTime": wf.create_time,
+        "endTime": wf.end_time,
+        "workflowId": wf.workflow_id,
+        "parentWorkflowId": wf.parent_workflow_id,
+        "parentWorkflowTaskId": wf.parent_workflow_task_id,
+        "tasks": [task_json(t, wf, blueprint) for t in wf.tasks] if include_tasks else [],
+        "input": wf.input,
+        "output": wf.output,
+        "correlationId": wf.correlation_id,
+        "reRunFromWorkflowId": wf.re_run_from_workflow_id,
+        "reasonForIncompletion": wf.reason_for_incompletion,
+        "event": wf.event,
+        "taskToDomain": wf.task_to_domain or {},
+        "failedReferenceTaskNames": wf.failed_reference_task_names or [],
+        "failedTaskNames": wf.failed_task_names or [],
+        "workflowDefinition": wf.definition,
+        "priority": wf.priority,
+        "variables": wf.variables or {},
+        "lastRetriedTime": wf.last_retried_time,
+        "idempotencyKey": wf.idempotency_key,
+        "workflowName": wf.workflow_name,
+        "workflowVersion": wf.workflow_version,
+        "history": [],
+    }
+    return _drop_none(out)
+
+
+def iso_time(ms: int | None) -> str | None:
+    """Epoch ms -> ``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`` (UTC), as WorkflowSummary prints times."""
+    if not ms:
+        return None
+    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def workflow_summary_json(wf: WorkflowState) -> dict:
+    """Conductor's ``WorkflowSummary``: times as ISO text, input/output as JSON text."""
+    execution_time = wf.end_time - wf.create_time if wf.end_time else 0
+    out = {
+        "workflowType": wf.workflow_name,
+        "version": wf.workflow_version,
+        "workflowId": wf.workflow_id,
+        "correlationId": wf.correlation_id,
+        "startTime": iso_time(wf.create_time),
+        "updateTime": iso_time(wf.update_time),
+        "endTime": iso_time(wf.end_time),
+        "status": wf.status,
+        "input": json.dumps(wf.input),
+        "output": json.dumps(wf.output),
+        "reasonForIncompletion": wf.reason_for_incompletion,
+        "executionTime": execution_time,
+        "event": wf.event,
+        "failedReferenceTaskNames": ",".join(wf.failed_reference_task_names or []),
+        "priority": wf.priority,
+        "failedTaskNames": wf.failed_task_names or [],
+        "createdBy": wf.created_by,
+        "taskToDomain": wf.task_to_domain or {},
+        "idempotencyKey": wf.idempotency_key,
+        "parentWorkflowId": wf.parent_workflow_id or "",
+    }
+    return _drop_none(out)

@@ -1,0 +1,118 @@
+"""Plain in-memory state of an execution, the decider's input and output.
+
+``WorkflowState`` and ``TaskState`` carry the same field names as the model columns
+(``apps.engine.models``; snake_case, times in epoch ms) so ``apps.engine.store`` converts
+rows without mapping tables. Nothing here touches the ORM, the clock or HTTP.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TERMINAL_WORKFLOW = frozenset({"COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"})
+
+# Task status flags, as Conductor's TaskModel.Status(terminal, successful, retriable).
+TERMINAL_TASK = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED", "FAILED_WITH_TERMINAL_ERROR",
+                           "TIMED_OUT", "CANCELED", "SKIPPED"})
+SUCCESSFUL_TASK = frozenset({"SCHEDULED", "IN_PROGRESS", "COMPLETED", "COMPLETED_WITH_ERRORS", "SKIPPED"})
+RETRIABLE_TASK = frozenset({"SCHEDULED", "IN_PROGRESS", "COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED", "TIMED_OUT"})
+
+# Task types Conductor never retries (TaskType.isBuiltIn).
+BUILT_IN_TYPES = frozenset({"DECISION", "SWITCH", "FORK", "FORK_JOIN", "FORK_JOIN_DYNAMIC", "JOIN",
+                            "EXCLUSIVE_JOIN", "DO_WHILE"})
+
+
+@dataclass(slots=True)
+class TaskState:
+    """One task execution (attempt). Field names match ``TaskExecution`` columns."""
+
+    task_id: str
+    workflow_id: str
+    task_type: str
+    task_def_name: str
+    reference_task_name: str
+    seq: int = 0
+    status: str = "SCHEDULED"
+    workflow_type: str = ""
+    workflow_priority: int = 0
+    iteration: int = 0
+    retry_count: int = 0
+    poll_count: int = 0
+    input_data: dict = field(default_factory=dict)
+    output_data: dict = field(default_factory=dict)
+    workflow_task: dict = field(default_factory=dict)
+    scheduled_time: int = 0
+    start_time: int = 0
+    end_time: int = 0
+    update_time: int = 0
+    first_scheduled_time: int = 0
+    start_delay_seconds: int = 0
+    callback_after_seconds: int = 0
+    response_timeout_seconds: int = 0
+    queue_name: str = ""
+    visible_at: int = 0
+    domain: str | None = None
+    worker_id: str | None = None
+    reason_for_incompletion: str | None = None
+    retried: bool = False
+    executed: bool = False
+    retried_task_id: str | None = None
+    sub_workflow_id: str | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_TASK
+
+    @property
+    def successful(self) -> bool:
+        return self.status in SUCCESSFUL_TASK
+
+
+@dataclass(slots=True)
+class WorkflowState:
+    """One workflow execution with its tasks ordered by ``seq``. Field names match
+    ``WorkflowExecution`` columns; ``tasks`` is the list of TaskState."""
+
+    workflow_id: str
+    workflow_name: str
+    workflow_version: int
+    status: str
+    definition: dict
+    input: dict = field(default_factory=dict)
+    output: dict = field(default_factory=dict)
+    variables: dict = field(default_factory=dict)
+    correlation_id: str | None = None
+    priority: int = 0
+    task_to_domain: dict = field(default_factory=dict)
+    parent_workflow_id: str | None = None
+    parent_workflow_task_id: str | None = None
+    reason_for_incompletion: str | None = None
+    failed_reference_task_names: list = field(default_factory=list)
+    failed_task_names: list = field(default_factory=list)
+    re_run_from_workflow_id: str | None = None
+    created_by: str | None = None
+    event: str | None = None
+    idempotency_key: str | None = None
+    create_time: int = 0
+    update_time: int = 0
+    end_time: int = 0
+    last_retried_time: int = 0
+    next_decide_at: int | None = None
+    tasks: list[TaskState] = field(default_factory=list)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_WORKFLOW
+
+    def task_by_ref(self, reference_task_name: str) -> TaskState | None:
+        """The latest attempt with this runtime reference (Conductor: last one wins)."""
+        for task in reversed(self.tasks):
+            if task.reference_task_name == reference_task_name:
+                return task
+        return None
+
+
+
+WORKFLOW_FIELDS: tuple[str, ...] = tuple(f for f in WorkflowState.__slots__ if f != "tasks")  # type: ignore[attr-defined]
+TASK_FIELDS: tuple[str, ...] = tuple(TaskState.__slots__)  # type: ignore[attr-defined]
+

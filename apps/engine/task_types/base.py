@@ -1,0 +1,61 @@
+"""The contract of a task type (Conductor's TaskMapper + WorkflowSystemTask roles).
+
+A task type turns a WorkflowTask into task executions (``map``), does its work when
+scheduled (``start``), is re-evaluated on every decide while not terminal (``execute``,
+synchronous types only), may name a due time for the sweeper (``due_at``) and reacts to
+workflow termination (``cancel``). Types run inside the decider: they mutate TaskState /
+WorkflowState in memory and ask for side effects with ``decider.act(...)``; they never
+touch the ORM, the clock or the network (async types do that in ``apps.engine.jobs``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from apps.engine.state import TaskState
+
+if TYPE_CHECKING:
+    from apps.engine.decider import Decider
+
+
+class TaskType:
+    """Base task type. Class attributes:
+
+    * ``type_name``: Conductor's type string (``SIMPLE``, ``SWITCH`` ...).
+    * ``is_worker``: handed to workers by poll (queue ``[domain:]name``).
+    * ``is_async``: run by the django-q2 cluster outside the decide lock (HTTP ...).
+    * ``has_task_def``: timeouts/retries come from a TaskDef.
+    """
+
+    type_name = ""
+    is_worker = False
+    is_async = False
+    has_task_def = True
+
+    def map(self, d: "Decider", workflow_task: dict, retry_count: int) -> list[TaskState]:
+        """Task executions for this WorkflowTask (default: one, SCHEDULED)."""
+        return [d.new_task(workflow_task, retry_count=retry_count)]
+
+    def start(self, d: "Decider", task: TaskState) -> None:
+        """Called once when the task is added to the workflow."""
+
+    def execute(self, d: "Decider", task: TaskState) -> bool:
+        """Re-evaluate a non-terminal synchronous system task; True if it changed."""
+        return False
+
+    def due_at(self, d: "Decider", task: TaskState) -> int | None:
+        """Epoch ms at which the sweeper must decide again for this task, or None."""
+        return None
+
+    def cancel(self, d: "Decider", task: TaskState) -> None:
+        """The workflow is ending while this task is not terminal."""
+
+    # --- hooks for the executor (outside the pure decide) ---------------------------------
+
+    def apply_inline(self, wf, outcome, action, now: int) -> None:
+        """Perform an inline action this type asked for (inside the transaction)."""
+        raise NotImplementedError(f"{self.type_name} asked for action {action.kind}")
+
+    def run_async(self, task: TaskState) -> dict:
+        """Work of an async system task, run by the cluster with no lock or transaction.
+        Returns a TaskResult-like dict ``{status, outputData, reasonForIncompletion?}``."""
+        raise NotImplementedError(f"{self.type_name} is not an async system task")

@@ -1,0 +1,96 @@
+"""Admin for definitions: the JSON is validated with Conductor's rules on save."""
+from __future__ import annotations
+
+
+from django import forms
+from django.contrib import admin
+
+from apps.core.clock import now_ms
+from apps.metadata.models import TaskDef, WorkflowDef
+from apps.metadata.validation import (
+    normalize_task_def,
+    normalize_workflow_def,
+    validate_task_def,
+    validate_workflow_def,
+)
+
+
+def _messages(errors: list[dict]) -> list[str]:
+    return [f"{e['path']}: {e['message']}" for e in errors]
+
+
+class TaskDefForm(forms.ModelForm):
+    class Meta:
+        model = TaskDef
+        fields = ["name", "definition"]
+
+    def clean(self):
+        data = super().clean()
+        definition = data.get("definition")
+        if isinstance(definition, dict):
+            definition = {**definition, "name": data.get("name") or definition.get("name")}
+            errors = validate_task_def(definition)
+            if errors:
+                raise forms.ValidationError(_messages(errors))
+            data["definition"] = normalize_task_def(definition)
+        return data
+
+
+@admin.register(TaskDef)
+class TaskDefAdmin(admin.ModelAdmin):
+    form = TaskDefForm
+    list_display = ("name", "retry_count", "timeout_policy", "update_time")
+    search_fields = ("name",)
+
+    @admin.display(description="retryCount")
+    def retry_count(self, obj):
+        return obj.definition.get("retryCount")
+
+    @admin.display(description="timeoutPolicy")
+    def timeout_policy(self, obj):
+        return obj.definition.get("timeoutPolicy")
+
+    def save_model(self, request, obj, form, change):
+        now = now_ms()
+        obj.update_time = now
+        if not obj.create_time:
+            obj.create_time = now
+        super().save_model(request, obj, form, change)
+
+
+class WorkflowDefForm(forms.ModelForm):
+    class Meta:
+        model = WorkflowDef
+        fields = ["name", "version", "definition"]
+
+    def clean(self):
+        data = super().clean()
+        definition = data.get("definition")
+        if isinstance(definition, dict):
+            definition = {**definition, "name": data.get("name"), "version": data.get("version")}
+            errors = validate_workflow_def(definition)
+            if errors:
+                raise forms.ValidationError(_messages(errors))
+            data["definition"] = normalize_workflow_def(definition)
+        return data
+
+
+@admin.register(WorkflowDef)
+class WorkflowDefAdmin(admin.ModelAdmin):
+    form = WorkflowDefForm
+    list_display = ("name", "version", "task_count", "update_time")
+    list_filter = ("name",)
+    search_fields = ("name",)
+
+    @admin.display(description="tasks")
+    def task_count(self, obj):
+        return len(obj.definition.get("tasks") or [])
+
+    def save_model(self, request, obj, form, change):
+        now = now_ms()
+        obj.update_time = now
+        if not obj.create_time:
+            obj.create_time = now
+        super().save_model(request, obj, form, change)
+
+

@@ -1,0 +1,52 @@
+"""Definitions: TaskDef and versioned WorkflowDef.
+
+Each row keeps the whole definition as Conductor's camelCase JSON in ``definition``
+(the API shape, stored once), beside the lookup columns. Executions never read these
+rows after they start: a workflow execution keeps its own snapshot of the WorkflowDef.
+"""
+from __future__ import annotations
+
+from django.db import models
+
+
+class TaskDef(models.Model):
+    """A registered TaskDef (retries, timeouts, rate limits of one task name).
+
+    ``definition`` is the normalised camelCase TaskDef JSON (defaults filled in).
+    Times are epoch ms.
+    """
+
+    name = models.CharField(max_length=255, primary_key=True)
+    definition = models.JSONField()
+    create_time = models.BigIntegerField()
+    update_time = models.BigIntegerField()
+
+    class Meta:
+        db_table = "metadata_task_def"
+        ordering = ["name"]
+        verbose_name = "TaskDef"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WorkflowDef(models.Model):
+    """One version of a WorkflowDef; (name, version) is unique.
+
+    ``definition`` is the normalised camelCase WorkflowDef JSON. Times are epoch ms.
+    """
+
+    name = models.CharField(max_length=255)
+    version = models.IntegerField()
+    definition = models.JSONField()
+    create_time = models.BigIntegerField()
+    update_time = models.BigIntegerField()
+
+    class Meta:
+        db_table = "metadata_workflow_def"
+        ordering = ["name", "version"]
+        verbose_name = "WorkflowDef"
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="workflow_def_name_version")]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"

@@ -1,0 +1,201 @@
+"""Writes and reads of definitions (TaskDef, WorkflowDef).
+
+Shapes: definitions in and out are Conductor's camelCase JSON dicts. Times are epoch ms
+from the clock. Errors: ``InvalidInput`` (400, with validationErrors), ``NotFound`` (404),
+``Conflict`` (409), with Conductor's message texts (``MetadataServiceImpl``).
+"""
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from apps.core.clock import now_ms
+from apps.core.errors import Conflict, InvalidInput, NotFound, validation_failed
+from apps.metadata.models import TaskDef, WorkflowDef
+from apps.metadata.validation import (
+    normalize_task_def,
+    normalize_workflow_def,
+    validate_task_def,
+    validate_workflow_def,
+)
+
+
+def _with_audit(definition: dict, create_time: int, update_time: int | None) -> dict:
+    out = dict(definition)
+    out["createTime"] = create_time
+    if update_time is not None:
+        out["updateTime"] = update_time
+    return out
+
+
+# --- TaskDef ---------------------------------------------------------------------------
+
+def task_defs_register(*, task_defs: list) -> None:
+    """Create or replace TaskDefs (``POST /api/metadata/taskdefs``, a list; an upsert).
+
+    Errors: InvalidInput ``TaskDefList is empty`` or validation errors (nothing stored).
+    """
+    if not isinstance(task_defs, list) or not task_defs:
+        raise InvalidInput("TaskDefList is empty", validation_errors=[{"path": "registerTaskDef.arg0", "message": "TaskDefList is empty"}])
+    errors = []
+    for i, task_def in enumerate(task_defs):
+        errors += validate_task_def(task_def, f"registerTaskDef.arg0[{i}]")
+    if errors:
+        raise validation_failed(errors)
+    now = now_ms()
+    with transaction.atomic():
+        for task_def in task_defs:
+            normalized = normalize_task_def(task_def)
+            existing = TaskDef.objects.filter(pk=normalized["name"]).first()
+            create_time = existing.create_time if existing else now
+            TaskDef.objects.update_or_create(
+                name=normalized["name"],
+                defaults={"definition": normalized, "create_time": create_time, "update_time": now},
+            )
+
+
+def task_def_update(*, task_def: dict) -> None:
+    """Replace one existing TaskDef (``PUT /api/metadata/taskdefs``).
+
+    Errors: validation 400; NotFound ``No such task by name %s``.
+    """
+    errors = validate_task_def(task_def, "updateTaskDef.arg0")
+    if errors:
+        raise validation_failed(errors)
+    normalized = normalize_task_def(task_def)
+    updated = TaskDef.objects.filter(pk=normalized["name"]).update(definition=normalized, update_time=now_ms())
+    if not updated:
+        raise NotFound(f"No such task by name {normalized['name']}")
+
+
+def task_def_get(*, name: str) -> dict:
+    """One TaskDef as camelCase JSON. Errors: NotFound ``No such taskType found by name: %s``."""
+    row = TaskDef.objects.filter(pk=name).first()
+    if row is None:
+        raise NotFound(f"No such taskType found by name: {name}")
+    return _with_audit(row.definition, row.create_time, row.update_time)
+
+
+def task_def_list() -> list[dict]:
+    """All TaskDefs, ordered by name."""
+    return [_with_audit(r.definition, r.create_time, r.update_time) for r in TaskDef.objects.all()]
+
+
+def task_def_delete(*, name: str) -> None:
+    """Delete a TaskDef. Errors: NotFound ``No such task definition``."""
+    deleted, _ = TaskDef.objects.filter(pk=name).delete()
+    if not deleted:
+        raise NotFound("No such task definition")
+
+
+def task_defs_by_name(names: set[str]) -> dict[str, dict]:
+    """Registered TaskDefs for the given names as ``{name: definition}`` (one query)."""
+    if not names:
+        return {}
+    return {r.name: r.definition for r in TaskDef.objects.filter(name__in=names)}
+
+
+# --- WorkflowDef ------------------------------------------------------------------------
+
+def workflow_def_validate(*, workflow_def: dict, path: str = "workflowDef") -> dict:
+    """Validate and normalise a WorkflowDef; return the normalised copy.
+
+    Errors: InvalidInput (400) with every validation error found.
+    """
+    errors = validate_workflow_def(workflow_def, path)
+    if errors:
+        raise validation_failed(errors)
+    return normalize_workflow_def(workflow_def)
+
+
+def workflow_def_register(*, workflow_def: dict, overwrite: bool = False) -> None:
+    """Create one WorkflowDef version (``POST /api/metadata/workflow``).
+
+    Errors: validation 400; Conflict ``Workflow with {name}.{version} already exists!``
+    when that version exists and ``overwrite`` is false.
+    """
+    normalized = workflow_def_validate(workflow_def=workflow_def, path="create.workflowDef")
+    now = now_ms()
+    name, version = normalized["name"], int(normalized["version"])
+    with transaction.atomic():
+        existing = WorkflowDef.objects.select_for_update().filter(name=name, version=version).first()
+        if existing and not overwrite:
+            raise Conflict(f"Workflow with {name}.{version} already exists!")
+        if existing:
+            existing.definition = normalized
+            existing.update_time = now
+            existing.save(update_fields=["definition", "update_time"])
+        else:
+            try:
+                with transaction.atomic():
+                    WorkflowDef.objects.create(name=name, version=version, definition=normalized,
+                                               create_time=now, update_time=now)
+            except IntegrityError as exc:
+                raise Conflict(f"Workflow with {name}.{version} already exists!") from exc
+
+
+def workflow_defs_update(*, workflow_defs: list) -> dict:
+    """Upsert a list of WorkflowDefs (``PUT /api/metadata/workflow``); all or nothing.
+
+    Returns Conductor's ``BulkResponse`` ``{"bulkErrorResults": {}, "bulkSuccessfulResults": [names]}``.
+    Errors: InvalidInput ``WorkflowDefList is empty``; validation 400 if any def is invalid.
+    """
+    if not isinstance(workflow_defs, list) or not workflow_defs:
+        raise InvalidInput("WorkflowDefList is empty", validation_errors=[{"path": "update.arg0", "message": "WorkflowDefList is empty"}])
+    errors = []
+    for i, wf in enumerate(workflow_defs):
+        errors += validate_workflow_def(wf, f"update.arg0[{i}]")
+    if errors:
+        raise validation_failed(errors)
+    now = now_ms()
+    names = []
+    with transaction.atomic():
+        for wf in workflow_defs:
+            normalized = normalize_workflow_def(wf)
+            name, version = normalized["name"], int(normalized["version"])
+            updated = WorkflowDef.objects.filter(name=name, version=version).update(definition=normalized, update_time=now)
+            if not updated:
+                WorkflowDef.objects.create(name=name, version=version, definition=normalized, create_time=now, update_time=now)
+            names.append(name)
+    return {"bulkErrorResults": {}, "bulkSuccessfulResults": names}
+
+
+def workflow_def_get(*, name: str, version: int | None = None) -> dict:
+    """A WorkflowDef version, or the latest when ``version`` is None.
+
+    Errors: NotFound ``No such workflow found by name: %s, version: %d``.
+    """
+    row = workflow_def_row(name=name, version=version)
+    if row is None:
+        raise NotFound(f"No such workflow found by name: {name}, version: {version if version is not None else 'null'}")
+    return _with_audit(row.definition, row.create_time, row.update_time)
+
+
+def workflow_def_row(*, name: str, version: int | None = None) -> WorkflowDef | None:
+    """The WorkflowDef row for name and version (latest if None), or None."""
+    qs = WorkflowDef.objects.filter(name=name)
+    if version is not None:
+        return qs.filter(version=version).first()
+    return qs.order_by("-version").first()
+
+
+def workflow_def_list() -> list[dict]:
+    """Every version of every WorkflowDef, ordered by name then version."""
+    return [_with_audit(r.definition, r.create_time, r.update_time) for r in WorkflowDef.objects.all()]
+
+
+def workflow_def_latest_list() -> list[dict]:
+    """The latest version of each WorkflowDef."""
+    latest: dict[str, WorkflowDef] = {}
+    for row in WorkflowDef.objects.all():
+        latest[row.name] = row  # ordered by (name, version): the last one wins
+    return [_with_audit(r.definition, r.create_time, r.update_time) for r in latest.values()]
+
+
+def workflow_def_delete(*, name: str, version: int) -> None:
+    """Delete one version. Running executions keep their own snapshot.
+
+    Errors: NotFound ``No such workflow definition: %s version: %d``.
+    """
+    deleted, _ = WorkflowDef.objects.filter(name=name, version=version).delete()
+    if not deleted:
+        raise NotFound(f"No such workflow definition: {name} version: {version}")

@@ -1,0 +1,279 @@
+"""Pure validation and normalisation of WorkflowDef and TaskDef JSON (camelCase dicts).
+
+No ORM here. ``validate_*`` return a list of Conductor ``validationErrors`` entries
+(``{"path": ..., "message": ...}``); an empty list means valid. Messages are
+Conductor's bean-validation templates (``WorkflowDef``/``TaskDef``/``WorkflowTask``
+constraints and ``WorkflowTaskTypeConstraint``), so clients see the same text.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+TASK_TIMEOUT_POLICIES = ("RETRY", "TIME_OUT_WF", "ALERT_ONLY")
+WORKFLOW_TIMEOUT_POLICIES = ("TIME_OUT_WF", "ALERT_ONLY")
+RETRY_LOGICS = ("FIXED", "EXPONENTIAL_BACKOFF", "LINEAR_BACKOFF")
+
+# Operators and system tasks known to the engine; any other type is a worker task whose
+# queue is named after the type (Conductor's USER_DEFINED).
+SYSTEM_TASK_TYPES = frozenset(
+    {
+        "DECISION", "SWITCH", "FORK_JOIN", "FORK", "JOIN", "FORK_JOIN_DYNAMIC", "EXCLUSIVE_JOIN",
+        "DO_WHILE", "SUB_WORKFLOW", "START_WORKFLOW", "DYNAMIC", "SET_VARIABLE", "TERMINATE",
+        "INLINE", "LAMBDA", "JSON_JQ_TRANSFORM", "HTTP", "WAIT", "HUMAN", "NOOP", "EVENT",
+        "KAFKA_PUBLISH",
+    }
+)
+
+TASK_DEF_DEFAULTS: dict[str, Any] = {
+    "retryCount": 3,
+    "timeoutSeconds": 0,
+    "inputKeys": [],
+    "outputKeys": [],
+    "timeoutPolicy": "TIME_OUT_WF",
+    "retryLogic": "FIXED",
+    "retryDelaySeconds": 60,
+    "responseTimeoutSeconds": 3600,
+    "inputTemplate": {},
+    "rateLimitPerFrequency": 0,
+    "rateLimitFrequencyInSeconds": 1,
+    "backoffScaleFactor": 1,
+    "maxRetryDelaySeconds": 0,
+    "backoffJitterMs": 0,
+    "totalTimeoutSeconds": 0,
+    "enforceSchema": False,
+}
+
+WORKFLOW_DEF_DEFAULTS: dict[str, Any] = {
+    "version": 1,
+    "inputParameters": [],
+    "outputParameters": {},
+    "schemaVersion": 2,
+    "restartable": True,
+    "workflowStatusListenerEnabled": False,
+    "timeoutPolicy": "ALERT_ONLY",
+    "timeoutSeconds": 0,
+    "variables": {},
+    "inputTemplate": {},
+    "enforceSchema": True,
+    "metadata": {},
+    "maskedFields": [],
+}
+
+def _err(path: str, message: str, invalid: Any = None) -> dict:
+    entry = {"path": path, "message": message}
+    if isinstance(invalid, (str, int, float, bool)):
+        entry["invalidValue"] = invalid
+    return entry
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def normalize_task_def(task_def: dict) -> dict:
+    """Return a copy of a TaskDef dict with Conductor's defaults filled in for absent keys."""
+    out = copy.deepcopy(task_def)
+    for key, default in TASK_DEF_DEFAULTS.items():
+        if out.get(key) is None:
+            out[key] = copy.deepcopy(default)
+    return out
+
+
+def validate_task_def(task_def: Any, path: str = "taskDef") -> list[dict]:
+    """Validate one TaskDef dict. Source: Conductor ``TaskDef`` bean constraints and
+    ``TaskTimeoutConstraint``. ``timeoutSeconds`` 0 means no timeout and
+    ``responseTimeoutSeconds`` 0 disables the response timeout (both accepted)."""
+    if not isinstance(task_def, dict):
+        return [_err(path, "TaskDef must be a JSON object")]
+    errors: list[dict] = []
+    name = task_def.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors.append(_err(f"{path}.name", "TaskDef name cannot be null or empty"))
+    name = name if isinstance(name, str) else ""
+    for key in ("retryCount", "timeoutSeconds", "retryDelaySeconds", "responseTimeoutSeconds",
+                "pollTimeoutSeconds", "maxRetryDelaySeconds", "backoffJitterMs", "totalTimeoutSeconds",
+                "concurrentExecLimit", "rateLimitPerFrequency", "rateLimitFrequencyInSeconds"):
+        value = task_def.get(key)
+        if value is None:
+            continue
+        if _int_or_none(value) is None:
+            errors.append(_err(f"{path}.{key}", f"TaskDef {key} must be an integer", value))
+        elif int(value) < 0:
+            errors.append(_err(f"{path}.{key}", f"TaskDef {key}: {value} must be >= 0", value))
+    scale = task_def.get("backoffScaleFactor")
+    if scale is not None and (_int_or_none(scale) is None or int(scale) < 1):
+        errors.append(_err(f"{path}.backoffScaleFactor",
+                           f"TaskDef backoffScaleFactor: {scale} should be minimum 1", scale))
+    policy = task_def.get("timeoutPolicy")
+    if policy is not None and policy not in TASK_TIMEOUT_POLICIES:
+        errors.append(_err(f"{path}.timeoutPolicy", f"TaskDef timeoutPolicy: {policy} is not one of {list(TASK_TIMEOUT_POLICIES)}", policy))
+    logic = task_def.get("retryLogic")
+    if logic is not None and logic not in RETRY_LOGICS:
+        errors.append(_err(f"{path}.retryLogic", f"TaskDef retryLogic: {logic} is not one of {list(RETRY_LOGICS)}", logic))
+    timeout = _int_or_none(task_def.get("timeoutSeconds")) or 0
+    response_timeout = _int_or_none(task_def.get("responseTimeoutSeconds"))
+    if response_timeout is None and "responseTimeoutSeconds" not in task_def:
+        response_timeout = TASK_DEF_DEFAULTS["responseTimeoutSeconds"]
+    total = _int_or_none(task_def.get("totalTimeoutSeconds")) or 0
+    if timeout > 0 and response_timeout and response_timeout > timeout:
+        errors.append(_err(f"{path}.responseTimeoutSeconds",
+                           f"TaskDef: {name} responseTimeoutSeconds: {response_timeout} must be less than timeoutSeconds: {timeout}"))
+    if timeout > 0 and total > 0 and timeout > total:
+        errors.append(_err(f"{path}.timeoutSeconds",
+                           f"TaskDef: {name} timeoutSeconds: {timeout} must be less than or equal to totalTimeoutSeconds: {total}"))
+    return errors
+
+
+def normalize_workflow_def(workflow_def: dict) -> dict:
+    """Return a copy of a WorkflowDef dict with Conductor's defaults for absent keys.
+
+    ``failureWorkflow: ""`` (what the SDK sends) is kept; the engine reads it as "none".
+    Each WorkflowTask gets ``type`` SIMPLE and empty ``inputParameters`` when absent.
+    """
+    out = copy.deepcopy(workflow_def)
+    for key, default in WORKFLOW_DEF_DEFAULTS.items():
+        if out.get(key) is None:
+            out[key] = copy.deepcopy(default)
+    for task in iter_workflow_tasks(out.get("tasks") or []):
+        if not task.get("type"):
+            task["type"] = "SIMPLE"
+        if task.get("inputParameters") is None:
+            task["inputParameters"] = {}
+    return out
+
+
+def iter_workflow_tasks(tasks: list) -> Iterator[dict]:
+    """Yield every WorkflowTask of a task list, depth first, nested ones included
+    (SWITCH/DECISION cases, fork branches, DO_WHILE ``loopOver``)."""
+    for task in tasks or []:
+        if not isinstance(task, dict):
+            continue
+        yield task
+        for branch in (task.get("decisionCases") or {}).values():
+            yield from iter_workflow_tasks(branch)
+        yield from iter_workflow_tasks(task.get("defaultCase") or [])
+        for branch in task.get("forkTasks") or []:
+            yield from iter_workflow_tasks(branch)
+        yield from iter_workflow_tasks(task.get("loopOver") or [])
+
+
+def _required(task: dict, path: str, field: str, present: bool) -> list[dict]:
+    if present:
+        return []
+    return [_err(path, f"{field} field is required for taskType: {task.get('type')} taskName: {task.get('name')}")]
+
+
+def _validate_task_type(task: dict, path: str) -> list[dict]:
+    """Per-type checks. Source: ``WorkflowTaskTypeConstraint``."""
+    ttype = task.get("type") or "SIMPLE"
+    params = task.get("inputParameters") or {}
+    errors: list[dict] = []
+    if ttype == "SWITCH":
+        errors += _required(task, path, "evaluatorType", bool(task.get("evaluatorType")))
+        errors += _required(task, path, "expression", bool(task.get("expression")))
+        errors += _required(task, path, "decisionCases", isinstance(task.get("decisionCases"), dict) or bool(task.get("defaultCase")))
+    elif ttype == "DECISION":
+        errors += _required(task, path, "caseValueParam or caseExpression",
+                            bool(task.get("caseValueParam") or task.get("caseExpression")))
+        errors += _required(task, path, "decisionCases", isinstance(task.get("decisionCases"), dict))
+    elif ttype == "DO_WHILE":
+        errors += _required(task, path, "loopCondition", bool(task.get("loopCondition")) or bool(task.get("items") or params.get("items")))
+        errors += _required(task, path, "loopOver", bool(task.get("loopOver")))
+    elif ttype == "DYNAMIC":
+        errors += _required(task, path, "dynamicTaskNameParam", bool(task.get("dynamicTaskNameParam")))
+    elif ttype == "FORK_JOIN_DYNAMIC":
+        if not params.get("forkTaskInputs") and not params.get("forkTaskName") and not task.get("dynamicForkJoinTasksParam"):
+            errors += _required(task, path, "dynamicForkTasksParam", bool(task.get("dynamicForkTasksParam")))
+            errors += _required(task, path, "dynamicForkTasksInputParamName", bool(task.get("dynamicForkTasksInputParamName")))
+    elif ttype == "FORK_JOIN":
+        if not task.get("forkTasks"):
+            errors.append(_err(path, f"forkTasks should have atleast one task for taskType: FORK_JOIN taskName: {task.get('name')}"))
+    elif ttype == "HTTP":
+        errors += _required(task, path, "inputParameters.http_request or inputParameters.uri",
+                            any(k in params for k in ("http_request", "uri", "method")))
+    elif ttype == "EVENT":
+        errors += _required(task, path, "sink", bool(task.get("sink") or params.get("sink")))
+    elif ttype == "SUB_WORKFLOW":
+        errors += _required(task, path, "subWorkflowParam", isinstance(task.get("subWorkflowParam"), dict))
+    elif ttype == "JSON_JQ_TRANSFORM":
+        errors += _required(task, path, "inputParameters.queryExpression", "queryExpression" in params)
+    elif ttype == "KAFKA_PUBLISH":
+        errors += _required(task, path, "inputParameters.kafka_request", "kafka_request" in params)
+    elif ttype == "TERMINATE":
+        if task.get("optional"):
+            errors.append(_err(path, f"terminate task cannot be optional, taskName: {task.get('name')}"))
+        status = params.get("terminationStatus")
+        if status not in ("COMPLETED", "FAILED", "TERMINATED"):
+            errors.append(_err(path, "terminate task must have an terminationStatus parameter and must be set to "
+                                     f"COMPLETED or FAILED, taskName: {task.get('name')}"))
+    elif ttype == "WAIT":
+        if params.get("duration") and params.get("until"):
+            errors.append(_err(path, "Both 'duration' and 'until' specified. Please provide only one input"))
+    return errors
+
+
+def validate_workflow_def(workflow_def: Any, path: str = "workflowDef") -> list[dict]:
+    """Validate one WorkflowDef dict (the camelCase JSON a client sends).
+
+    Checks: name, non-empty tasks, schemaVersion 2, timeout policy, every WorkflowTask's
+    name/taskReferenceName, unique references across nesting levels, per-type fields,
+    (References to unknown task refs are allowed: they resolve to null at run time,
+    as conductor-oss does; see case 26.)
+    Source: ``WorkflowDef``/``WorkflowTask`` constraints and ``WorkflowTaskValidConstraint``.
+    """
+    if not isinstance(workflow_def, dict):
+        return [_err(path, "WorkflowDef must be a JSON object")]
+    errors: list[dict] = []
+    name = workflow_def.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors.append(_err(f"{path}.name", "WorkflowDef name cannot be null or empty"))
+    tasks = workflow_def.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        errors.append(_err(f"{path}.tasks", "WorkflowTask list cannot be empty"))
+        tasks = []
+    schema = workflow_def.get("schemaVersion")
+    if schema is not None and schema != 2:
+        errors.append(_err(f"{path}.schemaVersion", "workflowDef schemaVersion: 2 is only supported", schema))
+    version = workflow_def.get("version")
+    if version is not None and (_int_or_none(version) is None):
+        errors.append(_err(f"{path}.version", "WorkflowDef version must be an integer", version))
+    policy = workflow_def.get("timeoutPolicy")
+    if policy is not None and policy not in WORKFLOW_TIMEOUT_POLICIES:
+        errors.append(_err(f"{path}.timeoutPolicy", f"WorkflowDef timeoutPolicy: {policy} is not one of {list(WORKFLOW_TIMEOUT_POLICIES)}", policy))
+    timeout = workflow_def.get("timeoutSeconds")
+    if timeout is not None and (_int_or_none(timeout) is None or int(timeout) < 0):
+        errors.append(_err(f"{path}.timeoutSeconds", "WorkflowDef timeoutSeconds must be an integer >= 0", timeout))
+    if workflow_def.get("outputParameters") is not None and not isinstance(workflow_def.get("outputParameters"), dict):
+        errors.append(_err(f"{path}.outputParameters", "outputParameters must be a JSON object"))
+
+    seen: set[str] = set()
+    for index, task in enumerate(iter_workflow_tasks(tasks)):
+        tpath = f"{path}.tasks[{index}]"
+        if not task.get("name"):
+            errors.append(_err(f"{tpath}.name", "WorkflowTask name cannot be empty or null"))
+        ref = task.get("taskReferenceName")
+        if not ref:
+            errors.append(_err(f"{tpath}.taskReferenceName", "WorkflowTask taskReferenceName name cannot be empty or null"))
+        elif ref in seen:
+            errors.append(_err(f"{path}.tasks", f"taskReferenceName: {ref} should be unique across tasks for a given workflowDefinition: {name}"))
+        else:
+            seen.add(ref)
+        if task.get("inputParameters") is not None and not isinstance(task.get("inputParameters"), dict):
+            errors.append(_err(f"{tpath}.inputParameters", "inputParameters must be a JSON object"))
+            continue
+        errors += _validate_task_type(task, tpath)
+        task_def = task.get("taskDefinition")
+        if isinstance(task_def, dict):
+            errors += [e for e in validate_task_def({"name": task.get("name"), **task_def}, f"{tpath}.taskDefinition")]
+
+    return errors
+

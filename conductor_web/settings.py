@@ -1,0 +1,198 @@
+"""Settings for conductor-web, read from the environment (healthchecks style).
+
+Every setting has a default that runs the embedded setup (SQLite in ``var/``,
+django-q2 on the ORM broker, in-memory channel layer). Production changes only
+environment variables; the README lists them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name: str, default: str = "False") -> bool:
+    """Read a boolean env var; only ``True``/``False`` (any case) or 1/0 are accepted."""
+    value = os.environ.get(name, default).strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no", ""):
+        return False
+    raise ImproperlyConfigured(f"{name} must be True or False, not {value!r}")
+
+
+def envint(name: str, default: int) -> int:
+    """Read an integer env var, falling back to ``default`` when unset or empty."""
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "conductor-web-insecure-development-key-change-me")
+DEBUG = envbool("DEBUG", "False")
+ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "django_q",
+    "channels",
+    "apps.core",
+    "apps.metadata",
+    "apps.engine",
+    "apps.api",
+    "apps.ui",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+# The SDK posts to paths without a trailing slash; a redirect would turn a POST into a GET.
+APPEND_SLASH = False
+
+ROOT_URLCONF = "conductor_web.urls"
+WSGI_APPLICATION = "conductor_web.wsgi.application"
+ASGI_APPLICATION = "conductor_web.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------
+# DATABASE_URL selects the engine: sqlite:///path (default: var/conductor.sqlite3)
+# or postgres://user:pass@host:port/name (psycopg 3, pooled).
+VAR_DIR = Path(os.environ.get("CONDUCTOR_VAR_DIR", BASE_DIR / "var"))
+DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'conductor.sqlite3'}"
+_db = dj_database_url.parse(DATABASE_URL)
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # One writer at a time: IMMEDIATE makes writers queue on the busy timeout instead of
+    # failing on lock upgrade; WAL lets readers run beside the writer.
+    _db["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": envint("SQLITE_BUSY_TIMEOUT_SECONDS", 30),
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    _db["TEST"] = {"NAME": os.environ.get("SQLITE_TEST_NAME") or str(VAR_DIR / "test_db.sqlite3")}
+    if not os.environ.get("DATABASE_URL"):
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"):
+    _db["ENGINE"] = "django.db.backends.postgresql"
+    _db["CONN_MAX_AGE"] = 0
+    _db.setdefault("OPTIONS", {})
+    if envbool("DB_POOL", "True"):
+        _db["OPTIONS"]["pool"] = {
+            "min_size": envint("DB_POOL_MIN", 2),
+            "max_size": envint("DB_POOL_MAX", 20),
+            "timeout": 30,
+        }
+    _db["OPTIONS"].setdefault("application_name", os.environ.get("DB_APPLICATION_NAME", "conductor-web"))
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = []
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+LOGIN_URL = "/admin/login/"
+
+# --- REST framework: Conductor's contract, no auth, JSON only ------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["apps.api.parsers.LenientJSONParser"],
+    "EXCEPTION_HANDLER": "apps.api.exceptions.conductor_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+}
+
+# --- django-q2 cluster: async system tasks, timers, sweeper -------------------------
+Q_CLUSTER = {
+    "name": os.environ.get("Q_CLUSTER_NAME", "conductor"),
+    "workers": envint("Q_WORKERS", 2),
+    "timeout": 60,
+    "retry": 90,
+    "max_attempts": 3,
+    "ack_failures": True,
+    "catch_up": False,
+    "save_limit": 100,
+    "poll": 0.2,
+    "label": "Django Q2",
+}
+if os.environ.get("Q_REDIS_URL"):
+    Q_CLUSTER["redis"] = os.environ["Q_REDIS_URL"]
+else:
+    Q_CLUSTER["orm"] = "default"
+if envbool("Q_SYNC", "False"):
+    Q_CLUSTER["sync"] = True
+
+# --- Channels: live updates ----------------------------------------------------------
+if os.environ.get("CHANNEL_REDIS_URL"):
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [os.environ["CHANNEL_REDIS_URL"]]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Engine --------------------------------------------------------------------------
+CONDUCTOR = {
+    # Identifies this server in error bodies ("instance") and as workerId of system tasks.
+    "INSTANCE_ID": os.environ.get("CONDUCTOR_INSTANCE_ID", os.uname().nodename),
+    # How long the sweeper waits before re-deciding a running workflow with nothing due (s).
+    "WORKFLOW_OFFSET_TIMEOUT_SECONDS": envint("CONDUCTOR_WORKFLOW_OFFSET_TIMEOUT_SECONDS", 30),
+    # Sweeper tick (ms) and the length of one sweeper job's loop (s).
+    "SWEEPER_TICK_MS": envint("CONDUCTOR_SWEEPER_TICK_MS", 250),
+    "SWEEPER_LOOP_SECONDS": envint("CONDUCTOR_SWEEPER_LOOP_SECONDS", 25),
+    # Upper bound of a long poll (ms); Conductor refuses more than 5000.
+    "MAX_LONG_POLL_MS": 5000,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "loggers": {
+        "apps": {"level": os.environ.get("APP_LOG_LEVEL", "INFO"), "propagate": True},
+        "django.request": {"level": "ERROR"},
+    },
+}
