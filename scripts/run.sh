@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Serve conductor-web: daphne (HTTP + WebSocket) and the django-q2 cluster (system tasks,
+# sweeper) side by side, until Ctrl-C or SIGTERM, which stop both.
+#
+#   scripts/run.sh [HOST [PORT]]      (default 127.0.0.1 8080)
+#
+# `make run` calls this after installing, migrating and loading the examples. Each child
+# runs in a session of its own, so a Ctrl-C reaches only this script, which stops the
+# children by PID (SIGTERM, then SIGKILL to the child's process group after
+# STOP_TIMEOUT seconds) and exits once both are gone. If either child dies, the other is
+# stopped too and the exit status is non-zero.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+HOST=${1:-127.0.0.1}
+PORT=${2:-8080}
+VENV=${VENV:-.venv}
+# The django-q2 cluster finishes the job in hand before it stops (a sweeper loop lasts
+# CONDUCTOR_SWEEPER_LOOP_SECONDS, 25 s by default).
+STOP_TIMEOUT=${STOP_TIMEOUT:-45}
+
+pids=()
+names=()
+stopping=0
+parent=$PPID
+
+stop_children() {
+  [ "$stopping" -eq 1 ] && return
+  stopping=1
+  echo "conductor-web: stopping daphne and the qcluster..."
+  local i pid deadline=$((SECONDS + STOP_TIMEOUT))
+  for pid in "${pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null
+  done
+  for i in "${!pids[@]}"; do
+    pid=${pids[$i]}
+    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+      sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "conductor-web: ${names[$i]} (pid $pid) did not stop in ${STOP_TIMEOUT}s; killing its process group"
+      kill -KILL -- "-$pid" 2>/dev/null
+    fi
+  done
+  wait 2>/dev/null
+  echo "conductor-web: stopped"
+}
+
+trap 'stop_children; exit 130' INT
+trap 'stop_children; exit 143' TERM HUP
+
+# GNU make hands neither SIGINT nor SIGHUP on to a recipe: it blocks the signal and
+# waits for its children. A terminal's Ctrl-C reaches this script anyway (same process
+# group); a SIGINT sent to make's PID alone shows up as make blocking SIGINT (bit 2 of
+# SigBlk in /proc), which this check reads. It also stops the server when the parent
+# is gone (killed with SIGKILL).
+parent_is_make=0
+if [ "$(cat "/proc/$parent/comm" 2>/dev/null)" = "make" ]; then
+  parent_is_make=1
+fi
+parent_gone_or_interrupted() {
+  kill -0 "$parent" 2>/dev/null || return 0
+  [ "$parent_is_make" -eq 1 ] || return 1
+  local blocked
+  blocked=$(awk '/^SigBlk:/ {print $2}' "/proc/$parent/status" 2>/dev/null)
+  [ -n "$blocked" ] && (( (16#$blocked & 0x2) != 0 ))
+}
+
+start() {  # start NAME COMMAND...: run COMMAND in a new session, remember its PID
+  local name=$1
+  shift
+  setsid "$@" &
+  pids+=("$!")
+  names+=("$name")
+}
+
+start daphne "$VENV/bin/daphne" -b "$HOST" -p "$PORT" conductor_web.asgi:application
+start qcluster "$VENV/bin/python" manage.py qcluster
+
+# Print the banner once the API answers (or say why not).
+base="http://$HOST:$PORT"
+for _ in $(seq 1 100); do
+  if "$VENV/bin/python" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)" \
+      "$base/api/health" 2>/dev/null; then
+    cat <<EOF
+
+conductor-web is running (Ctrl-C stops it)
+  API      $base/api        (Conductor REST; health: $base/api/health)
+  UI       $base/
+  Admin    $base/admin/
+First admin user (for the UI and the admin):
+  $VENV/bin/python manage.py createsuperuser
+Example workers (order_fulfillment, official SDK), in another terminal:
+  export CONDUCTOR_SERVER_URL=$base/api
+  $VENV/bin/python examples/order_fulfillment.py
+
+EOF
+    break
+  fi
+  kill -0 "${pids[0]}" 2>/dev/null || break
+  sleep 0.2
+done
+
+# Watch: a child that exits, a signal (the traps above) or a parent that went away or
+# was interrupted ends the run.
+while :; do
+  for i in "${!pids[@]}"; do
+    if ! kill -0 "${pids[$i]}" 2>/dev/null; then
+      wait "${pids[$i]}"
+      rc=$?
+      echo "conductor-web: ${names[$i]} exited (status $rc)"
+      stop_children
+      exit $((rc == 0 ? 1 : rc))
+    fi
+  done
+  if parent_gone_or_interrupted; then
+    stop_children
+    exit 130
+  fi
+  sleep 1 &
+  wait $!
+done

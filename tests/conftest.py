@@ -1,0 +1,25 @@
+"""Shared test setup, kept small: subfolders add their own fixtures in their conftest.py.
+
+The suite runs twice (``make test``): on SQLite (default settings, a file test database
+in ``var/``) and on PostgreSQL (``DATABASE_URL`` set by ``scripts/with_postgres.sh``).
+Tests marked ``@pytest.mark.postgres`` run only in the second pass.
+"""
+from __future__ import annotations
+
+import pytest
+
+
+def db_vendor() -> str:
+    """``"sqlite"`` or ``"postgresql"``: the engine the settings selected."""
+    from django.db import connection
+
+    return connection.vendor
+
+
+def pytest_collection_modifyitems(config, items):
+    if db_vendor() == "postgresql":
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL: run `make test-pg` (or set DATABASE_URL=postgres://...)")
+    for item in items:
+        if item.get_closest_marker("postgres"):
+            item.add_marker(skip)
