@@ -31,7 +31,7 @@ def _failure_workflow_name(wf: WorkflowState) -> str | None:
     return name or None
 
 
-def apply_inline(wf: WorkflowState, outcome: DeciderOutcome, action: Action, now: int) -> None:
+def apply_inline(wf: WorkflowState, outcome: DeciderOutcome, action: Action, now: int) -> bool:
     """Perform an inline action. Source: WorkflowExecutorOps.handleWorkflowFailure
     (failure workflow input: the failed input + workflowId, reason, failureStatus,
     failureTaskId, failedWorkflow; same correlationId and taskToDomain)."""
@@ -41,7 +41,7 @@ def apply_inline(wf: WorkflowState, outcome: DeciderOutcome, action: Action, now
     if action.kind == "start_failure_workflow":
         name = _failure_workflow_name(wf)
         if not name:
-            return
+            return False
         failure_input = dict(wf.input)
         failure_input.update({
             "workflowId": wf.workflow_id,
@@ -61,11 +61,12 @@ def apply_inline(wf: WorkflowState, outcome: DeciderOutcome, action: Action, now
             wf.output = {**(wf.output or {}),
                          "conductor.failure_workflow": f"Error workflow {name} failed to start.  reason: {exc}"}
         outcome.workflow_changed = True
+        return False
     else:
         from apps.engine.task_types import get_type
 
         # operators that start or stop other workflows do it themselves (SUB_WORKFLOW, ...)
-        get_type(action.task.task_type).apply_inline(wf, outcome, action, now)
+        return bool(get_type(action.task.task_type).apply_inline(wf, outcome, action, now))
 
 
 def run_deferred(workflow_id: str, action: Action) -> None:

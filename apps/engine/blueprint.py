@@ -20,6 +20,7 @@ class _Slot:
     index: int           # its position there
     owner: dict | None   # the operator owning the list (None at the top level)
     kind: str            # "root" | "case" | "fork" | "loop"
+    case: str | None = None  # the case key ("__default__" for defaultCase) when kind == "case"
 
 
 class Blueprint:
@@ -34,17 +35,17 @@ class Blueprint:
         self._slots: dict[str, _Slot] = {}
         self._index(self.tasks, None, "root")
 
-    def _index(self, tasks: list, owner: dict | None, kind: str) -> None:
+    def _index(self, tasks: list, owner: dict | None, kind: str, case: str | None = None) -> None:
         for i, task in enumerate(tasks):
             ref = task.get("taskReferenceName")
             if ref is None:
                 continue
             self.by_ref[ref] = task
-            self._slots[ref] = _Slot(tasks, i, owner, kind)
-            for branch in (task.get("decisionCases") or {}).values():
-                self._index(branch or [], task, "case")
+            self._slots[ref] = _Slot(tasks, i, owner, kind, case)
+            for case_name, branch in (task.get("decisionCases") or {}).items():
+                self._index(branch or [], task, "case", case_name)
             if task.get("defaultCase"):
-                self._index(task["defaultCase"], task, "case")
+                self._index(task["defaultCase"], task, "case", "__default__")
             for branch in task.get("forkTasks") or []:
                 self._index(branch or [], task, "fork")
             if task.get("loopOver"):
@@ -91,3 +92,17 @@ class Blueprint:
                 return True
             slot = self._slots.get(slot.owner["taskReferenceName"])
         return False
+
+    def case_of(self, reference_task_name: str) -> tuple[str, str] | None:
+        """``(switch reference, case key)`` of the innermost SWITCH/DECISION case holding
+        this reference (``"__default__"`` for the defaultCase), or None."""
+        slot = self._slots.get(reference_task_name)
+        while slot is not None and slot.owner is not None:
+            if slot.kind == "case":
+                return slot.owner["taskReferenceName"], slot.case or ""
+            slot = self._slots.get(slot.owner["taskReferenceName"])
+        return None
+
+    def nested_refs(self, owner_ref: str) -> set[str]:
+        """Every reference nested (at any depth) inside the operator ``owner_ref``."""
+        return {ref for ref in self.by_ref if self.contains(owner_ref, ref)}

@@ -101,6 +101,21 @@ class Decider:
     def touch_workflow(self) -> None:
         self.outcome.workflow_changed = True
 
+    def get_type(self, type_name: str):
+        """The task type object for a type string (see apps.engine.task_types)."""
+        from apps.engine.task_types import get_type
+
+        return get_type(type_name)
+
+    def remove_task(self, task: TaskState) -> None:
+        """Drop a task execution from the workflow (DO_WHILE keepLastN)."""
+        self.wf.tasks.remove(task)
+        if task.task_id in self._new_ids:
+            self.outcome.new_tasks = [t for t in self.outcome.new_tasks if t.task_id != task.task_id]
+        else:
+            self.outcome.removed_task_ids.append(task.task_id)
+            self.outcome.updated_tasks.pop(task.task_id, None)
+
     def act(self, kind: str, task: TaskState | None = None, **data: Any) -> None:
         self.outcome.actions.append(Action(kind, task, data))
 
@@ -114,8 +129,7 @@ class Decider:
         otherwise looked up in the definition by its reference without ``__N``)."""
         if task.workflow_task:
             return task.workflow_task
-        ref = params.strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
-        return self.blueprint.get(ref) or {}
+        return self.blueprint.get(params.definition_ref(task)) or {}
 
     def task_def_of(self, workflow_task: dict) -> dict | None:
         """TaskDef for a WorkflowTask: the inline/populated ``taskDefinition`` of the
@@ -125,6 +139,12 @@ class Decider:
             return task_def
         name = workflow_task.get("name")
         return self.task_def_lookup(name) if name else None
+
+    def adhoc_task_def(self, workflow_task: dict) -> dict:
+        """Conductor's made-up TaskDef for an unregistered task (see metadata.validation)."""
+        from apps.metadata.validation import adhoc_task_def
+
+        return adhoc_task_def(workflow_task)
 
     # --- scheduling -----------------------------------------------------------------
 
@@ -157,7 +177,8 @@ class Decider:
             first_scheduled_time=self.now,
             visible_at=self.now,
             response_timeout_seconds=int((task_def or {}).get("responseTimeoutSeconds") or 0),
-            workflow_task=workflow_task if store_workflow_task else {},
+            workflow_task=workflow_task if (store_workflow_task or self.blueprint.get(
+                workflow_task.get("taskReferenceName", "")) is not workflow_task) else {},
         )
         return task
 
@@ -210,42 +231,41 @@ class Decider:
 
     def next_tasks_after(self, task: TaskState) -> list[TaskState]:
         """Tasks to schedule after a finished task (Conductor's DeciderService.getNextTask)."""
-        ref = params.strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
+        from apps.engine.task_types import get_type
+
+        ref = params.definition_ref(task)
         workflow_task = self.workflow_task_of(task)
         if workflow_task.get("type") == "TERMINATE" or task.task_type == "TERMINATE":
             return []
+        if not get_type(task.task_type).continues_after(self, task):
+            return []
+        if task.workflow_task and task.workflow_task.get("taskReferenceName") not in self.blueprint.by_ref:
+            return []  # a dynamic fork branch: its JOIN is already scheduled
         nxt = self.blueprint.next_task(ref)
         while nxt is not None and self._skipped(nxt):
             nxt = self.blueprint.next_task(nxt["taskReferenceName"])
         if nxt is None:
             return []
-        if nxt.get("type") == "DO_WHILE":
-            loop_ref = nxt["taskReferenceName"]
-            # the loop itself is next: it is re-evaluated as a pending task, never rescheduled
-            if any(params.strip_iteration(t.reference_task_name) == loop_ref for t in self.wf.tasks):
-                return []
-        mapped = self.tasks_to_schedule_in_loop(nxt, task)
-        return mapped
+        suffix = params.ref_suffix(task.reference_task_name)
+        if nxt.get("type") == "DO_WHILE" and nxt is self.blueprint.loop_owner(ref):
+            return []  # the end of a loop body: the DO_WHILE itself is re-evaluated
+        if suffix:
+            return self.map_in_scope(nxt, suffix, task.iteration)
+        return self.tasks_to_schedule(nxt)
 
-    def tasks_to_schedule_in_loop(self, workflow_task: dict, after: TaskState) -> list[TaskState]:
-        """Map a WorkflowTask that follows ``after``; inside a DO_WHILE the new tasks keep
-        the iteration of ``after`` and get the ``__N`` suffix (filterNextLoopOverTasks)."""
-        if after.iteration and self.blueprint.loop_owner(workflow_task.get("taskReferenceName", "")) is not None:
-            return self.map_for_iteration(workflow_task, after.iteration)
-        return self.tasks_to_schedule(workflow_task)
-
-    def map_for_iteration(self, workflow_task: dict, iteration: int, retry_count: int = 0) -> list[TaskState]:
-        """Map a loopOver WorkflowTask for one DO_WHILE iteration: references get ``__N``."""
+    def map_in_scope(self, workflow_task: dict, suffix: str, iteration: int, retry_count: int = 0) -> list[TaskState]:
+        """Map a WorkflowTask inside a DO_WHILE body: every new task gets the loop scope
+        ``suffix`` (``__N``, or ``__M__N`` in nested loops) appended to its reference and
+        ``iteration`` N (Conductor's filterNextLoopOverTasks / appendIteration)."""
         from apps.engine.task_types import get_type
 
         mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
         existing = {t.reference_task_name for t in self.wf.tasks}
         out = []
         for t in mapped:
-            if t.iteration == 0:
+            if not params.ref_suffix(t.reference_task_name):
+                t.reference_task_name = f"{t.reference_task_name}{suffix}"
                 t.iteration = iteration
-                if not t.reference_task_name.endswith(f"__{iteration}"):
-                    t.reference_task_name = f"{t.reference_task_name}__{iteration}"
             if t.reference_task_name not in existing:
                 out.append(t)
         return out
@@ -290,6 +310,7 @@ class Decider:
             return True
 
         changed = False
+        # Phase 1: timeouts, retries, and the successors of finished tasks.
         to_schedule: list[TaskState] = []
         for task in list(wf.tasks):
             if task.retried or task.executed or task.status == "SKIPPED":
@@ -300,15 +321,11 @@ class Decider:
             if not task.terminal and task_def is not None:
                 if self._check_timeouts(task, task_def):
                     changed = True
-            if not task.terminal and not ttype.is_worker and not ttype.is_async:
-                if ttype.execute(self, task):
-                    self.touch(task)
-                    changed = True
             if task.terminal and not task.successful:
                 retry = self.retry(task, task_def, workflow_task)
                 if retry is not None:
                     to_schedule.append(retry)
-                elif task.status != "COMPLETED_WITH_ERRORS":
+                elif task.status != "COMPLETED_WITH_ERRORS" and not workflow_task.get("permissive"):
                     task.status = "COMPLETED_WITH_ERRORS"
                 self.touch(task)
                 changed = True
@@ -320,6 +337,15 @@ class Decider:
         if to_schedule:
             self.schedule(to_schedule)
             changed = True
+        # Phase 2: synchronous system tasks and operators re-evaluate (after the
+        # successors above exist, so a DO_WHILE or JOIN never judges a half-built step).
+        for task in list(wf.tasks):
+            if task.retried or task.executed or task.terminal:
+                continue
+            ttype = get_type(task.task_type)
+            if not ttype.is_worker and ttype.execute(self, task):
+                self.touch(task)
+                changed = True
         if not wf.terminal and self._successful_terminate() is None and self.check_for_completion():
             self.complete_workflow()
             return True
@@ -448,15 +474,19 @@ class Decider:
             if status not in ("COMPLETED", "COMPLETED_WITH_ERRORS", "SKIPPED"):
                 return False
         for task in self.wf.tasks:
-            if task.retried:
-                continue
-            ref = params.strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
-            if task.iteration:
+            if task.retried or params.ref_suffix(task.reference_task_name):
                 continue  # loop bodies are settled by their DO_WHILE
-            nxt = self.blueprint.next_task(ref)
+            if not self._continues(task):
+                continue
+            nxt = self.blueprint.next_task(task.reference_task_name)
             if nxt is not None and nxt.get("taskReferenceName") not in statuses:
                 return False
         return True
+
+    def _continues(self, task: TaskState) -> bool:
+        from apps.engine.task_types import get_type
+
+        return get_type(task.task_type).continues_after(self, task)
 
     def workflow_output(self, last: TaskState | None = None) -> dict:
         """Output of an ending workflow: a successful TERMINATE's output, else the

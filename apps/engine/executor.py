@@ -32,7 +32,7 @@ from apps.engine.state import TERMINAL_TASK, TaskState, WorkflowState
 from apps.engine.task_types import get_type
 from apps.metadata.models import TaskDef
 from apps.metadata.services import workflow_def_row, workflow_def_validate
-from apps.metadata.validation import TASK_DEF_DEFAULTS, iter_workflow_tasks
+from apps.metadata.validation import iter_workflow_tasks, with_task_definitions
 
 log = logging.getLogger(__name__)
 
@@ -67,38 +67,14 @@ def task_def_lookup(name: str) -> dict | None:
 
 # --- start -------------------------------------------------------------------------------
 
-def _adhoc_task_def(workflow_task: dict) -> dict:
-    """Conductor fills a missing TaskDef with ``new TaskDef(name)``: SIMPLE tasks get the
-    defaults (3 retries, 60 s FIXED, responseTimeout 3600 s); other types 0 retries and
-    no response timeout."""
-    task_def = dict(TASK_DEF_DEFAULTS)
-    task_def["name"] = workflow_task.get("name")
-    if (workflow_task.get("type") or "SIMPLE") != "SIMPLE" and get_type(workflow_task.get("type")).type_name != "SIMPLE":
-        task_def["retryCount"] = 0
-        task_def["responseTimeoutSeconds"] = 0
-    return task_def
-
-
 def populate_task_definitions(definition: dict) -> dict:
-    """Copy of a WorkflowDef whose every WorkflowTask carries a ``taskDefinition``: the
-    inline one, the registered TaskDef (one query), or an ad-hoc default. Done once at
-    start so running executions never see later TaskDef changes (MetadataMapperService)."""
-    definition = copy.deepcopy(definition)
-    tasks = list(iter_workflow_tasks(definition.get("tasks") or []))
-    names = {t.get("name") for t in tasks if not t.get("taskDefinition") and t.get("name")}
+    """Copy of a WorkflowDef whose every WorkflowTask carries a ``taskDefinition`` (one
+    query for the registered TaskDefs; see ``validation.with_task_definitions``). Done once
+    at start so running executions never see later TaskDef changes (MetadataMapperService)."""
+    names = {t.get("name") for t in iter_workflow_tasks(definition.get("tasks") or [])
+             if not t.get("taskDefinition") and t.get("name")}
     registered = {r.name: r.definition for r in TaskDef.objects.filter(name__in=names)} if names else {}
-    for task in tasks:
-        inline = task.get("taskDefinition")
-        if inline:
-            merged = dict(TASK_DEF_DEFAULTS)
-            merged.update({k: v for k, v in inline.items() if v is not None})
-            merged.setdefault("name", task.get("name"))
-            task["taskDefinition"] = merged
-        elif task.get("name") in registered:
-            task["taskDefinition"] = registered[task["name"]]
-        else:
-            task["taskDefinition"] = _adhoc_task_def(task)
-    return definition
+    return with_task_definitions(definition, registered)
 
 
 def _resolve_definition(name: str | None, version: int | None, workflow_def: dict | None,
@@ -171,9 +147,7 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
     def run() -> str:
         with transaction.atomic():
             wf.tasks = []
-            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
-            outcome = decider.run()
-            _apply_inline_actions(wf, outcome, now)
+            outcome = _decide(wf, now)
             store.insert_workflow(wf)
             store.insert_tasks(outcome.new_tasks)
             _after_commit(wf, outcome)
@@ -191,24 +165,60 @@ def _locked(workflow_id: str) -> store.Loaded:
     return store.Loaded(wf)
 
 
+def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
+    new_ids = {t.task_id for t in total.new_tasks}
+    total.new_tasks.extend(part.new_tasks)
+    for task_id, task in part.updated_tasks.items():
+        if task_id not in new_ids:
+            total.updated_tasks[task_id] = task
+    for task_id in part.removed_task_ids:
+        if task_id in new_ids:
+            total.new_tasks = [t for t in total.new_tasks if t.task_id != task_id]
+        else:
+            total.removed_task_ids.append(task_id)
+            total.updated_tasks.pop(task_id, None)
+    total.workflow_changed = total.workflow_changed or part.workflow_changed
+    total.actions.extend(part.actions)
+
+
+def _decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:
+    """Run the decider, perform its inline actions (start children, the failure
+    workflow) and decide again while those changed the state; return the merged outcome."""
+    from apps.engine import actions
+
+    total = DeciderOutcome()
+    for _ in range(20):
+        if decider is None:
+            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
+            part = decider.run()
+        else:
+            part = decider.outcome
+        decider = None
+        _merge(total, part)
+        changed = False
+        for action in part.actions:
+            if not actions.is_deferred(action):
+                if actions.apply_inline(wf, part, action, now):
+                    changed = True
+                    task = action.task
+                    if task is not None and all(t.task_id != task.task_id for t in total.new_tasks):
+                        total.updated_tasks[task.task_id] = task
+                    total.workflow_changed = True
+        if part.workflow_changed:
+            total.workflow_changed = True
+        if not changed or wf.terminal:
+            break
+    total.actions = [a for a in total.actions if actions.is_deferred(a)]
+    return total
+
+
 def _decide_and_save(loaded: store.Loaded, now: int, *, touched: set[str] | None = None,
                      workflow_changed: bool = False) -> DeciderOutcome:
     wf = loaded.wf
-    decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
-    outcome = decider.run()
-    _apply_inline_actions(wf, outcome, now)
+    outcome = _decide(wf, now)
     store.save(loaded, outcome, workflow_changed=workflow_changed, extra_task_ids=touched)
     _after_commit(wf, outcome)
     return outcome
-
-
-def _apply_inline_actions(wf: WorkflowState, outcome: DeciderOutcome, now: int) -> None:
-    """Actions done inside the same transaction (they only create new rows or touch the
-    current workflow): start sub-workflows and the failure workflow."""
-    from apps.engine import actions
-
-    for action in outcome.actions:
-        actions.apply_inline(wf, outcome, action, now)
 
 
 def _after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
@@ -421,8 +431,7 @@ def workflow_terminate(*, workflow_id: str, reason: str | None = None,
             else:
                 decider.end_workflow("TERMINATED", reason, trigger_failure_workflow=trigger_failure_workflow)
             decider._set_next_decide_at()
-            outcome = decider.outcome
-            _apply_inline_actions(wf, outcome, now)
+            outcome = _decide(wf, now, decider)
             store.save(loaded, outcome, workflow_changed=True)
             _after_commit(wf, outcome)
     _with_retries(run)

@@ -26,13 +26,26 @@ import jsonpath
 
 from apps.engine.state import TaskState, WorkflowState
 
-_LOOP_SUFFIX = re.compile(r"__\d+$")
 _NOT_FOUND = object()
 
 
 def strip_iteration(reference_task_name: str) -> str:
-    """``ref__3`` -> ``ref`` (Conductor's TaskUtils.removeIterationFromTaskRefName)."""
-    return _LOOP_SUFFIX.sub("", reference_task_name)
+    """``ref__3`` (or ``ref__2__3`` in nested loops) -> ``ref``; as Conductor's
+    TaskUtils.removeIterationFromTaskRefName, everything from the first ``__`` goes."""
+    return reference_task_name.split("__", 1)[0]
+
+
+def ref_suffix(reference_task_name: str) -> str:
+    """The loop scope of a runtime reference: ``ref__2__3`` -> ``__2__3``; ``ref`` -> ``""``."""
+    base = reference_task_name.split("__", 1)[0]
+    return reference_task_name[len(base):]
+
+
+def definition_ref(task: TaskState) -> str:
+    """The WorkflowTask reference a task execution was made from (loop suffix removed)."""
+    if task.iteration or "__" in task.reference_task_name:
+        return strip_iteration(task.reference_task_name)
+    return task.reference_task_name
 
 
 @lru_cache(maxsize=4096)
@@ -138,7 +151,7 @@ class Document:
             if self._refs is None:
                 refs: dict[str, TaskState] = {}
                 for task in self.wf.tasks:  # ordered by seq: the last attempt wins
-                    key = strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
+                    key = definition_ref(task)
                     refs[key] = task
                 self._refs = refs
             task = self._refs.get(head)

@@ -10,7 +10,7 @@ import json
 from datetime import datetime, timezone
 
 from apps.engine.blueprint import Blueprint
-from apps.engine.params import strip_iteration
+from apps.engine.params import definition_ref
 from apps.engine.state import TaskState, WorkflowState
 
 
@@ -24,7 +24,7 @@ def task_json(task: TaskState, wf: WorkflowState | None = None, blueprint: Bluep
     task stores it or a blueprint of its workflow's definition is given."""
     workflow_task = task.workflow_task or None
     if workflow_task is None and blueprint is not None:
-        ref = strip_iteration(task.reference_task_name) if task.iteration else task.reference_task_name
+        ref = definition_ref(task)
         workflow_task = blueprint.get(ref)
     queue_wait = task.start_time - task.scheduled_time if task.start_time and task.scheduled_time else 0
     out = {

@@ -99,6 +99,9 @@ class WorkflowState:
     last_retried_time: int = 0
     next_decide_at: int | None = None
     tasks: list[TaskState] = field(default_factory=list)
+    # Not persisted: status/output of the children of SUB_WORKFLOW tasks, loaded with the
+    # workflow so the pure decider can mirror them ({child id: {"status", "output", ...}}).
+    sub_workflows: dict = field(default_factory=dict)
 
     @property
     def terminal(self) -> bool:
@@ -113,6 +116,6 @@ class WorkflowState:
 
 
 
-WORKFLOW_FIELDS: tuple[str, ...] = tuple(f for f in WorkflowState.__slots__ if f != "tasks")  # type: ignore[attr-defined]
+WORKFLOW_FIELDS: tuple[str, ...] = tuple(f for f in WorkflowState.__slots__ if f not in ("tasks", "sub_workflows"))  # type: ignore[attr-defined]
 TASK_FIELDS: tuple[str, ...] = tuple(TaskState.__slots__)  # type: ignore[attr-defined]
 

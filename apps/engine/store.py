@@ -30,6 +30,15 @@ class Loaded:
         self.loaded_status = {t.task_id: t.status for t in wf.tasks}
 
 
+def _attach_sub_workflows(wf: WorkflowState) -> None:
+    ids = [t.sub_workflow_id for t in wf.tasks
+           if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and not t.terminal]
+    if ids:
+        for row in WorkflowExecution.objects.filter(pk__in=ids).values(
+                "workflow_id", "status", "output", "reason_for_incompletion", "workflow_name", "workflow_version"):
+            wf.sub_workflows[row["workflow_id"]] = row
+
+
 def lock_workflow(workflow_id: str) -> WorkflowState | None:
     """Lock the workflow row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's IMMEDIATE
     transaction already holds the write lock) and load it with its tasks. Must run inside
@@ -43,6 +52,7 @@ def lock_workflow(workflow_id: str) -> WorkflowState | None:
     wf = WorkflowState(**rows[0])
     wf.tasks = [TaskState(**row) for row in
                 TaskExecution.objects.filter(workflow_id=workflow_id).order_by("seq").values(*TASK_FIELDS)]
+    _attach_sub_workflows(wf)
     return wf
 
 

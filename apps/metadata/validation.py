@@ -88,6 +88,37 @@ def normalize_task_def(task_def: dict) -> dict:
     return out
 
 
+def adhoc_task_def(workflow_task: dict) -> dict:
+    """The TaskDef Conductor makes up for a WorkflowTask with none registered
+    (``new TaskDef(name)``): SIMPLE tasks get the defaults (3 retries, 60 s FIXED,
+    responseTimeout 3600 s); system tasks 0 retries and no response timeout."""
+    task_def = copy.deepcopy(TASK_DEF_DEFAULTS)
+    task_def["name"] = workflow_task.get("name")
+    if (workflow_task.get("type") or "SIMPLE") in SYSTEM_TASK_TYPES:
+        task_def["retryCount"] = 0
+        task_def["responseTimeoutSeconds"] = 0
+    return task_def
+
+
+def with_task_definitions(definition: dict, registered: dict[str, dict]) -> dict:
+    """Copy of a WorkflowDef whose every WorkflowTask has a ``taskDefinition``: its inline
+    one (defaults filled in), the registered TaskDef of its name (``registered``), or
+    ``adhoc_task_def``. Pure."""
+    definition = copy.deepcopy(definition)
+    for task in iter_workflow_tasks(definition.get("tasks") or []):
+        inline = task.get("taskDefinition")
+        if inline:
+            merged = copy.deepcopy(TASK_DEF_DEFAULTS)
+            merged.update({k: v for k, v in inline.items() if v is not None})
+            merged.setdefault("name", task.get("name"))
+            task["taskDefinition"] = merged
+        elif task.get("name") in registered:
+            task["taskDefinition"] = registered[task["name"]]
+        else:
+            task["taskDefinition"] = adhoc_task_def(task)
+    return definition
+
+
 def validate_task_def(task_def: Any, path: str = "taskDef") -> list[dict]:
     """Validate one TaskDef dict. Source: Conductor ``TaskDef`` bean constraints and
     ``TaskTimeoutConstraint``. ``timeoutSeconds`` 0 means no timeout and

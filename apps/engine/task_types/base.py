@@ -42,6 +42,11 @@ class TaskType:
         """Re-evaluate a non-terminal synchronous system task; True if it changed."""
         return False
 
+    def continues_after(self, d: "Decider", task: TaskState) -> bool:
+        """Whether the WorkflowTask after this one is scheduled when it finishes (False
+        for operators whose own children carry on, e.g. a SWITCH with a taken case)."""
+        return True
+
     def due_at(self, d: "Decider", task: TaskState) -> int | None:
         """Epoch ms at which the sweeper must decide again for this task, or None."""
         return None

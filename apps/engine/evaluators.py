@@ -1,0 +1,96 @@
+"""Script and expression evaluation for INLINE, SWITCH, DECISION, DO_WHILE, JOIN and
+event-handler conditions.
+
+JavaScript (``javascript`` / ``graaljs``) runs in QuickJS-ng (``quickjs`` module), a
+fresh context per evaluation with a CPU time limit and a memory limit, no host access;
+``$`` is bound to the JSON input. Values cross the boundary as JSON, so integers stay
+integers. ``value-param`` reads one input key. Errors raise ``EvaluationError`` with the
+engine's message (first line of the JS error).
+Source: Conductor's ScriptEvaluator / JavascriptEvaluator / ValueParamEvaluator
+(conductor-reference §5: INLINE, SWITCH, DO_WHILE).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import quickjs
+
+# Conductor interrupts scripts after 4 s; our limit is CPU seconds of this evaluation.
+TIME_LIMIT_SECONDS = 4.0
+MEMORY_LIMIT_BYTES = 64 << 20
+STACK_LIMIT_BYTES = 1 << 20
+
+
+class EvaluationError(Exception):
+    """A script or expression could not be evaluated; ``str()`` is the reason."""
+
+
+class UnknownEvaluator(EvaluationError):
+    """No evaluator of that type (Conductor: ``No evaluator registered for type: %s``)."""
+
+
+def evaluate_js(expression: str, bindings: Any) -> Any:
+    """Evaluate a JavaScript expression or script with ``$`` = ``bindings`` (JSON value);
+    return its completion value as JSON (None for undefined).
+
+    Errors: EvaluationError with the script's error message, ``Script not evaluated
+    within 4 seconds, interrupted.`` for a runaway script, or ``out of memory``.
+    """
+    ctx = quickjs.Context()
+    ctx.set_time_limit(TIME_LIMIT_SECONDS)
+    ctx.set_memory_limit(MEMORY_LIMIT_BYTES)
+    ctx.set_max_stack_size(STACK_LIMIT_BYTES)
+    try:
+        ctx.set("$", ctx.parse_json(json.dumps(bindings, default=str)))
+        ctx.set("__conductor_expr", expression)
+        raw = ctx.eval("(function(){ var __v = (0, eval)(__conductor_expr); "
+                       "return __v === undefined ? undefined : JSON.stringify(__v); })()")
+    except quickjs.JSException as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        if "interrupted" in message:
+            raise EvaluationError(f"Script not evaluated within {int(TIME_LIMIT_SECONDS)} seconds, interrupted.") from None
+        raise EvaluationError(message) from None
+    except quickjs.StackOverflow:
+        raise EvaluationError("InternalError: stack overflow") from None
+    if raw is None:
+        return None
+    return json.loads(raw)
+
+
+def evaluate(evaluator_type: str | None, expression: str, bindings: dict) -> Any:
+    """Evaluate with the named evaluator: ``value-param`` returns ``bindings[expression]``;
+    ``javascript``/``graaljs`` run the script. Errors: UnknownEvaluator, EvaluationError."""
+    etype = (evaluator_type or "javascript").lower()
+    if etype == "value-param":
+        if not isinstance(bindings, dict):
+            return None
+        return bindings.get(expression)
+    if etype in ("javascript", "graaljs", "js"):
+        if not isinstance(expression, str) or not expression.strip():
+            raise EvaluationError("Empty 'expression' in task's input parameters. A non-empty String value must be provided.")
+        return evaluate_js(expression, bindings)
+    raise UnknownEvaluator(f"No evaluator registered for type: {evaluator_type}")
+
+
+def truthy(value: Any) -> bool:
+    """Conductor's evalBool: boolean true, or a number greater than zero."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value > 0
+    return False
+
+
+def case_string(value: Any) -> str:
+    """A SWITCH/DECISION case value as the string Conductor compares: ``null``, ``true``,
+    ``1`` (an integral number), ``1.5``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)

@@ -1,0 +1,192 @@
+"""DO_WHILE: run ``loopOver`` at least once, then again while ``loopCondition`` holds.
+
+Body tasks of iteration N get the reference suffix ``__N`` (``__M__N`` when the loop is
+itself inside a loop body at iteration M) and ``iteration`` N. The loop's own counter is
+``output.iteration``; each finished iteration adds ``output["N"] = {ref: output}``.
+``keepLastN`` (input) drops older iteration outputs and their task rows. List mode
+(``items`` on the WorkflowTask, or ``_items`` in its input) iterates over a list with
+``loopIndex``/``loopItem`` in the output, and continues while items remain (and the
+condition, if any, holds); an empty list completes with ``iteration: 0``.
+The condition is JavaScript over ``$`` = the loop's resolved input, plus ``$.<loopRef>`` =
+the loop's output and ``$.<bodyRef>`` = each body task's latest output (references without
+suffix). A failed body task (after its retries) fails the loop; a condition error is
+FAILED_WITH_TERMINAL_ERROR ``Unable to evaluate condition %s, exception %s``.
+Source: DoWhile / DoWhileTaskMapper (conductor-reference §5; cases 01, 03, 04).
+"""
+from __future__ import annotations
+
+from apps.engine import params
+from apps.engine.evaluators import EvaluationError, evaluate_js, truthy
+from apps.engine.state import TaskState
+from apps.engine.task_types import register
+from apps.engine.task_types.base import TaskType
+
+
+@register
+class DoWhile(TaskType):
+    type_name = "DO_WHILE"
+    has_task_def = False
+
+    def map(self, d, workflow_task, retry_count):
+        task = d.new_task(workflow_task, retry_count=retry_count)
+        task.task_def_name = workflow_task.get("name") or "DO_WHILE"
+        task.status = "IN_PROGRESS"
+        task.start_time = d.now
+        task.output_data = {}
+        return [task]
+
+    # --- helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def _scope(task: TaskState, counter: int) -> str:
+        return f"{params.ref_suffix(task.reference_task_name)}__{counter}"
+
+    def _items(self, d, task: TaskState) -> list | None:
+        wt = d.workflow_task_of(task)
+        expr = wt.get("items")
+        value = None
+        if isinstance(expr, str) and expr.strip():
+            value = params.resolve_value(expr, d.document())
+        elif "_items" in (wt.get("inputParameters") or {}):
+            value = task.input_data.get("_items")
+        else:
+            return None
+        if value is None:
+            return []
+        return value if isinstance(value, list) else [value]
+
+    def _start_iteration(self, d, task: TaskState, counter: int, items: list | None) -> None:
+        wt = d.workflow_task_of(task)
+        task.output_data = {**task.output_data, "iteration": counter}
+        if items is not None:
+            task.output_data["loopIndex"] = counter - 1
+            if counter - 1 < len(items):
+                task.output_data["loopItem"] = items[counter - 1]
+        body = wt.get("loopOver") or []
+        if body:
+            d.schedule(d.map_in_scope(body[0], self._scope(task, counter), counter))
+
+    def _body_tasks(self, d, task: TaskState, nested: set[str], scope: str | None) -> dict[str, TaskState]:
+        """Latest attempt per runtime reference of this loop's body tasks (``scope``:
+        only that iteration and the loops nested in it; None: every iteration)."""
+        own = params.ref_suffix(task.reference_task_name)
+        out: dict[str, TaskState] = {}
+        for t in d.wf.tasks:
+            if t is task:
+                continue
+            base = params.strip_iteration(t.reference_task_name)
+            if base not in nested:
+                continue
+            suffix = params.ref_suffix(t.reference_task_name)
+            if scope is not None and not (suffix == scope or suffix.startswith(scope + "__")):
+                continue
+            if scope is None and not suffix.startswith(own + "__"):
+                continue
+            prev = out.get(t.reference_task_name)
+            if prev is None or t.retry_count >= prev.retry_count:
+                out[t.reference_task_name] = t
+        return out
+
+    def _iteration_complete(self, d, task: TaskState, relevant: dict[str, TaskState], scope: str) -> bool:
+        wt = d.workflow_task_of(task)
+        loop_ref = wt.get("taskReferenceName")
+        for body_wt in wt.get("loopOver") or []:
+            t = relevant.get(body_wt["taskReferenceName"] + scope)
+            if t is None or not t.terminal:
+                return False
+        if any(not t.terminal for t in relevant.values()):
+            return False
+        for t in relevant.values():
+            if params.ref_suffix(t.reference_task_name) != scope or not d.get_type(t.task_type).continues_after(d, t):
+                continue
+            nxt = d.blueprint.next_task(params.strip_iteration(t.reference_task_name))
+            if nxt is None or nxt.get("taskReferenceName") == loop_ref:
+                continue
+            if d.blueprint.contains(loop_ref, nxt["taskReferenceName"]) and \
+                    (nxt["taskReferenceName"] + scope) not in relevant:
+                return False  # a successor inside the body is not scheduled yet
+        return True
+
+    def _condition_input(self, d, task: TaskState, nested: set[str], items: list | None, counter: int) -> dict:
+        bindings = dict(task.input_data)
+        bindings[task.reference_task_name] = task.output_data
+        bindings[params.strip_iteration(task.reference_task_name)] = task.output_data
+        for t in self._body_tasks(d, task, nested, None).values():
+            bindings[params.strip_iteration(t.reference_task_name)] = t.output_data
+        if items is not None:
+            bindings["loopIndex"] = counter - 1
+            if counter - 1 < len(items):
+                bindings["loopItem"] = items[counter - 1]
+        return bindings
+
+    # --- the operator ----------------------------------------------------------------------
+
+    def execute(self, d, task: TaskState) -> bool:
+        wt = d.workflow_task_of(task)
+        counter = int(task.output_data.get("iteration") or 0)
+        items = self._items(d, task)
+        if counter == 0:
+            if items is not None and not items:
+                task.output_data = {"iteration": 0}
+                return self._done(d, task, "COMPLETED")
+            self._start_iteration(d, task, 1, items)
+            return True
+
+        loop_ref = wt["taskReferenceName"]
+        nested = d.blueprint.nested_refs(loop_ref)
+        scope = self._scope(task, counter)
+        relevant = self._body_tasks(d, task, nested, scope)
+        before = dict(task.output_data)
+        iteration_output = {}
+        failure = None
+        for ref, t in relevant.items():
+            if params.ref_suffix(ref) != scope:
+                continue
+            iteration_output[params.strip_iteration(ref)] = t.output_data
+            if t.terminal and not t.successful:
+                failure = t.reason_for_incompletion or f"{ref} {t.status}"
+                break
+        task.output_data = {**task.output_data, str(counter): iteration_output}
+        keep_last = task.input_data.get("keepLastN")
+        if isinstance(keep_last, int) and not isinstance(keep_last, bool) and keep_last > 0 and counter > keep_last:
+            self._drop_old_iterations(d, task, nested, counter - keep_last)
+        if failure is not None:
+            task.reason_for_incompletion = failure
+            return self._done(d, task, "FAILED")
+        if not self._iteration_complete(d, task, relevant, scope):
+            return task.output_data != before
+
+        condition = wt.get("loopCondition")
+        try:
+            if items is not None:
+                more = counter < len(items)
+                go_on = more and (truthy(evaluate_js(condition, self._condition_input(d, task, nested, items, counter)))
+                                  if condition and condition.strip() else True)
+            else:
+                go_on = truthy(evaluate_js(condition, self._condition_input(d, task, nested, items, counter))) \
+                    if condition else False
+        except EvaluationError as exc:
+            task.reason_for_incompletion = f"Unable to evaluate condition {condition}, exception {exc}"
+            return self._done(d, task, "FAILED_WITH_TERMINAL_ERROR")
+        if go_on:
+            self._start_iteration(d, task, counter + 1, items)
+            return True
+        return self._done(d, task, "COMPLETED")
+
+    @staticmethod
+    def _done(d, task: TaskState, status: str) -> bool:
+        task.status = status
+        task.end_time = d.now
+        task.update_time = d.now
+        return True
+
+    def _drop_old_iterations(self, d, task: TaskState, nested: set[str], up_to: int) -> None:
+        own = params.ref_suffix(task.reference_task_name)
+        for k in range(1, up_to + 1):
+            task.output_data.pop(str(k), None)
+        old_scopes = tuple(f"{own}__{k}" for k in range(1, up_to + 1))
+        doomed = [t for t in d.wf.tasks if params.strip_iteration(t.reference_task_name) in nested and
+                  any(params.ref_suffix(t.reference_task_name) == s or
+                      params.ref_suffix(t.reference_task_name).startswith(s + "__") for s in old_scopes)]
+        for t in doomed:
+            d.remove_task(t)

@@ -1,0 +1,94 @@
+"""HTTP: an async system task run by the django-q2 cluster (never inside a web request).
+
+Input: ``http_request`` map or the same keys at top level: ``uri``, ``method``,
+``headers``, ``body``, ``accept``, ``contentType``, ``connectionTimeOut`` and
+``readTimeOut`` (ms). Output ``response: {body, headers, statusCode, reasonPhrase}``
+(body parsed as JSON when it is JSON). 2xx -> COMPLETED (IN_PROGRESS with
+``asyncComplete``); other statuses or a connection error -> FAILED with a reason naming
+the status. Source: Conductor HttpTask (conductor-reference §5; case 29).
+"""
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from apps.engine.state import TaskState
+from apps.engine.task_types import register
+from apps.engine.task_types.base import TaskType
+
+DEFAULT_TIMEOUT_MS = 3000
+REDISPATCH_MS = 60_000
+
+
+@register
+class Http(TaskType):
+    type_name = "HTTP"
+    is_async = True
+
+    def start(self, d, task: TaskState) -> None:
+        d.act("run_system_task", task)
+
+    def execute(self, d, task: TaskState) -> bool:
+        # A job lost to a crash: hand the task to the cluster again.
+        if task.status in ("SCHEDULED", "IN_PROGRESS") and not d.workflow_task_of(task).get("asyncComplete") \
+                and d.now >= self._deadline(task):
+            task.update_time = d.now
+            d.act("run_system_task", task)
+            return True
+        return False
+
+    def due_at(self, d, task: TaskState) -> int | None:
+        if d.workflow_task_of(task).get("asyncComplete") and task.status == "IN_PROGRESS":
+            return None
+        return self._deadline(task)
+
+    @staticmethod
+    def _deadline(task: TaskState) -> int:
+        request = task.input_data.get("http_request") or task.input_data
+        budget = int(request.get("connectionTimeOut") or DEFAULT_TIMEOUT_MS) + int(request.get("readTimeOut") or DEFAULT_TIMEOUT_MS)
+        return max(task.update_time, task.scheduled_time) + max(REDISPATCH_MS, budget + 30_000)
+
+    def run_async(self, task: TaskState) -> dict:
+        request = task.input_data.get("http_request")
+        if not isinstance(request, dict):
+            request = task.input_data
+        uri = request.get("uri")
+        method = request.get("method")
+        if not uri:
+            return {"status": "FAILED", "reasonForIncompletion":
+                    "Missing HTTP URI.  See documentation for HttpTask for required input parameters"}
+        if not method:
+            return {"status": "FAILED", "reasonForIncompletion": "No HTTP method specified"}
+        headers = {}
+        for key, value in (request.get("headers") or {}).items():
+            headers[key] = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        accept = request.get("accept") or "application/json"
+        headers.setdefault("Accept", ", ".join(accept) if isinstance(accept, list) else str(accept))
+        content_type = request.get("contentType") or "application/json"
+        body = request.get("body")
+        content = None
+        if body is not None and str(method).upper() not in ("GET", "HEAD"):
+            content = body if isinstance(body, str) and "json" not in content_type else json.dumps(body)
+            headers.setdefault("Content-Type", content_type)
+        timeout = httpx.Timeout(connect=int(request.get("connectionTimeOut") or DEFAULT_TIMEOUT_MS) / 1000,
+                                read=int(request.get("readTimeOut") or DEFAULT_TIMEOUT_MS) / 1000,
+                                write=10.0, pool=10.0)
+        try:
+            with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+                response = client.request(str(method).upper(), uri, headers=headers, content=content)
+        except Exception as exc:  # noqa: BLE001 - any transport error fails the task
+            return {"status": "FAILED", "reasonForIncompletion": f"Failed to invoke HTTP task due to: {exc!r}",
+                    "outputData": {"response": str(exc)}}
+        try:
+            parsed = response.json() if response.content else None
+        except ValueError:
+            parsed = response.text
+        output = {"response": {"body": parsed, "headers": {k: response.headers.get_list(k) for k in response.headers.keys()},
+                               "statusCode": response.status_code, "reasonPhrase": response.reason_phrase}}
+        if 200 <= response.status_code < 300:
+            asynchronous = bool((task.workflow_task or {}).get("asyncComplete"))
+            return {"status": "IN_PROGRESS" if asynchronous else "COMPLETED", "outputData": output}
+        detail = response.text if response.content else "No response from the remote service"
+        return {"status": "FAILED", "outputData": output,
+                "reasonForIncompletion": f"HTTP {response.status_code} {response.reason_phrase}: {detail}"}

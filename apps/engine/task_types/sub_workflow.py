@@ -1,0 +1,171 @@
+"""SUB_WORKFLOW and START_WORKFLOW: operators that start other workflow executions.
+
+SUB_WORKFLOW starts a child (deterministic id from parent id, task id and retry count,
+so a repeated start finds the same child) with the task's input, the parent's
+correlationId, ``subWorkflowParam.taskToDomain`` or the parent's, and
+``subWorkflowParam.priority`` or the parent's; ``version`` None means latest and an
+inline ``workflowDefinition`` runs without registration. The task mirrors the child:
+RUNNING/PAUSED -> IN_PROGRESS, COMPLETED -> COMPLETED (child output merged into the task
+output with ``subWorkflowId``), FAILED -> FAILED, TIMED_OUT -> TIMED_OUT, TERMINATED ->
+CANCELED, with reason ``Sub workflow <name.version/id> failure reason: <reason>``.
+Ending the parent terminates a running child (``Parent workflow has been terminated with
+status %s``). START_WORKFLOW starts an unrelated workflow (fire and forget) and completes
+with ``{"workflowId"}``.
+Sources: SubWorkflowTaskMapper, SubWorkflow, StartWorkflow (conductor-reference §5).
+"""
+from __future__ import annotations
+
+import logging
+
+from apps.core.errors import ConductorError
+from apps.core.ids import sub_workflow_id
+from apps.engine import params
+from apps.engine.state import TaskState
+from apps.engine.task_types import register
+from apps.engine.task_types.base import TaskType
+
+log = logging.getLogger(__name__)
+
+REPAIR_MS = 30_000
+_STATUS = {"COMPLETED": "COMPLETED", "FAILED": "FAILED", "TIMED_OUT": "TIMED_OUT", "TERMINATED": "CANCELED"}
+
+
+def _started(task: TaskState, now: int) -> None:
+    task.status = "IN_PROGRESS"
+    task.start_time = task.start_time or now
+    task.update_time = now
+
+
+@register
+class SubWorkflow(TaskType):
+    type_name = "SUB_WORKFLOW"
+
+    def start(self, d, task: TaskState) -> None:
+        d.act("start_sub_workflow", task)
+
+    def execute(self, d, task: TaskState) -> bool:
+        if not task.sub_workflow_id:
+            if task.status == "SCHEDULED" and not any(a.task is task for a in d.outcome.actions):
+                d.act("start_sub_workflow", task)  # recovery: a start that never happened
+            return False
+        child = d.wf.sub_workflows.get(task.sub_workflow_id)
+        if child is None:
+            return False
+        status = child["status"]
+        if status in ("RUNNING", "PAUSED"):
+            if task.status != "IN_PROGRESS":
+                task.status = "IN_PROGRESS"
+                return True
+            return False
+        task.status = _STATUS[status]
+        task.output_data = {**(task.output_data or {}), **(child.get("output") or {}),
+                            "subWorkflowId": task.sub_workflow_id}
+        if task.status != "COMPLETED":
+            task.reason_for_incompletion = (f"Sub workflow {child['workflow_name']}.{child['workflow_version']}/"
+                                            f"{task.sub_workflow_id} failure reason: {child.get('reason_for_incompletion')}")
+        task.end_time = d.now
+        task.update_time = d.now
+        return True
+
+    def due_at(self, d, task: TaskState) -> int | None:
+        # A lost "child ended" notification is repaired by the sweeper.
+        return max(task.update_time, task.scheduled_time) + REPAIR_MS
+
+    def cancel(self, d, task: TaskState) -> None:
+        if task.sub_workflow_id:
+            d.act("terminate_sub_workflow", task, reason=f"Parent workflow has been terminated with status {d.wf.status}")
+
+    # --- executor side (inside the parent's transaction) ------------------------------------
+
+    def apply_inline(self, wf, outcome, action, now: int) -> bool:
+        from apps.engine import executor
+        from apps.engine.models import WorkflowExecution
+
+        task = action.task
+        if action.kind == "terminate_sub_workflow":
+            try:
+                executor.workflow_terminate(workflow_id=task.sub_workflow_id,
+                                            reason=action.data.get("reason") or "Parent workflow has been terminated")
+            except ConductorError as exc:
+                log.info("terminating child %s: %s", task.sub_workflow_id, exc)
+            return False
+        if task.status != "SCHEDULED" or task.sub_workflow_id:
+            return False
+        wt = task.workflow_task or self._workflow_task(wf, task)
+        param = dict(wt.get("subWorkflowParam") or {})
+        inline = param.get("workflowDefinition")
+        if isinstance(inline, str):
+            inline = params.resolve_value(inline, params.Document(wf))
+        child_id = sub_workflow_id(wf.workflow_id, task.task_id, task.retry_count)
+        if not WorkflowExecution.objects.filter(pk=child_id).exists():
+            priority = param.get("priority")
+            if isinstance(priority, str):
+                priority = params.resolve_value(priority, params.Document(wf))
+            try:
+                executor.workflow_start(
+                    name=param.get("name") or (inline or {}).get("name"),
+                    version=param.get("version") if not inline else None,
+                    input=dict(task.input_data),
+                    correlation_id=wf.correlation_id,
+                    priority=priority if isinstance(priority, int) else wf.priority,
+                    task_to_domain=param.get("taskToDomain") or wf.task_to_domain,
+                    workflow_def=inline if isinstance(inline, dict) else None,
+                    parent_workflow_id=wf.workflow_id,
+                    parent_workflow_task_id=task.task_id,
+                    workflow_id=child_id,
+                    not_found="name",
+                )
+            except ConductorError as exc:
+                task.status = "FAILED"
+                task.reason_for_incompletion = exc.message
+                task.end_time = now
+                return True
+        task.sub_workflow_id = child_id
+        task.output_data = {**(task.output_data or {}), "subWorkflowId": child_id}
+        _started(task, now)
+        child = WorkflowExecution.objects.filter(pk=child_id).values(
+            "workflow_id", "status", "output", "reason_for_incompletion", "workflow_name", "workflow_version").first()
+        if child:
+            wf.sub_workflows[child_id] = child
+        return True
+
+    @staticmethod
+    def _workflow_task(wf, task):
+        from apps.engine.blueprint import Blueprint
+
+        return Blueprint(wf.definition).get(params.definition_ref(task)) or {}
+
+
+@register
+class StartWorkflow(TaskType):
+    type_name = "START_WORKFLOW"
+
+    def start(self, d, task: TaskState) -> None:
+        d.act("start_workflow", task)
+
+    def apply_inline(self, wf, outcome, action, now: int) -> bool:
+        from apps.engine import executor
+
+        task = action.task
+        if task.status != "SCHEDULED":
+            return False
+        request = task.input_data.get("startWorkflow")
+        task.start_time = now
+        task.end_time = now
+        if not isinstance(request, dict):
+            task.status = "FAILED"
+            task.reason_for_incompletion = "Missing 'startWorkflow' in input data."
+            return True
+        try:
+            started = executor.workflow_start(
+                name=request.get("name"), version=request.get("version"), input=request.get("input") or {},
+                correlation_id=request.get("correlationId") or wf.correlation_id,
+                priority=request.get("priority"), task_to_domain=request.get("taskToDomain") or wf.task_to_domain,
+                workflow_def=request.get("workflowDef"), not_found="name")
+        except ConductorError as exc:
+            task.status = "FAILED"
+            task.reason_for_incompletion = f"startWorkflow validation failed. {exc.message}"
+            return True
+        task.status = "COMPLETED"
+        task.output_data = {"workflowId": started}
+        return True
