@@ -11,9 +11,10 @@ Three ``@worker_task`` functions (fetch the order, charge it, ship it) are chain
 ``main()`` starts the workers (one process per worker, ``spawn``), registers the
 definition, starts one execution asynchronously and waits for it, then runs a second one
 synchronously with ``executor.execute`` and prints its status and output.
-"""
-from __future__ import annotations
 
+No ``from __future__ import annotations`` here: the SDK maps task input to worker
+arguments by their annotations and needs real types, not strings.
+"""
 import sys
 import time
 

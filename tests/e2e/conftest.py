@@ -1,0 +1,265 @@
+"""End-to-end fixtures: a real conductor-web server driven by the official SDK.
+
+``conductor_server`` (session) starts what ``make run`` starts, on a database of its own:
+
+* a free port on 127.0.0.1 and a fresh database: a temporary SQLite file, or, when the
+  session's ``DATABASE_URL`` points at PostgreSQL, a new database with a unique name on
+  that same server (dropped at the end);
+* ``manage.py migrate`` and ``manage.py install_schedules`` for it;
+* ``daphne -b 127.0.0.1 -p PORT conductor_web.asgi:application`` and
+  ``manage.py qcluster`` (``Q_WORKERS=2``), each in its own session;
+* it waits for ``GET /api/health`` and yields a ``ConductorServer`` whose ``url`` is
+  ``http://127.0.0.1:PORT/api`` (``conductor_url`` yields just that string).
+
+At the end exactly those processes are stopped by PID (SIGTERM, then SIGKILL of their
+process group after ``STOP_TIMEOUT_SECONDS``). Their output goes to files; the tail of
+each is attached to the report of every failing e2e test and to a startup error.
+
+``sdk_config`` (function) points the SDK at the server the way a user does, by
+exporting ``CONDUCTOR_SERVER_URL``, and returns a fresh ``Configuration()``. Worker
+processes spawned by a ``TaskHandler`` inherit the variable.
+
+Tests that use these fixtures are marked ``@pytest.mark.e2e``.
+"""
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+import httpx
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# ``examples.*`` and ``tests.e2e.*`` must import here and in the worker processes the
+# SDK spawns (they inherit sys.path), however pytest was started.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+STARTUP_TIMEOUT_SECONDS = 60
+MIGRATE_TIMEOUT_SECONDS = 300
+STOP_TIMEOUT_SECONDS = 15
+TAIL_LINES = 40
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tail(path: Path, lines: int = TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return "(no output file)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty)"
+
+
+def _executable(name: str) -> str:
+    """A console script of the interpreter running the tests (the project's venv)."""
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name
+
+
+# --- databases -----------------------------------------------------------------------------
+
+def _is_postgres(url: str) -> bool:
+    return urlsplit(url).scheme in ("postgres", "postgresql", "pgsql", "postgis")
+
+
+class PostgresDatabase:
+    """A database with a unique name on the server of ``server_url``, created now and
+    dropped by ``drop()`` (connections still open are closed by ``WITH (FORCE)``)."""
+
+    def __init__(self, server_url: str):
+        parts = urlsplit(server_url)
+        self.name = f"conductor_e2e_{os.getpid()}_{secrets.token_hex(4)}"
+        self.url = urlunsplit(parts._replace(path="/" + self.name))
+        self._connect_kwargs = {
+            "host": parts.hostname or "127.0.0.1",
+            "port": parts.port or 5432,
+            "user": unquote(parts.username) if parts.username else None,
+            "password": unquote(parts.password) if parts.password else None,
+            "dbname": "postgres",
+            "autocommit": True,
+            "connect_timeout": 10,
+        }
+        self._execute(f'CREATE DATABASE "{self.name}"')
+
+    def _execute(self, sql: str) -> None:
+        import psycopg
+
+        kwargs = {k: v for k, v in self._connect_kwargs.items() if v is not None}
+        with psycopg.connect(**kwargs) as conn:
+            conn.execute(sql)
+
+    def drop(self) -> None:
+        self._execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+# --- the server ------------------------------------------------------------------------------
+
+class ServerStartError(RuntimeError):
+    pass
+
+
+class ConductorServer:
+    """daphne + qcluster on one fresh database. ``url`` is the API base URL."""
+
+    def __init__(self, workdir: Path, database_url: str):
+        self.workdir = workdir
+        self.database_url = database_url
+        self.port = 0
+        self.url = ""
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.env = dict(os.environ)
+        self.env.update({
+            "DATABASE_URL": database_url,
+            "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "conductor_web.settings"),
+            "Q_WORKERS": "2",
+            "SECRET_KEY": "e2e-" + secrets.token_hex(16),
+            "DEBUG": "False",
+            "CONDUCTOR_VAR_DIR": str(workdir),
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p),
+            "PYTHONUNBUFFERED": "1",
+        })
+
+    def log_path(self, name: str) -> Path:
+        return self.workdir / f"{name}.log"
+
+    def _run_manage(self, *args: str) -> None:
+        log = self.log_path("manage-" + args[0])
+        with open(log, "wb") as out:
+            proc = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=self.env,
+                                  stdout=out, stderr=subprocess.STDOUT, timeout=MIGRATE_TIMEOUT_SECONDS)
+        if proc.returncode != 0:
+            raise ServerStartError(f"manage.py {' '.join(args)} exited with {proc.returncode}:\n{tail(log)}")
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        with open(self.log_path(name), "ab") as out:
+            # A new session: the process and its children form a group we can kill by its
+            # id if SIGTERM is not enough (qcluster forks its own workers).
+            self.processes[name] = subprocess.Popen(argv, cwd=REPO_ROOT, env=self.env, stdout=out,
+                                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                    start_new_session=True)
+
+    def start(self) -> None:
+        self._run_manage("migrate", "--noinput")
+        self._run_manage("install_schedules")
+        # A port can be taken between choosing and binding it: a few attempts.
+        for _attempt in range(3):
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}/api"
+            self._spawn("daphne", [_executable("daphne"), "-b", "127.0.0.1", "-p", str(self.port),
+                                   "conductor_web.asgi:application"])
+            if self._wait_healthy():
+                break
+            self._stop_one("daphne")
+            if "Address already in use" not in tail(self.log_path("daphne")):
+                raise ServerStartError(f"daphne did not become healthy at {self.url}:\n{self.diagnostics()}")
+        else:
+            raise ServerStartError(f"daphne could not bind a free port:\n{self.diagnostics()}")
+        self._spawn("qcluster", [sys.executable, "manage.py", "qcluster"])
+        time.sleep(0.5)
+        self.assert_alive()
+
+    def _wait_healthy(self) -> bool:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.processes["daphne"].poll() is not None:
+                return False
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return True
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        return False
+
+    def assert_alive(self) -> None:
+        dead = {n: p.returncode for n, p in self.processes.items() if p.poll() is not None}
+        if dead:
+            raise ServerStartError(f"server process(es) exited: {dead}\n{self.diagnostics()}")
+
+    def diagnostics(self) -> str:
+        names = list(self.processes) or ["daphne", "qcluster"]
+        return "\n".join(f"--- {n} (last {TAIL_LINES} lines of {self.log_path(n)})\n{tail(self.log_path(n))}"
+                         for n in names)
+
+    def _stop_one(self, name: str) -> None:
+        proc = self.processes.pop(name, None)
+        if proc is None:
+            return
+        if proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        # Still running, so its PID is still ours: kill its process group (the group id
+        # is that PID, a new session), which also holds the workers qcluster forked.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=STOP_TIMEOUT_SECONDS)
+
+    def stop(self) -> None:
+        for name in list(self.processes):
+            self._stop_one(name)
+
+
+_servers: list[ConductorServer] = []
+
+
+@pytest.fixture(scope="session")
+def conductor_server(tmp_path_factory):
+    """The running server (see the module doc). Reused by every e2e test of the session."""
+    workdir = tmp_path_factory.mktemp("conductor-e2e")
+    session_url = os.environ.get("DATABASE_URL", "")
+    pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
+    database_url = pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}"
+    server = ConductorServer(workdir, database_url)
+    _servers.append(server)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        _servers.remove(server)
+        if pg is not None:
+            pg.drop()
+
+
+@pytest.fixture(scope="session")
+def conductor_url(conductor_server) -> str:
+    """``http://127.0.0.1:PORT/api``: the base URL the SDK takes."""
+    return conductor_server.url
+
+
+@pytest.fixture
+def sdk_config(conductor_server, monkeypatch):
+    """A ``Configuration()`` built as a user builds it: from ``CONDUCTOR_SERVER_URL``."""
+    from conductor.client.configuration.configuration import Configuration
+
+    conductor_server.assert_alive()
+    monkeypatch.setenv("CONDUCTOR_SERVER_URL", conductor_server.url)
+    return Configuration()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Attach the server's output tail to the report of a failing e2e test."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and "conductor_server" in getattr(item, "fixturenames", ()):
+        for server in _servers:
+            for name in ("daphne", "qcluster"):
+                report.sections.append((f"conductor-web {name} output (tail)", tail(server.log_path(name))))

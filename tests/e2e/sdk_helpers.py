@@ -1,0 +1,61 @@
+"""What e2e tests do with the SDK besides calling it: run the ``@worker_task`` workers in
+their own processes for the length of a ``with`` block, and wait for an execution with
+a bounded polling loop (never a fixed sleep)."""
+import json
+import time
+from contextlib import contextmanager
+
+import httpx
+from conductor.client.automator.task_handler import TaskHandler
+from conductor.client.configuration.configuration import Configuration
+
+WORKFLOW_TERMINAL = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
+DEFAULT_WAIT_SECONDS = 60
+POLL_INTERVAL_SECONDS = 0.2
+
+
+@contextmanager
+def running_workers(configuration: Configuration):
+    """Start one process per imported ``@worker_task`` function (``spawn``), as
+    ``TaskHandler(scan_for_annotated_workers=True)`` does for a user; always stop them."""
+    handler = TaskHandler(workers=[], configuration=configuration, scan_for_annotated_workers=True)
+    handler.start_processes()
+    try:
+        yield handler
+    finally:
+        handler.stop_processes()
+
+
+def raw_workflow(configuration: Configuration, workflow_id: str) -> str:
+    """The server's JSON for an execution, for failure messages (bypasses the SDK's
+    model, which turns a response it cannot deserialize into None)."""
+    try:
+        r = httpx.get(f"{configuration.host}/workflow/{workflow_id}", params={"includeTasks": "true"}, timeout=10)
+        return f"HTTP {r.status_code}: {json.dumps(r.json(), indent=1)[:6000]}"
+    except (httpx.HTTPError, ValueError) as exc:
+        return f"(could not read the workflow: {exc!r})"
+
+
+def wait_for_workflow(executor, configuration: Configuration, workflow_id: str, *,
+                      statuses=WORKFLOW_TERMINAL, timeout: float = DEFAULT_WAIT_SECONDS):
+    """Poll ``executor.get_workflow(id, include_tasks=True)`` until its status is one of
+    ``statuses``; return that Workflow. Fails after ``timeout`` seconds with the last
+    status and the server's raw JSON."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = executor.get_workflow(workflow_id=workflow_id, include_tasks=True)
+        if last is not None and last.status in statuses:
+            return last
+        time.sleep(POLL_INTERVAL_SECONDS)
+    raise AssertionError(
+        f"workflow {workflow_id} not in {statuses} after {timeout}s; SDK saw "
+        f"{getattr(last, 'status', last)!r}; server has:\n{raw_workflow(configuration, workflow_id)}")
+
+
+def tasks_by_ref(workflow) -> dict[str, list]:
+    """``{referenceTaskName: [Task, ...]}`` in execution order."""
+    out: dict[str, list] = {}
+    for task in sorted(workflow.tasks or [], key=lambda t: (t.seq or 0)):
+        out.setdefault(task.reference_task_name, []).append(task)
+    return out
