@@ -1,0 +1,429 @@
+"""/api/workflow: start (by request, by name, inline definition), read, status, pause,
+resume, terminate, remove, decide, correlation look-ups and running lists, with
+Conductor's answers (conductor-reference §1.2, §3, §9; sdk-notes §2, §7)."""
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from tests.factories import simple_task, task_def, unique, workflow_def
+
+pytestmark = pytest.mark.django_db
+
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def error(resp, status):
+    assert resp.status_code == status, (resp.status_code, resp.content)
+    body = resp.json()
+    assert body["status"] == status
+    return body
+
+
+@pytest.fixture
+def flow(api):
+    """A registered two-step workflow ``a -> b`` (task types ``<name>_a``/``<name>_b``)."""
+    name = unique("wf")
+    ta, tb = f"{name}_a", f"{name}_b"
+    api.register_task_defs(task_def(ta), task_def(tb))
+    api.register_workflow(workflow_def(name, [
+        simple_task(ta, "a", {"x": "${workflow.input.x}"}),
+        simple_task(tb, "b", {"fromA": "${a.output.value}"}),
+    ], outputParameters={"result": "${b.output.r}"}))
+    return {"name": name, "a": ta, "b": tb}
+
+
+def run_to_completion(api, flow, wf_id):
+    api.complete(api.poll_one(flow["a"]), {"value": 1})
+    api.complete(api.poll_one(flow["b"]), {"r": "done"})
+    assert api.workflow(wf_id)["status"] == "COMPLETED"
+
+
+# --- start -------------------------------------------------------------------------------------------
+
+def test_start_answers_the_id_as_text_and_decides_at_once(api, flow):
+    resp = api.post("/workflow", {"name": flow["name"], "version": 1, "correlationId": "c-1",
+                                  "input": {"x": 42}, "priority": 7, "idempotencyStrategy": "FAIL"})
+    assert resp.status_code == 200
+    assert resp["Content-Type"].startswith("text/plain")
+    wf_id = resp.content.decode()
+    assert UUID_RE.match(wf_id), wf_id
+    wf = api.workflow(wf_id)
+    assert wf["workflowId"] == wf_id
+    assert wf["status"] == "RUNNING"
+    assert wf["workflowName"] == flow["name"]
+    assert wf["workflowVersion"] == 1
+    assert wf["input"] == {"x": 42}
+    assert wf["correlationId"] == "c-1"
+    assert wf["priority"] == 7
+    assert isinstance(wf["createTime"], int) and wf["createTime"] > 1_600_000_000_000
+    assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [("a", "SCHEDULED")]
+    task = wf["tasks"][0]
+    assert task["inputData"] == {"x": 42}
+    assert task["taskDefName"] == flow["a"]
+    assert task["taskType"] == "SIMPLE"
+    assert task["workflowInstanceId"] == wf_id
+    assert task["workflowPriority"] == 7
+    assert task["correlationId"] == "c-1"
+
+
+def test_start_without_input_key_uses_an_empty_input(api, flow):
+    wf_id = api.ok(api.post("/workflow", {"name": flow["name"]})).content.decode()
+    assert api.workflow(wf_id)["input"] == {}
+
+
+def test_start_with_null_input_is_400(api, flow):
+    body = error(api.post("/workflow", {"name": flow["name"], "input": None}), 400)
+    assert body["message"] == "NULL input passed when starting workflow"
+
+
+def test_start_without_name_is_400(api):
+    body = error(api.post("/workflow", {"input": {}}), 400)
+    assert "Workflow name cannot be null or empty" in [e["message"] for e in body["validationErrors"]]
+
+
+def test_start_unknown_workflow_is_404(api):
+    body = error(api.post("/workflow", {"name": "nope_wf", "input": {}}), 404)
+    assert body["message"] == "No such workflow defined. name=nope_wf, version=null"
+    body = error(api.post("/workflow", {"name": "nope_wf", "version": 3, "input": {}}), 404)
+    assert body["message"] == "No such workflow defined. name=nope_wf, version=3"
+
+
+def test_start_a_given_version(api, flow):
+    api.register_workflow(workflow_def(flow["name"], [simple_task(flow["b"], "only_b")], version=2))
+    latest = api.start(flow["name"])
+    v1 = api.start(flow["name"], version=1)
+    assert api.workflow(latest)["workflowVersion"] == 2
+    assert api.workflow(latest)["tasks"][0]["referenceTaskName"] == "only_b"
+    assert api.workflow(v1)["workflowVersion"] == 1
+
+
+def test_start_with_inline_definition_runs_it_without_registering_it(api):
+    name = unique("inline")
+    ttype = unique("inline_task")
+    definition = workflow_def(name, [simple_task(ttype, "only", {"v": "${workflow.input.v}"})],
+                              outputParameters={"got": "${only.output.o}"})
+    wf_id = api.start(name, {"v": "x"}, version=1, workflowDef=definition)
+    wf = api.workflow(wf_id)
+    assert wf["workflowName"] == name
+    assert wf["tasks"][0]["inputData"] == {"v": "x"}
+    assert api.get(f"/metadata/workflow/{name}").status_code == 404
+    task = api.poll_one(ttype)
+    api.complete(task, {"o": 5})
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "COMPLETED"
+    assert wf["output"] == {"got": 5}
+
+
+def test_start_with_an_invalid_inline_definition_is_400(api):
+    body = error(api.post("/workflow", {"name": "bad", "input": {}, "workflowDef": {"name": "bad", "tasks": []}}), 400)
+    assert "WorkflowTask list cannot be empty" in [e["message"] for e in body["validationErrors"]]
+
+
+def test_input_template_fills_absent_input_keys(api):
+    name = unique("tmpl")
+    ttype = unique("t")
+    api.register_workflow(workflow_def(name, [simple_task(ttype, "a", {"x": "${workflow.input.x}",
+                                                                        "y": "${workflow.input.y}"})],
+                                       inputTemplate={"x": "dx", "y": "dy"}))
+    wf = api.workflow(api.start(name, {"y": "given"}))
+    assert wf["input"] == {"x": "dx", "y": "given"}
+    assert wf["tasks"][0]["inputData"] == {"x": "dx", "y": "given"}
+
+
+def test_start_by_name_with_query_parameters(api, flow):
+    api.register_workflow(workflow_def(flow["name"], [simple_task(flow["b"], "only_b")], version=2))
+    resp = api.post(f"/workflow/{flow['name']}", {"x": 3},
+                    params={"version": 1, "correlationId": "corr-7", "priority": 12})
+    assert resp.status_code == 200
+    assert resp["Content-Type"].startswith("text/plain")
+    wf = api.workflow(resp.content.decode())
+    assert (wf["workflowVersion"], wf["correlationId"], wf["priority"], wf["input"]) == (1, "corr-7", 12, {"x": 3})
+    assert wf["tasks"][0]["inputData"] == {"x": 3}
+
+
+def test_start_by_name_defaults_to_the_latest_version(api, flow):
+    api.register_workflow(workflow_def(flow["name"], [simple_task(flow["b"], "only_b")], version=2))
+    wf_id = api.ok(api.post(f"/workflow/{flow['name']}", {})).content.decode()
+    wf = api.workflow(wf_id)
+    assert wf["workflowVersion"] == 2
+    assert wf["priority"] == 0
+    assert wf["input"] == {}
+
+
+def test_start_by_unknown_name_is_404(api):
+    body = error(api.post("/workflow/never_registered_wf", {}), 404)
+    assert body["message"] == "No such workflow found by name: never_registered_wf, version: null"
+
+
+@pytest.mark.parametrize("priority, message", [(100, "99 is the maximum priority value"),
+                                               (-1, "0 is the minimum priority value")])
+def test_start_by_name_priority_out_of_range_is_400(api, flow, priority, message):
+    body = error(api.post(f"/workflow/{flow['name']}", {}, params={"priority": priority}), 400)
+    assert message in str(body)
+    assert api.ok(api.get(f"/workflow/running/{flow['name']}")).json() == []
+
+
+def test_start_request_priority_out_of_range_is_400(api, flow):
+    error(api.post("/workflow", {"name": flow["name"], "input": {}, "priority": 100}), 400)
+    assert api.ok(api.get(f"/workflow/running/{flow['name']}")).json() == []
+
+
+def test_higher_priority_workflows_are_served_first(api, flow):
+    low = api.start(flow["name"], priority=1)
+    high = api.start(flow["name"], priority=90)
+    mid = api.start(flow["name"], priority=40)
+    order = [api.poll_one(flow["a"])["workflowInstanceId"] for _ in range(3)]
+    assert order == [high, mid, low]
+
+
+# --- read --------------------------------------------------------------------------------------------
+
+def test_get_workflow_includes_tasks_by_default(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    wf = api.ok(api.get(f"/workflow/{wf_id}")).json()
+    assert len(wf["tasks"]) == 1
+    assert api.workflow(wf_id, include_tasks=True)["tasks"] == wf["tasks"]
+
+
+def test_get_workflow_without_tasks(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    wf = api.workflow(wf_id, include_tasks=False)
+    assert wf["tasks"] == []
+    assert wf["workflowId"] == wf_id
+    assert wf["status"] == "RUNNING"
+
+
+def test_get_unknown_workflow_is_404(api):
+    missing = str(uuid.uuid4())
+    body = error(api.get(f"/workflow/{missing}"), 404)
+    assert body["message"] == f"No such workflow found by id: {missing}"
+
+
+def test_completed_workflow_has_output_and_end_time(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    run_to_completion(api, flow, wf_id)
+    wf = api.workflow(wf_id)
+    assert wf["output"] == {"result": "done"}
+    assert wf["endTime"] >= wf["createTime"] > 0
+    assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [("a", "COMPLETED"), ("b", "COMPLETED")]
+    assert wf["tasks"][1]["inputData"] == {"fromA": 1}
+
+
+def test_status_endpoint(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1}, correlationId="corr-s")
+    status = api.ok(api.get(f"/workflow/{wf_id}/status")).json()
+    assert status == {"workflowId": wf_id, "correlationId": "corr-s", "status": "RUNNING"}
+    run_to_completion(api, flow, wf_id)
+    status = api.ok(api.get(f"/workflow/{wf_id}/status", {"includeOutput": True, "includeVariables": False})).json()
+    assert status == {"workflowId": wf_id, "correlationId": "corr-s", "status": "COMPLETED",
+                      "output": {"result": "done"}}
+    status = api.ok(api.get(f"/workflow/{wf_id}/status", {"includeVariables": True})).json()
+    assert status["variables"] == {}
+    assert "output" not in status
+
+
+def test_status_of_unknown_workflow_is_404(api):
+    body = error(api.get("/workflow/unknown-id/status"), 404)
+    assert body["message"] == "No such workflow found by id: unknown-id"
+
+
+# --- pause / resume -----------------------------------------------------------------------------------
+
+def test_pause_stops_scheduling_and_resume_continues(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    resp = api.put(f"/workflow/{wf_id}/pause")
+    assert resp.status_code == 200 and resp.content == b""
+    assert api.workflow(wf_id)["status"] == "PAUSED"
+    assert api.put(f"/workflow/{wf_id}/pause").status_code == 200  # already paused: no-op
+    # a dispatched task may still finish, but nothing new is scheduled
+    api.complete(api.poll_one(flow["a"]), {"value": 9})
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "PAUSED"
+    assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [("a", "COMPLETED")]
+    assert api.poll(flow["b"]) == []
+    resp = api.put(f"/workflow/{wf_id}/resume")
+    assert resp.status_code == 200 and resp.content == b""
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "RUNNING"
+    assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [("a", "COMPLETED"), ("b", "SCHEDULED")]
+    assert wf["tasks"][1]["inputData"] == {"fromA": 9}
+    assert wf["lastRetriedTime"] > 0
+
+
+def test_resume_of_a_running_workflow_is_500(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    body = error(api.put(f"/workflow/{wf_id}/resume"), 500)
+    assert body["message"] == f"The workflow {wf_id} is not PAUSED so cannot resume. Current status is RUNNING"
+
+
+def test_pause_of_an_ended_workflow_is_409(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    run_to_completion(api, flow, wf_id)
+    body = error(api.put(f"/workflow/{wf_id}/pause"), 409)
+    assert body["message"] == f"Workflow {flow['name']}.1/{wf_id} has ended, status cannot be updated."
+
+
+def test_pause_of_unknown_workflow_is_404(api):
+    body = error(api.put("/workflow/unknown-wf/pause"), 404)
+    assert body["message"] == "No such workflow found by id: unknown-wf"
+
+
+# --- terminate -----------------------------------------------------------------------------------------
+
+def test_terminate_cancels_pending_tasks_and_stores_the_reason(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    resp = api.delete(f"/workflow/{wf_id}", params={"reason": "stop it", "triggerFailureWorkflow": False})
+    assert resp.status_code == 200 and resp.content == b""
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "TERMINATED"
+    assert wf["reasonForIncompletion"] == "stop it"
+    assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [("a", "CANCELED")]
+    assert wf["endTime"] > 0
+    assert api.poll(flow["a"]) == []
+
+
+def test_terminate_cancels_an_in_progress_task_and_its_late_result_is_ignored(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    task = api.poll_one(flow["a"])
+    api.ok(api.delete(f"/workflow/{wf_id}", params={"reason": "bye"}))
+    resp = api.update(task, "COMPLETED", {"late": True})
+    assert resp.status_code == 200
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "TERMINATED"
+    assert wf["tasks"][0]["status"] == "CANCELED"
+    assert wf["tasks"][0]["outputData"] == {}
+    assert len(wf["tasks"]) == 1
+
+
+def test_terminate_twice_is_a_no_op(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    api.ok(api.delete(f"/workflow/{wf_id}", params={"reason": "first"}))
+    assert api.delete(f"/workflow/{wf_id}", params={"reason": "second"}).status_code == 200
+    assert api.workflow(wf_id)["reasonForIncompletion"] == "first"
+
+
+def test_terminate_a_completed_workflow_is_409(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    run_to_completion(api, flow, wf_id)
+    body = error(api.delete(f"/workflow/{wf_id}"), 409)
+    assert body["message"] == "Cannot terminate a COMPLETED workflow."
+    assert api.workflow(wf_id)["status"] == "COMPLETED"
+
+
+def test_terminate_a_failed_workflow_makes_it_terminated(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    api.ok(api.update(api.poll_one(flow["a"]), "FAILED", reasonForIncompletion="broken"))
+    assert api.workflow(wf_id)["status"] == "FAILED"
+    api.ok(api.delete(f"/workflow/{wf_id}", params={"reason": "cleanup"}))
+    assert api.workflow(wf_id)["status"] == "TERMINATED"
+
+
+def test_terminate_unknown_workflow_is_404(api):
+    body = error(api.delete("/workflow/unknown-wf"), 404)
+    assert body["message"] == "No such workflow found by id: unknown-wf"
+
+
+# --- remove ----------------------------------------------------------------------------------------------
+
+def test_remove_running_workflow_with_archive_default_is_400(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    body = error(api.delete(f"/workflow/{wf_id}/remove"), 400)
+    assert body["message"] == f"Cannot archive workflow: {wf_id} with status: RUNNING"
+    assert api.workflow(wf_id)["status"] == "RUNNING"
+
+
+def test_remove_without_archive_deletes_it(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    task_id = api.workflow(wf_id)["tasks"][0]["taskId"]
+    resp = api.delete(f"/workflow/{wf_id}/remove", params={"archiveWorkflow": False})
+    assert resp.status_code == 200 and resp.content == b""
+    assert api.get(f"/workflow/{wf_id}").status_code == 404
+    assert api.get(f"/tasks/{task_id}").status_code == 404
+    assert api.poll(flow["a"]) == []
+
+
+def test_remove_a_terminal_workflow_with_archive(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    api.ok(api.delete(f"/workflow/{wf_id}"))
+    assert api.delete(f"/workflow/{wf_id}/remove", params={"archiveWorkflow": True}).status_code == 200
+
+
+def test_remove_unknown_workflow_is_404(api):
+    body = error(api.delete("/workflow/unknown-wf/remove"), 404)
+    assert body["message"] == "No such workflow found by id: unknown-wf"
+
+
+# --- decide ------------------------------------------------------------------------------------------------
+
+def test_decide_endpoint(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    resp = api.put(f"/workflow/decide/{wf_id}")
+    assert resp.status_code == 200 and resp.content == b""
+    assert len(api.workflow(wf_id)["tasks"]) == 1
+
+
+# --- correlation and running lists --------------------------------------------------------------------------
+
+def test_correlated_lookup(api, flow):
+    running = api.start(flow["name"], correlationId="c1")
+    closed = api.start(flow["name"], correlationId="c1")
+    other = api.start(flow["name"], correlationId="c2")
+    api.ok(api.delete(f"/workflow/{closed}"))
+    name = flow["name"]
+    found = api.ok(api.get(f"/workflow/{name}/correlated/c1")).json()
+    assert [w["workflowId"] for w in found] == [running]
+    assert found[0]["tasks"] == []  # includeTasks defaults to false
+    found = api.ok(api.get(f"/workflow/{name}/correlated/c1", {"includeClosed": True, "includeTasks": True})).json()
+    assert {w["workflowId"] for w in found} == {running, closed}
+    assert all(len(w["tasks"]) == 1 for w in found)
+    assert api.ok(api.get(f"/workflow/{name}/correlated/none")).json() == []
+    assert other not in {w["workflowId"] for w in found}
+
+
+def test_correlated_batch_lookup(api, flow):
+    a = api.start(flow["name"], correlationId="k1")
+    b = api.start(flow["name"], correlationId="k2")
+    closed = api.start(flow["name"], correlationId="k2")
+    api.ok(api.delete(f"/workflow/{closed}"))
+    resp = api.post(f"/workflow/{flow['name']}/correlated", ["k1", "k2", "k3"], params={"includeClosed": False})
+    body = api.ok(resp).json()
+    assert set(body) == {"k1", "k2", "k3"}
+    assert [w["workflowId"] for w in body["k1"]] == [a]
+    assert [w["workflowId"] for w in body["k2"]] == [b]
+    assert body["k3"] == []
+    body = api.ok(api.post(f"/workflow/{flow['name']}/correlated", ["k2"],
+                           params={"includeClosed": True, "includeTasks": True})).json()
+    assert {w["workflowId"] for w in body["k2"]} == {b, closed}
+
+
+def test_running_list_defaults_to_version_one(api, flow):
+    api.register_workflow(workflow_def(flow["name"], [simple_task(flow["b"], "only_b")], version=2))
+    v1 = api.start(flow["name"], version=1)
+    v1_done = api.start(flow["name"], version=1)
+    api.ok(api.delete(f"/workflow/{v1_done}"))
+    v2 = api.start(flow["name"], version=2)
+    assert api.ok(api.get(f"/workflow/running/{flow['name']}")).json() == [v1]
+    assert api.ok(api.get(f"/workflow/running/{flow['name']}", {"version": 2})).json() == [v2]
+    assert api.ok(api.get("/workflow/running/nothing_running")).json() == []
+
+
+# --- transport ------------------------------------------------------------------------------------------------
+
+def test_no_trailing_slash_redirects(api, flow):
+    resp = api.post("/workflow", {"name": flow["name"], "input": {}})
+    assert resp.status_code == 200
+    for path in ("/workflow/", "/metadata/taskdefs/", "/tasks/"):
+        resp = api.post(path, {"name": flow["name"], "input": {}})
+        assert resp.status_code not in (301, 302, 307, 308), (path, resp.status_code)
+
+
+def test_bodiless_writes_accept_an_empty_json_object_or_nothing(api, flow):
+    wf_id = api.start(flow["name"], {"x": 1})
+    assert api.put(f"/workflow/{wf_id}/pause", {}).status_code == 200
+    assert api.put(f"/workflow/{wf_id}/resume", raw="").status_code == 200
+    assert api.put(f"/workflow/decide/{wf_id}", raw="").status_code == 200
+    assert api.delete(f"/workflow/{wf_id}", {}, params={"reason": "r"}).status_code == 200
+    assert api.delete(f"/workflow/{wf_id}/remove", raw="").status_code == 200
