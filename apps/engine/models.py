@@ -82,6 +82,11 @@ class WorkflowExecution(models.Model):
             models.Index(fields=["correlation_id"], name="wf_correlation"),
             models.Index(fields=["parent_workflow_id"], name="wf_parent"),
         ]
+        constraints = [
+            # StartWorkflowRequest.idempotencyKey: one execution per (workflow name, key)
+            models.UniqueConstraint(fields=["workflow_name", "idempotency_key"], name="wf_idempotency",
+                                    condition=Q(idempotency_key__isnull=False)),
+        ]
 
     def __str__(self) -> str:
         return f"{self.workflow_name} v{self.workflow_version} {self.workflow_id} ({self.status})"
