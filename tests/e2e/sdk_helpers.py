@@ -53,9 +53,10 @@ def wait_for_workflow(executor, configuration: Configuration, workflow_id: str, 
         f"{getattr(last, 'status', last)!r}; server has:\n{raw_workflow(configuration, workflow_id)}")
 
 
-def tasks_by_ref(workflow) -> dict[str, list]:
-    """``{referenceTaskName: [Task, ...]}`` in execution order."""
+def tasks_by_ref(tasks) -> dict[str, list]:
+    """``{referenceTaskName: [Task, ...]}`` of a Workflow's or WorkflowRun's ``tasks``,
+    each list in execution order (``seq``)."""
     out: dict[str, list] = {}
-    for task in sorted(workflow.tasks or [], key=lambda t: (t.seq or 0)):
+    for task in sorted(tasks or [], key=lambda t: t.seq or 0):
         out.setdefault(task.reference_task_name, []).append(task)
     return out
