@@ -15,6 +15,7 @@ urlpatterns = [
     path("metadata/workflow/<str:name>/<int:version>", metadata.WorkflowDefVersionApi.as_view()),
     # --- workflow
     path("workflow", workflow.StartWorkflowApi.as_view()),
+    path("workflow/test", workflow.WorkflowTestApi.as_view()),
     path("workflow/execute/<str:name>/<int:version>", workflow.ExecuteWorkflowApi.as_view()),
     path("workflow/running/<str:name>", workflow.RunningWorkflowsApi.as_view()),
     path("workflow/decide/<str:workflow_id>", workflow.DecideWorkflowApi.as_view()),
@@ -24,6 +25,11 @@ urlpatterns = [
     path("workflow/<str:workflow_id>/pause", workflow.PauseWorkflowApi.as_view()),
     path("workflow/<str:workflow_id>/resume", workflow.ResumeWorkflowApi.as_view()),
     path("workflow/<str:workflow_id>/remove", workflow.RemoveWorkflowApi.as_view()),
+    path("workflow/<str:workflow_id>/restart", workflow.RestartWorkflowApi.as_view()),
+    path("workflow/<str:workflow_id>/retry", workflow.RetryWorkflowApi.as_view()),
+    path("workflow/<str:workflow_id>/rerun", workflow.RerunWorkflowApi.as_view()),
+    path("workflow/<str:workflow_id>/resetcallbacks", workflow.ResetCallbacksApi.as_view()),
+    path("workflow/<str:workflow_id>/skiptask/<str:task_ref_name>", workflow.SkipTaskApi.as_view()),
     # POST /workflow/{name} starts; GET/DELETE /workflow/{id} read/terminate
     path("workflow/<str:name_or_id>", workflow.WorkflowOrStartApi.as_view()),
     # --- tasks

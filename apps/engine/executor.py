@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db import OperationalError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
@@ -94,8 +94,8 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
                    task_to_domain: dict | None = None, workflow_def: dict | None = None,
                    created_by: str | None = None, parent_workflow_id: str | None = None,
                    parent_workflow_task_id: str | None = None, event: str | None = None,
-                   idempotency_key: str | None = None, not_found: str = "request",
-                   workflow_id: str | None = None) -> str:
+                   idempotency_key: str | None = None, idempotency_strategy: str | None = None,
+                   not_found: str = "request", workflow_id: str | None = None) -> str:
     """Start a workflow execution and decide it once; return its id.
 
     ``workflow_def`` (camelCase WorkflowDef) is run as given, without registration;
@@ -104,6 +104,11 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
     Errors: InvalidInput (missing name, NULL input, priority out of range, invalid inline
     definition); NotFound (``No such workflow defined. name=%s, version=%s`` or, with
     ``not_found="name"``, ``No such workflow found by name: %s, version: %s``).
+    ``idempotency_key`` makes a repeated start safe: with ``idempotency_strategy``
+    RETURN_EXISTING the existing execution's id is returned, otherwise (FAIL, the SDK's
+    default) Conflict ``Workflow with idempotencyKey %s already exists: %s``. A WorkflowDef
+    ``inputSchema`` (JSON Schema in ``inputSchema.data``) is enforced when
+    ``enforceSchema`` is true: InvalidInput naming each offending field, nothing stored.
     Side effects: inserts the workflow and its first tasks; on commit wakes pollers.
     Source: WorkflowExecutorOps.startWorkflow (decides synchronously inside the call).
     """
@@ -123,6 +128,11 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
     definition = populate_task_definitions(_resolve_definition(name, version, workflow_def, not_found))
     wf_input = dict(definition.get("inputTemplate") or {})
     wf_input.update(input)
+    _check_input_schema(definition, wf_input)
+    if idempotency_key:
+        existing = _idempotent_existing(definition["name"], idempotency_key, idempotency_strategy)
+        if existing:
+            return existing
     now = now_ms()
     wf = WorkflowState(
         workflow_id=workflow_id or new_id(),
@@ -153,7 +163,46 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
             _after_commit(wf, outcome)
         return wf.workflow_id
 
-    return _with_retries(run)
+    if not idempotency_key:
+        return _with_retries(run)
+    try:
+        return _with_retries(run)
+    except IntegrityError:
+        # a concurrent start with the same key won the race
+        existing = _idempotent_existing(definition["name"], idempotency_key, idempotency_strategy)
+        if existing:
+            return existing
+        raise
+
+
+def _idempotent_existing(name: str, key: str, strategy: str | None) -> str | None:
+    existing = (WorkflowExecution.objects.filter(workflow_name=name, idempotency_key=key)
+                .values_list("workflow_id", flat=True).first())
+    if existing is None:
+        return None
+    if (strategy or "FAIL").upper() == "RETURN_EXISTING":
+        return existing
+    raise Conflict(f"Workflow with idempotencyKey {key} already exists: {existing}")
+
+
+def _check_input_schema(definition: dict, wf_input: dict) -> None:
+    """Validate the input against ``inputSchema.data`` (JSON Schema, with the
+    jsonschema library) when ``enforceSchema`` is true. Errors: InvalidInput (400) with one
+    validationErrors entry per violation, its path naming the input field."""
+    schema = definition.get("inputSchema")
+    if not isinstance(schema, dict) or definition.get("enforceSchema") is False:
+        return
+    data = schema.get("data") if isinstance(schema.get("data"), dict) else None
+    if data is None:
+        return
+    import jsonschema
+
+    validator_cls = jsonschema.validators.validator_for(data)
+    errors = sorted(validator_cls(data).iter_errors(wf_input), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise validation_failed([
+            {"path": "input" + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path),
+             "message": e.message} for e in errors])
 
 
 # --- the decide cycle ----------------------------------------------------------------------
@@ -468,3 +517,19 @@ def system_task_claim(task_id: str) -> bool:
 def system_task_result(*, task_result: dict) -> TaskState | None:
     """Record the result of an async system task (same rules as ``task_update``)."""
     return task_update(task_result=task_result)
+
+
+# Recovery actions live in their own module; they are engine services like the above.
+from apps.engine.recovery import (  # noqa: E402
+    task_skip,
+    workflow_reset_callbacks,
+    workflow_rerun,
+    workflow_restart,
+    workflow_retry,
+)
+
+__all__ = [
+    "workflow_start", "workflow_decide", "task_update", "task_update_by_ref", "task_log_add", "workflow_pause",
+    "workflow_resume", "workflow_terminate", "workflow_remove", "system_task_claim", "system_task_result",
+    "workflow_restart", "workflow_retry", "workflow_rerun", "task_skip", "workflow_reset_callbacks",
+]

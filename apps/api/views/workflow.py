@@ -40,6 +40,7 @@ def start_from_request(req: dict, *, name: str | None = None, version: int | Non
         workflow_def=workflow_def,
         created_by=req.get("createdBy"),
         idempotency_key=req.get("idempotencyKey"),
+        idempotency_strategy=req.get("idempotencyStrategy"),
     )
 
 
@@ -241,3 +242,95 @@ class WorkflowOrStartApi(ConductorApi):
 
     def delete(self, request, name_or_id):
         return WorkflowApi().delete(request, name_or_id)
+
+
+class RestartWorkflowApi(ConductorApi):
+    """``POST /workflow/{id}/restart?useLatestDefinitions`` -> 204."""
+
+    def post(self, request, workflow_id):
+        executor.workflow_restart(workflow_id=workflow_id,
+                                  use_latest_definitions=qbool(request.query_params, "useLatestDefinitions", False))
+        return empty(204)
+
+
+class RetryWorkflowApi(ConductorApi):
+    """``POST /workflow/{id}/retry?resumeSubworkflowTasks`` -> 204."""
+
+    def post(self, request, workflow_id):
+        executor.workflow_retry(workflow_id=workflow_id,
+                                resume_subworkflow_tasks=qbool(request.query_params, "resumeSubworkflowTasks", False))
+        return empty(204)
+
+
+class RerunWorkflowApi(ConductorApi):
+    """``POST /workflow/{id}/rerun`` with a RerunWorkflowRequest -> the id as text."""
+
+    def post(self, request, workflow_id):
+        req = require_json(request.data) or {}
+        if not isinstance(req, dict):
+            raise InvalidInput("RerunWorkflowRequest must be a JSON object")
+        return text(executor.workflow_rerun(
+            workflow_id=workflow_id, rerun_from_task_id=req.get("reRunFromTaskId") or None,
+            task_input=req.get("taskInput"), workflow_input=req.get("workflowInput"),
+            correlation_id=req.get("correlationId")))
+
+
+def _skip_request(request) -> dict:
+    """SkipTaskRequest arrives as query parameters (``taskInput``/``taskOutput`` as JSON) or,
+    from the Python SDK, as a Python repr in ``skipTaskRequest``; a JSON body is accepted too."""
+    import ast
+    import json
+
+    q = request.query_params
+    out: dict = {}
+    raw = qstr(q, "skipTaskRequest")
+    if raw:
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                value = parse(raw)
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(value, dict):
+                out.update(value)
+                break
+    for key in ("taskInput", "taskOutput"):
+        if qstr(q, key):
+            try:
+                out[key] = json.loads(q[key])
+            except ValueError:
+                raise InvalidInput(f"{key} must be a JSON object") from None
+    body = request.data
+    if isinstance(body, dict):
+        out.setdefault("taskInput", body.get("taskInput"))
+        out.setdefault("taskOutput", body.get("taskOutput"))
+    return out
+
+
+class SkipTaskApi(ConductorApi):
+    """``PUT /workflow/{id}/skiptask/{taskReferenceName}`` -> 200."""
+
+    def put(self, request, workflow_id, task_ref_name):
+        req = _skip_request(request)
+        executor.task_skip(workflow_id=workflow_id, task_reference_name=task_ref_name,
+                           task_input=req.get("taskInput") if isinstance(req.get("taskInput"), dict) else None,
+                           task_output=req.get("taskOutput") if isinstance(req.get("taskOutput"), dict) else None)
+        return empty()
+
+
+class ResetCallbacksApi(ConductorApi):
+    """``POST /workflow/{id}/resetcallbacks`` -> 204."""
+
+    def post(self, request, workflow_id):
+        executor.workflow_reset_callbacks(workflow_id=workflow_id)
+        return empty(204)
+
+
+class WorkflowTestApi(ConductorApi):
+    """``POST /workflow/test`` with a WorkflowTestRequest: run the definition through the
+    decider in memory with mocked task outputs; nothing is stored. Answers a Workflow."""
+
+    def post(self, request):
+        from apps.engine.testing import workflow_test
+
+        req = _start_request(request.data)
+        return Response(workflow_test(req))

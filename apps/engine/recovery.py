@@ -1,0 +1,319 @@
+"""Operator recovery actions: restart, retry, rerun, skip a task, reset callbacks.
+
+Each is one transaction like every engine service: lock the workflow row, change the
+state, run the decider, save; a parent whose child is revived is re-opened in the same
+transaction. Errors and their statuses are Conductor's (conductor-reference §4.6-4.7):
+restart/rerun of a running workflow -> 409, retry of a running one -> 404, skip errors ->
+500 (IllegalStateException), reset callbacks of a terminal one -> 409.
+Source: WorkflowExecutorOps.restart / retry / rerun / skipTaskFromWorkflow /
+resetCallbacksForWorkflow.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.core.clock import now_ms
+from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
+from apps.engine import executor, store
+from apps.engine.decider import Decider, DeciderOutcome
+from apps.engine.models import TaskExecution
+from apps.engine.state import TERMINAL_WORKFLOW, TaskState, WorkflowState
+from apps.engine.task_types import get_type
+
+RESET_IN_PLACE = ("JOIN", "DO_WHILE", "FORK", "EXCLUSIVE_JOIN")
+RETRIABLE_STATUSES = ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED")
+
+
+def _reopen(wf: WorkflowState, now: int) -> None:
+    wf.status = "RUNNING"
+    wf.reason_for_incompletion = None
+    wf.end_time = 0
+    wf.update_time = now
+    wf.failed_reference_task_names = []
+    wf.failed_task_names = []
+
+
+def _reopen_parents(child: WorkflowState, now: int) -> None:
+    """A revived child re-opens its parent chain: the parent's SUB_WORKFLOW task goes back
+    to IN_PROGRESS and the parent to RUNNING (case 13)."""
+    while child.parent_workflow_id:
+        parent = store.lock_workflow(child.parent_workflow_id)
+        if parent is None:
+            return
+        loaded = store.Loaded(parent)
+        task = next((t for t in reversed(parent.tasks) if t.sub_workflow_id == child.workflow_id), None)
+        if task is None:
+            return
+        outcome = DeciderOutcome()
+        if task.status != "IN_PROGRESS":
+            task.status = "IN_PROGRESS"
+            task.end_time = 0
+            task.reason_for_incompletion = None
+            task.executed = False
+            task.update_time = now
+            outcome.updated_tasks[task.task_id] = task
+        if parent.terminal:
+            _reopen(parent, now)
+        store.save(loaded, outcome, workflow_changed=True)
+        transaction.on_commit(lambda wid=parent.workflow_id: executor.events.workflow_changed(wid), robust=True)
+        child = parent
+
+
+def _decide_save(loaded: store.Loaded, now: int, decider: Decider | None = None,
+                 removed: list[str] | None = None) -> None:
+    wf = loaded.wf
+    outcome = executor._decide(wf, now, decider)
+    if removed:
+        outcome.removed_task_ids = list(removed) + outcome.removed_task_ids
+    store.save(loaded, outcome, workflow_changed=True)
+    executor._after_commit(wf, outcome)
+
+
+def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) -> None:
+    """Run a terminal workflow again from the start with the same id and input; all its
+    tasks are removed. ``use_latest_definitions`` swaps in the latest WorkflowDef version
+    (TaskDefs re-read). Errors: NotFound; Conflict ``Workflow: %s is not in terminal
+    state, unable to restart.``; NotFound ``Workflow: %s is non-restartable`` for a
+    COMPLETED workflow whose definition has ``restartable: false``."""
+    from apps.metadata.services import workflow_def_row
+
+    def run() -> None:
+        with transaction.atomic():
+            loaded = executor._locked(workflow_id)
+            wf = loaded.wf
+            if not wf.terminal:
+                raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to restart.")
+            if wf.status == "COMPLETED" and wf.definition.get("restartable") is False:
+                raise NotFound(f"Workflow: {workflow_id} is non-restartable")
+            if use_latest_definitions:
+                row = workflow_def_row(name=wf.workflow_name)
+                if row is not None:
+                    wf.definition = executor.populate_task_definitions(row.definition)
+                    wf.workflow_version = row.version
+            now = now_ms()
+            removed = [t.task_id for t in wf.tasks]
+            wf.tasks = []
+            _reopen(wf, now)
+            wf.output = {}
+            wf.create_time = now
+            wf.last_retried_time = 0
+            wf.next_decide_at = None
+            _decide_save(loaded, now, removed=removed)
+            _reopen_parents(wf, now)
+    executor._with_retries(run)
+
+
+def _latest_by_ref(wf: WorkflowState) -> dict[str, TaskState]:
+    latest: dict[str, TaskState] = {}
+    for task in wf.tasks:
+        latest[task.reference_task_name] = task
+    return latest
+
+
+def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) -> None:
+    """Retry a terminal workflow from its failed tasks: each reference whose latest attempt
+    is FAILED, FAILED_WITH_TERMINAL_ERROR, TIMED_OUT or CANCELED gets a new attempt
+    (retryCount+1, input re-resolved); JOIN/DO_WHILE/FORK/EXCLUSIVE_JOIN are reset in
+    place. ``resume_subworkflow_tasks`` retries a failed child workflow instead of
+    starting a new one. The workflow timeout restarts (``lastRetriedTime``).
+    Errors: NotFound (also ``Workflow is still running.  status=%s``); Conflict
+    ``Workflow has not started yet`` / ``There are no retryable tasks! Use restart if you
+    want to attempt entire workflow execution again.``"""
+    def run() -> str | None:
+        with transaction.atomic():
+            loaded = executor._locked(workflow_id)
+            wf = loaded.wf
+            if not wf.terminal:
+                raise NotFound(f"Workflow is still running.  status={wf.status}")
+            if not wf.tasks:
+                raise Conflict("Workflow has not started yet")
+            latest = _latest_by_ref(wf)
+            failed = [t for t in latest.values() if t.status in RETRIABLE_STATUSES]
+            if resume_subworkflow_tasks:
+                for t in failed:
+                    if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and \
+                            wf.sub_workflows.get(t.sub_workflow_id) is None:
+                        child = store.load_workflow(t.sub_workflow_id, include_tasks=False)
+                        if child is not None and child.status in ("FAILED", "TIMED_OUT", "TERMINATED"):
+                            return t.sub_workflow_id  # retry the child (outside this transaction)
+            if not failed and wf.status != "TIMED_OUT":
+                raise Conflict("There are no retryable tasks! Use restart if you want to attempt entire workflow "
+                               "execution again.")
+            now = now_ms()
+            _reopen(wf, now)
+            wf.last_retried_time = now
+            decider = Decider(wf, now_ms=now, task_def_lookup=executor.task_def_lookup)
+            fresh: list[TaskState] = []
+            for task in failed:
+                if task.task_type in RESET_IN_PLACE:
+                    task.status = "IN_PROGRESS"
+                    task.end_time = 0
+                    task.reason_for_incompletion = None
+                    task.executed = False
+                    task.update_time = now
+                    decider.touch(task)
+                    continue
+                workflow_task = decider.workflow_task_of(task)
+                retry = decider.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
+                                         reference_task_name=task.reference_task_name,
+                                         store_workflow_task=bool(task.workflow_task))
+                retry.iteration = task.iteration
+                retry.task_def_name = task.task_def_name
+                retry.retried_task_id = task.task_id
+                retry.first_scheduled_time = task.first_scheduled_time or task.scheduled_time
+                task.retried = True
+                decider.touch(task)
+                fresh.append(retry)
+            decider.schedule(fresh)
+            decider.touch_workflow()
+            decider.run()
+            _decide_save(loaded, now, decider)
+            _reopen_parents(wf, now)
+            return None
+
+    child_id = executor._with_retries(run)
+    if child_id:
+        workflow_retry(workflow_id=child_id, resume_subworkflow_tasks=True)
+
+
+def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, task_input: dict | None = None,
+                   workflow_input: dict | None = None, correlation_id: str | None = None) -> str:
+    """Re-run a terminal workflow, from the start or from one task (``reRunFromTaskId``,
+    searched in this workflow and then in its sub-workflows): later tasks are removed,
+    that task is scheduled again (input replaced by ``task_input`` when given) and the
+    workflow is RUNNING with its failure information cleared. Returns the workflow id.
+    Errors: NotFound; Conflict ``Workflow: %s is not in terminal state, unable to rerun.``;
+    InvalidInput ``Task %s not found``."""
+    if rerun_from_task_id:
+        owner = TaskExecution.objects.filter(pk=rerun_from_task_id).values_list("workflow_id", flat=True).first()
+        if owner is None:
+            raise InvalidInput(f"Task {rerun_from_task_id} not found")
+        if owner != workflow_id:
+            if not _is_descendant(owner, workflow_id):
+                raise InvalidInput(f"Task {rerun_from_task_id} not found")
+            workflow_rerun(workflow_id=owner, rerun_from_task_id=rerun_from_task_id, task_input=task_input)
+            return workflow_id
+
+    def run() -> str:
+        with transaction.atomic():
+            loaded = executor._locked(workflow_id)
+            wf = loaded.wf
+            if not wf.terminal:
+                raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to rerun.")
+            now = now_ms()
+            _reopen(wf, now)
+            wf.output = {}
+            wf.re_run_from_workflow_id = workflow_id
+            if workflow_input is not None:
+                wf.input = workflow_input
+            if correlation_id is not None:
+                wf.correlation_id = correlation_id
+            removed: list[str] = []
+            decider = None
+            if not rerun_from_task_id:
+                removed = [t.task_id for t in wf.tasks]
+                wf.tasks = []
+                wf.create_time = now
+            else:
+                target = next(t for t in wf.tasks if t.task_id == rerun_from_task_id)
+                removed = [t.task_id for t in wf.tasks if t.seq > target.seq]
+                wf.tasks = [t for t in wf.tasks if t.seq <= target.seq]
+                decider = Decider(wf, now_ms=now, task_def_lookup=executor.task_def_lookup)
+                _reset_task(decider, target, task_input, now)
+                decider.run()
+            _decide_save(loaded, now, decider, removed=removed)
+            _reopen_parents(wf, now)
+            return workflow_id
+    return executor._with_retries(run)
+
+
+def _is_descendant(candidate_id: str, ancestor_id: str) -> bool:
+    from apps.engine.models import WorkflowExecution
+
+    current = candidate_id
+    for _ in range(50):
+        parent = WorkflowExecution.objects.filter(pk=current).values_list("parent_workflow_id", flat=True).first()
+        if not parent:
+            return False
+        if parent == ancestor_id:
+            return True
+        current = parent
+    return False
+
+
+def _reset_task(decider: Decider, task: TaskState, task_input: dict | None, now: int) -> None:
+    """Schedule an existing task execution again, in place (same task id)."""
+    task.status = "SCHEDULED"
+    if task_input is not None:
+        task.input_data = task_input
+    task.output_data = {}
+    task.reason_for_incompletion = None
+    task.scheduled_time = now
+    task.start_time = 0
+    task.end_time = 0
+    task.update_time = now
+    task.poll_count = 0
+    task.worker_id = None
+    task.executed = False
+    task.retried = False
+    task.callback_after_seconds = 0
+    task.visible_at = now
+    task.sub_workflow_id = None
+    decider.touch(task)
+    get_type(task.task_type).start(decider, task)
+
+
+def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | None = None,
+              task_output: dict | None = None) -> None:
+    """Mark a task that has not been scheduled yet as SKIPPED (with the given input and
+    output); the workflow passes over it. Errors (500, IllegalState, as Conductor):
+    ``The workflow %s is not running so the task referenced by %s cannot be skipped``,
+    ``The task referenced by %s does not exist in the WorkflowDefinition %s``,
+    ``The task referenced %s has already been processed, cannot be skipped``."""
+    def run() -> None:
+        with transaction.atomic():
+            loaded = executor._locked(workflow_id)
+            wf = loaded.wf
+            if wf.status != "RUNNING":
+                raise IllegalState(f"The workflow {workflow_id} is not running so the task referenced by "
+                                   f"{task_reference_name} cannot be skipped")
+            decider = Decider(wf, now_ms=now_ms(), task_def_lookup=executor.task_def_lookup)
+            workflow_task = decider.blueprint.get(task_reference_name)
+            if workflow_task is None:
+                raise IllegalState(f"The task referenced by {task_reference_name} does not exist in the "
+                                   f"WorkflowDefinition {wf.workflow_name}")
+            if any(t.reference_task_name == task_reference_name for t in wf.tasks):
+                raise IllegalState(f"The task referenced {task_reference_name} has already been processed, "
+                                   "cannot be skipped")
+            skipped = decider.new_task(workflow_task, task_type=workflow_task.get("name"), input_data=task_input or {},
+                                       status="SKIPPED")
+            skipped.output_data = task_output or {}
+            skipped.start_time = skipped.end_time = decider.now
+            skipped.executed = True
+            skipped.seq = max((t.seq for t in wf.tasks), default=0) + 1
+            wf.tasks.append(skipped)
+            decider.outcome.new_tasks.append(skipped)
+            decider.run()
+            _decide_save(loaded, decider.now, decider)
+    executor._with_retries(run)
+
+
+def workflow_reset_callbacks(*, workflow_id: str) -> None:
+    """Make every SCHEDULED worker task waiting on a ``callbackAfterSeconds`` pollable now.
+    Errors: NotFound; Conflict ``Workflow is in terminal state. Status = %s``."""
+    def run() -> None:
+        with transaction.atomic():
+            loaded = executor._locked(workflow_id)
+            wf = loaded.wf
+            if wf.status in TERMINAL_WORKFLOW:
+                raise Conflict(f"Workflow is in terminal state. Status = {wf.status}")
+            now = now_ms()
+            outcome = DeciderOutcome()
+            for task in wf.tasks:
+                if task.status == "SCHEDULED" and task.queue_name and task.visible_at > now:
+                    task.callback_after_seconds = 0
+                    task.visible_at = now
+                    outcome.updated_tasks[task.task_id] = task
+            store.save(loaded, outcome, workflow_changed=False)
+            executor._after_commit(wf, outcome)
+    executor._with_retries(run)
