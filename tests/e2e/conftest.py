@@ -187,7 +187,7 @@ class ConductorServer:
             raise ServerStartError(f"server process(es) exited: {dead}\n{self.diagnostics()}")
 
     def diagnostics(self) -> str:
-        names = list(self.processes) or ["daphne", "qcluster"]
+        names = [n for n in ("daphne", "qcluster") if self.log_path(n).exists()]
         return "\n".join(f"--- {n} (last {TAIL_LINES} lines of {self.log_path(n)})\n{tail(self.log_path(n))}"
                          for n in names)
 
