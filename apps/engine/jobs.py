@@ -118,7 +118,9 @@ def ensure_sweeper_job() -> None:
 
 
 def install_schedules() -> None:
-    """Create (idempotently) the one-minute Schedule of ``ensure_sweeper_job``."""
+    """Create (idempotently) the one-minute Schedule of ``ensure_sweeper_job`` and queue a
+    sweeper loop now, so timers work from the cluster's first second (the scheduler's
+    first run may be up to a minute away)."""
     from django_q.models import Schedule
 
     with transaction.atomic():
@@ -127,3 +129,4 @@ def install_schedules() -> None:
             defaults={"func": "apps.engine.jobs.ensure_sweeper_job", "schedule_type": Schedule.MINUTES,
                       "minutes": 1, "repeats": -1},
         )
+    ensure_sweeper_job()
