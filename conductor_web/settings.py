@@ -196,3 +196,23 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
     },
 }
+
+# --- ui ------------------------------------------------------------------------------
+# Operator pages (apps/ui). Sign-in is Django's own; the first user comes from
+# `manage.py createsuperuser`.
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/executions/"
+LOGOUT_REDIRECT_URL = "/login/"
+CONDUCTOR_UI = {
+    # Payloads (input/output/variables/JSON) longer than this many characters are shown
+    # truncated, with a link to download them whole.
+    "PAYLOAD_PREVIEW_CHARS": envint("UI_PAYLOAD_PREVIEW_CHARS", 20_000),
+    # How often a live consumer re-reads an execution's change markers (seconds).
+    "LIVE_POLL_SECONDS": float(os.environ.get("UI_LIVE_POLL_SECONDS", "0.5")),
+    # A queue with tasks but no poll for this long is flagged (seconds).
+    "QUEUE_STALE_POLL_SECONDS": envint("UI_QUEUE_STALE_POLL_SECONDS", 60),
+    # Workers that polled within this window are listed on /queues/ (seconds).
+    "QUEUE_RECENT_POLL_SECONDS": envint("UI_QUEUE_RECENT_POLL_SECONDS", 3600),
+    # Dynamic forks wider than this are drawn as one summary node.
+    "GRAPH_DYNAMIC_EXPAND_LIMIT": envint("UI_GRAPH_DYNAMIC_EXPAND_LIMIT", 40),
+}

@@ -2,6 +2,15 @@ from django.apps import AppConfig
 
 
 class UiConfig(AppConfig):
+    """Operator pages; on start, hooks the engine's after-commit notifications to the
+    live execution consumers (``apps.ui.live.on_workflow_changed``)."""
+
     name = "apps.ui"
     label = "ui"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from apps.engine import events
+        from apps.ui import live
+
+        events.add_listener(live.on_workflow_changed)

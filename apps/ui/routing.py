@@ -1,2 +1,8 @@
-"""WebSocket routes (live execution updates are added by the operator UI)."""
-websocket_urlpatterns: list = []
+"""WebSocket routes: one live channel per execution."""
+from django.urls import path
+
+from apps.ui.consumers import ExecutionConsumer
+
+websocket_urlpatterns = [
+    path("ws/executions/<str:workflow_id>/", ExecutionConsumer.as_asgi()),
+]

@@ -1,7 +1,28 @@
+"""Operator UI routes (the WebSocket route is in ``apps.ui.routing``)."""
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from apps.ui import views
 
+app_name = "ui"
+
 urlpatterns = [
     path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("executions/", views.executions, name="executions"),
+    path("executions/bulk", views.bulk, name="bulk"),
+    path("execution/<str:workflow_id>", views.execution, name="execution"),
+    path("execution/<str:workflow_id>/live.json", views.execution_live, name="execution_live"),
+    path("execution/<str:workflow_id>/download/<str:what>", views.execution_download, name="execution_download"),
+    path("execution/<str:workflow_id>/action/<str:name>", views.workflow_action, name="workflow_action"),
+    path("execution/<str:workflow_id>/task-action/<str:name>", views.task_action, name="task_action"),
+    path("execution/<str:workflow_id>/task/<str:task_id>.json", views.task_detail, name="task_detail"),
+    path("execution/<str:workflow_id>/task/<str:task_id>/download/<str:what>", views.task_download,
+         name="task_download"),
+    path("definitions/", views.definitions, name="definitions"),
+    path("definitions/<str:name>/<int:version>", views.definition, name="definition"),
+    path("queues/", views.queues, name="queues"),
+    path("start/", views.start, name="start"),
+    path("audit/", views.audit, name="audit"),
 ]

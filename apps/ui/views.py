@@ -1,15 +1,421 @@
-"""Operator pages (server-rendered)."""
+"""Operator pages (server-rendered) and the small JSON endpoints their scripts use.
+
+Every page needs a signed-in user with ``ui.view_executions``; every action needs
+``ui.operate_workflows`` and is a CSRF-protected POST that goes through
+``apps.ui.actions.perform`` (engine service + audit log).
+"""
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+import json
+from urllib.parse import urlencode
 
-from apps.engine.models import WorkflowExecution
+from django.contrib import messages
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.core.errors import NotFound
+from apps.engine import queue as engine_queue
+from apps.engine import selectors as engine_selectors
+from apps.engine.models import PollData
+from apps.engine.params import strip_iteration
+from apps.engine.representation import task_json, workflow_json
+from apps.metadata.models import WorkflowDef
+from apps.ui import actions, graph, live, selectors
+from apps.ui.models import AuditLog
+from apps.ui.permissions import can_operate, operate_required, ui_context, view_required
 
 
-@login_required
+def _render(request, template: str, context: dict, status: int = 200):
+    ctx = ui_context(request)
+    ctx.update(context)
+    return render(request, template, ctx, status=status)
+
+
+def _load(workflow_id: str, include_tasks: bool = True):
+    try:
+        return engine_selectors.workflow_get(workflow_id=workflow_id, include_tasks=include_tasks)
+    except NotFound:
+        raise Http404(f"No such workflow found by id: {workflow_id}") from None
+
+
+def _json_download(value, filename: str) -> HttpResponse:
+    resp = HttpResponse(json.dumps(value, indent=2, default=str), content_type="application/json")
+    resp["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return resp
+
+
+def _parse_json_field(text: str | None, label: str, *, default=None, want_object: bool = True):
+    """Parse a JSON form field; raises ValueError with a message for the operator."""
+    if text is None or not text.strip():
+        return default
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{label} is not valid JSON: {exc}") from None
+    if want_object and not isinstance(value, dict):
+        raise ValueError(f"{label} must be a JSON object")
+    return value
+
+
+@require_GET
 def home(request):
-    """Landing page: the latest workflow executions."""
-    executions = WorkflowExecution.objects.order_by("-create_time").only(
-        "workflow_id", "workflow_name", "workflow_version", "status", "create_time", "correlation_id")[:50]
-    return render(request, "ui/home.html", {"executions": executions})
+    """``/``: the execution search."""
+    return redirect("ui:executions")
+
+
+# --- search and bulk -----------------------------------------------------------------------
+
+@view_required
+@require_GET
+def executions(request):
+    """``/executions/``: search with filters, sorting and paging in the URL."""
+    query = selectors.SearchQuery.from_querydict(request.GET)
+    result = selectors.search_executions(query)
+    base = request.GET.copy()
+    base.pop("page", None)
+
+    def page_url(page: int) -> str:
+        params = base.copy()
+        params["page"] = str(page)
+        return "?" + params.urlencode()
+
+    def sort_url(column: str) -> str:
+        params = base.copy()
+        params["sort"] = column if query.sort != column else "-" + column
+        return "?" + params.urlencode()
+
+    columns = [("id", "Workflow id"), ("name", "Workflow"), ("version", "Ver."), ("status", "Status"),
+               ("start", "Started"), ("end", "Ended")]
+    headers = [{"key": k, "label": label, "url": sort_url(k),
+                "active": query.sort.lstrip("-") == k, "desc": query.sort.startswith("-")} for k, label in columns]
+    return _render(request, "ui/executions.html", {
+        "query": query, "result": result, "names": selectors.workflow_names(), "statuses": selectors.STATUSES,
+        "page_sizes": selectors.PAGE_SIZES, "headers": headers,
+        "prev_url": page_url(result.page - 1) if result.page > 1 else None,
+        "next_url": page_url(result.page + 1) if result.page < result.pages else None,
+        "bulk_actions": [actions.WORKFLOW_ACTIONS[a] for a in actions.BULK_ACTIONS],
+        "current_url": request.get_full_path(),
+    })
+
+
+@operate_required
+@require_POST
+def bulk(request):
+    """``POST /executions/bulk``: first a confirmation (how many, what will happen), then,
+    with ``confirm=yes``, the action on each selected execution and a result table."""
+    action = request.POST.get("action", "")
+    ids = list(dict.fromkeys(i.strip() for i in request.POST.getlist("ids") if i.strip()))
+    back = request.POST.get("back") or reverse("ui:executions")
+    if not back.startswith("/"):
+        back = reverse("ui:executions")
+    if action not in actions.BULK_ACTIONS:
+        messages.error(request, "Choose a bulk action.")
+        return redirect(back)
+    if not ids:
+        messages.error(request, "Select at least one execution.")
+        return redirect(back)
+    info = actions.WORKFLOW_ACTIONS[action]
+    reason = request.POST.get("reason", "").strip()
+    if request.POST.get("confirm") != "yes":
+        return _render(request, "ui/bulk_confirm.html", {"action": info, "ids": ids, "back": back, "reason": reason})
+    results = [actions.perform(request.user, action, wid, {"reason": reason} if action == "terminate" else {}, bulk=True)
+               for wid in ids]
+    return _render(request, "ui/bulk_result.html", {
+        "action": info, "results": results, "back": back,
+        "succeeded": sum(1 for r in results if r.ok), "failed": sum(1 for r in results if not r.ok),
+    })
+
+
+# --- execution detail ---------------------------------------------------------------------
+
+@view_required
+@require_GET
+def execution(request, workflow_id: str):
+    """``/execution/<id>``: header, actions menu and the live tabs."""
+    wf = _load(workflow_id, include_tasks=False)
+    return _render(request, "ui/execution.html", {
+        "wf": wf, "allowed": actions.allowed_actions(wf.status),
+        "workflow_actions": list(actions.WORKFLOW_ACTIONS.values()),
+        "task_actions": list(actions.TASK_ACTIONS.values()),
+        "ws_path": f"/ws/executions/{workflow_id}/",
+        "live_url": reverse("ui:execution_live", args=[workflow_id]),
+        "poll_ms": int(live.ui_setting("LIVE_POLL_SECONDS") * 1000),
+        "preview_chars": live.ui_setting("PAYLOAD_PREVIEW_CHARS"),
+    })
+
+
+@view_required
+@require_GET
+def execution_live(request, workflow_id: str):
+    """``/execution/<id>/live.json?marker=``: the snapshot, or ``{"type": "unchanged"}``
+    when the marker still matches (the polling fallback of the live view)."""
+    marker = live.change_marker(workflow_id)
+    if marker is None:
+        return JsonResponse({"type": "gone"}, status=404)
+    if request.GET.get("marker") == marker:
+        return JsonResponse({"type": "unchanged", "marker": marker})
+    snap = live.build_snapshot(workflow_id)
+    if snap is None:
+        return JsonResponse({"type": "gone"}, status=404)
+    return JsonResponse({"type": "snapshot", "data": snap})
+
+
+@view_required
+@require_GET
+def execution_download(request, workflow_id: str, what: str):
+    """``/execution/<id>/download/<input|output|variables|json>``: a whole payload."""
+    wf = _load(workflow_id, include_tasks=what == "json")
+    if what == "json":
+        return _json_download(workflow_json(wf), f"{workflow_id}.json")
+    if what in ("input", "output", "variables"):
+        return _json_download(getattr(wf, what), f"{workflow_id}-{what}.json")
+    raise Http404("unknown payload")
+
+
+def _task_of(workflow_id: str, task_id: str):
+    try:
+        task, wf = engine_selectors.task_get(task_id=task_id)
+    except NotFound:
+        raise Http404(f"Task not found for taskId: {task_id}") from None
+    if task.workflow_id != workflow_id:
+        raise Http404("task of another workflow")
+    return task, wf
+
+
+@view_required
+@require_GET
+def task_detail(request, workflow_id: str, task_id: str):
+    """``/execution/<id>/task/<taskId>.json``: what the task panel shows."""
+    task, wf = _task_of(workflow_id, task_id)
+    data = task_json(task, wf)
+    input_preview = live.preview(task.input_data)
+    output_preview = live.preview(task.output_data)
+    data.pop("inputData", None)
+    data.pop("outputData", None)
+    workflow_task = data.pop("workflowTask", None) or _definition_task(wf.definition, task)
+    polls = [p for p in engine_queue.poll_data(task.task_def_name)
+             if (p.get("domain") or "") == (task.domain or "")] if task.queue_name else []
+    row = live.task_row(task)
+    return JsonResponse({
+        "task": data, "row": row,
+        "input": input_preview, "output": output_preview,
+        "workflowTask": workflow_task,
+        "logs": engine_selectors.task_logs(task_id=task_id)[-500:],
+        "pollData": polls,
+        "actions": actions.task_actions(wf.status, row) if can_operate(request.user) else [],
+        "downloads": {k: reverse("ui:task_download", args=[workflow_id, task_id, k]) for k in ("input", "output", "json")},
+        "actionUrls": {a: reverse("ui:task_action", args=[workflow_id, a]) + "?" + urlencode({"task": task_id})
+                       for a in actions.TASK_ACTIONS},
+    })
+
+
+def _definition_task(definition: dict, task) -> dict | None:
+    from apps.engine.blueprint import Blueprint
+
+    return Blueprint(definition).get(strip_iteration(task.reference_task_name))
+
+
+@view_required
+@require_GET
+def task_download(request, workflow_id: str, task_id: str, what: str):
+    """``/execution/<id>/task/<taskId>/download/<input|output|json>``."""
+    task, wf = _task_of(workflow_id, task_id)
+    if what == "input":
+        return _json_download(task.input_data, f"{task_id}-input.json")
+    if what == "output":
+        return _json_download(task.output_data, f"{task_id}-output.json")
+    if what == "json":
+        return _json_download(task_json(task, wf), f"{task_id}.json")
+    raise Http404("unknown payload")
+
+
+@require_http_methods(["GET", "POST"])
+@view_required
+def workflow_action(request, workflow_id: str, name: str):
+    """``/execution/<id>/action/<name>``: GET shows the confirmation, POST runs it
+    (operators only; anyone else gets 403)."""
+    info = actions.WORKFLOW_ACTIONS.get(name)
+    if info is None:
+        raise Http404("unknown action")
+    if not can_operate(request.user):
+        return _render(request, "403.html", {"message": "You may not operate workflows."}, status=403)
+    wf = _load(workflow_id, include_tasks=False)
+    if request.method == "GET":
+        return _render(request, "ui/action_confirm.html", {
+            "wf": wf, "action": info, "allowed": name in actions.allowed_actions(wf.status),
+            "post_url": request.path, "kind": "workflow"})
+    params = {}
+    if name == "terminate":
+        params = {"reason": request.POST.get("reason", "").strip(),
+                  "trigger_failure_workflow": request.POST.get("trigger_failure_workflow") == "on"}
+    result = actions.perform(request.user, name, workflow_id, params)
+    _report(request, info, result)
+    return redirect("ui:execution", workflow_id=workflow_id)
+
+
+def _report(request, info: actions.Action, result: actions.Result) -> None:
+    if result.ok:
+        messages.success(request, f"{info.label}: done.")
+    else:
+        messages.error(request, f"{info.label} failed: {result.message}")
+
+
+@require_http_methods(["GET", "POST"])
+@view_required
+def task_action(request, workflow_id: str, name: str):
+    """``/execution/<id>/task-action/<name>?task=<taskId>`` (or ``ref=<reference>`` for a
+    task that has not run, to skip it): confirmation with editable payloads, then the
+    action (operators only)."""
+    info = actions.TASK_ACTIONS.get(name)
+    if info is None:
+        raise Http404("unknown action")
+    if not can_operate(request.user):
+        return _render(request, "403.html", {"message": "You may not operate workflows."}, status=403)
+    wf = _load(workflow_id, include_tasks=False)
+    task_id = request.GET.get("task") or request.POST.get("task") or ""
+    ref = request.GET.get("ref") or request.POST.get("ref") or ""
+    task = None
+    if task_id:
+        task, _ = _task_of(workflow_id, task_id)
+        ref = task.reference_task_name
+    elif name != "skip" or not ref:
+        raise Http404("which task?")
+    row = live.task_row(task) if task else None
+    defaults = {
+        "task_input": json.dumps(task.input_data, indent=2) if task else "{}",
+        "output": "{}", "reason": "",
+    }
+    if request.method == "GET":
+        return _render(request, "ui/action_confirm.html", {
+            "wf": wf, "action": info, "kind": "task", "task": row, "ref": ref,
+            "allowed": name in actions.task_actions(wf.status, row), "form": defaults, "post_url": request.get_full_path()})
+    form = {k: request.POST.get(k, defaults[k]) for k in defaults}
+    try:
+        if name == "rerun":
+            params = {"task_id": task_id, "task_input": _parse_json_field(form["task_input"], "Task input", default={})}
+        elif name == "skip":
+            params = {"task_reference_name": ref,
+                      "task_output": _parse_json_field(form["output"], "Task output", default=None)}
+        else:
+            params = {"task_id": task_id, "output": _parse_json_field(form["output"], "Output", default={}),
+                      "reason": form["reason"].strip()}
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return _render(request, "ui/action_confirm.html", {
+            "wf": wf, "action": info, "kind": "task", "task": row, "ref": ref, "allowed": True, "form": form,
+            "post_url": request.get_full_path()}, status=400)
+    result = actions.perform(request.user, name, workflow_id, params)
+    _report(request, info, result)
+    return redirect("ui:execution", workflow_id=workflow_id)
+
+
+# --- definitions ---------------------------------------------------------------------------
+
+@view_required
+@require_GET
+def definitions(request):
+    """``/definitions/``: registered workflow definitions."""
+    return _render(request, "ui/definitions.html", {"definitions": selectors.definitions_overview()})
+
+
+@view_required
+@require_GET
+def definition(request, name: str, version: int):
+    """``/definitions/<name>/<version>``: read-only definition with a graph preview."""
+    row = WorkflowDef.objects.filter(name=name, version=version).first()
+    if row is None:
+        raise Http404(f"No such workflow found by name: {name}, version: {version}")
+    versions = list(WorkflowDef.objects.filter(name=name).order_by("version").values_list("version", flat=True))
+    return _render(request, "ui/definition.html", {
+        "row": row, "versions": versions,
+        "graph": graph.build_graph(row.definition, None),
+        "definition_json": json.dumps(row.definition, indent=2),
+        "executions_url": reverse("ui:executions") + "?" + urlencode({"name": name, "version": version}),
+        "start_url": reverse("ui:start") + "?" + urlencode({"name": name, "version": version}),
+        "input_parameters": row.definition.get("inputParameters") or [],
+    })
+
+
+# --- queues --------------------------------------------------------------------------------
+
+@view_required
+@require_GET
+def queues(request):
+    """``/queues/``: depth per task type and domain, recent pollers, warnings."""
+    rows = selectors.queues_overview(stale_seconds=live.ui_setting("QUEUE_STALE_POLL_SECONDS"),
+                                     recent_seconds=live.ui_setting("QUEUE_RECENT_POLL_SECONDS"))
+    return _render(request, "ui/queues.html", {
+        "rows": rows, "stale_seconds": live.ui_setting("QUEUE_STALE_POLL_SECONDS"),
+        "recent_seconds": live.ui_setting("QUEUE_RECENT_POLL_SECONDS"),
+        "warnings": sum(1 for r in rows if r["warning"]), "pollers": PollData.objects.count()})
+
+
+# --- start a workflow ------------------------------------------------------------------------
+
+def _field_value(text: str):
+    """A form value: JSON numbers, booleans, null, objects and arrays keep their type;
+    anything else is a string."""
+    stripped = text.strip()
+    if stripped and (stripped[0] in "{[-0123456789" or stripped in ("true", "false", "null")):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    return text
+
+
+@require_http_methods(["GET", "POST"])
+@operate_required
+def start(request):
+    """``/start/``: choose a definition and version, fill its inputParameters (or give the
+    input as JSON), set a correlationId, start it and open the new execution."""
+    names = sorted(set(WorkflowDef.objects.values_list("name", flat=True)))
+    data = request.POST if request.method == "POST" else request.GET
+    name = data.get("name") or (names[0] if names else "")
+    versions = list(WorkflowDef.objects.filter(name=name).order_by("-version").values_list("version", flat=True))
+    try:
+        version = int(data.get("version")) if data.get("version") else (versions[0] if versions else None)
+    except ValueError:
+        version = versions[0] if versions else None
+    row = WorkflowDef.objects.filter(name=name, version=version).first() if version is not None else None
+    params = [p for p in (row.definition.get("inputParameters") or []) if isinstance(p, str)] if row else []
+    context = {"names": names, "name": name, "versions": versions, "version": version, "row": row,
+               "params": params, "values": {p: data.get("input." + p, "") for p in params},
+               "input_json": data.get("input_json", ""), "correlation_id": data.get("correlation_id", "")}
+    if request.method == "GET":
+        return _render(request, "ui/start.html", context)
+    if row is None:
+        messages.error(request, f"No such workflow definition: {name} version {version}")
+        return _render(request, "ui/start.html", context, status=400)
+    try:
+        wf_input = _parse_json_field(context["input_json"], "Input JSON", default={})
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return _render(request, "ui/start.html", context, status=400)
+    for p in params:
+        value = context["values"][p]
+        if value != "":
+            wf_input[p] = _field_value(value)
+    result = actions.perform(request.user, "start", name, {
+        "name": name, "version": version, "input": wf_input, "correlation_id": context["correlation_id"].strip(),
+        "created_by": request.user.get_username()})
+    if not result.ok:
+        messages.error(request, f"Start failed: {result.message}")
+        return _render(request, "ui/start.html", context, status=400)
+    messages.success(request, f"Started {name} v{version}.")
+    return redirect("ui:execution", workflow_id=result.value)
+
+
+# --- audit ---------------------------------------------------------------------------------
+
+@view_required
+@require_GET
+def audit(request):
+    """``/audit/``: the latest operator actions (``?target=`` filters by target)."""
+    qs = AuditLog.objects.all()
+    target = request.GET.get("target", "").strip()
+    if target:
+        qs = qs.filter(target=target)
+    return _render(request, "ui/audit.html", {"entries": qs[:300], "target": target})

@@ -1,0 +1,190 @@
+"""Operator actions: which ones an execution's state allows, what each one does (an
+engine service call), and the audit record written for every attempt.
+
+Every action goes through ``perform``: it calls the engine service, turns a
+``ConductorError`` into a failed result carrying Conductor's message, and writes one
+``AuditLog`` row (who, what, target, parameters, result) whatever happened.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from apps.core.errors import ConductorError
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One operator action on a workflow execution."""
+
+    name: str
+    label: str
+    description: str
+    danger: bool = False
+
+
+WORKFLOW_ACTIONS: dict[str, Action] = {a.name: a for a in [
+    Action("pause", "Pause", "Pause the execution: no new tasks are scheduled; tasks already handed to workers may still finish."),
+    Action("resume", "Resume", "Resume the paused execution and schedule what is due."),
+    Action("terminate", "Terminate", "End the execution as TERMINATED and cancel its pending tasks and sub-workflows.", danger=True),
+    Action("restart", "Restart (current definition)", "Start the execution again from the beginning, with the definition snapshot it ran with, under the same id."),
+    Action("restart_latest", "Restart (latest definition)", "Start the execution again from the beginning with the latest version of its workflow definition, under the same id."),
+    Action("retry", "Retry", "Retry the last failed task and carry on from there."),
+    Action("retry_resume", "Retry, resuming sub-workflow", "Retry the last failed task; a failed SUB_WORKFLOW task is resumed by retrying its child instead of starting a new one."),
+]}
+
+TASK_ACTIONS: dict[str, Action] = {a.name: a for a in [
+    Action("rerun", "Rerun from this task", "Rerun the execution from this task, with the task input below; later tasks are scheduled again."),
+    Action("skip", "Skip task", "Mark this task SKIPPED so the execution continues after it."),
+    Action("complete_task", "Complete task", "Complete this task with the output below."),
+    Action("fail_task", "Fail task", "Fail this task with the reason below.", danger=True),
+]}
+
+BULK_ACTIONS = ("pause", "resume", "restart", "restart_latest", "retry", "terminate")
+
+# The engine module(s) where services are looked up, in order.
+SERVICE_MODULES = ("apps.engine.executor", "apps.engine.recovery")
+
+
+def allowed_actions(status: str) -> list[str]:
+    """The workflow actions an execution in ``status`` allows, in menu order.
+
+    RUNNING: pause, terminate. PAUSED: resume, terminate. COMPLETED: restart (current or
+    latest definition). FAILED / TIMED_OUT / TERMINATED: restart (both) and retry (plain
+    or resuming a sub-workflow); a COMPLETED execution has no failed task to retry.
+    """
+    if status == "RUNNING":
+        return ["pause", "terminate"]
+    if status == "PAUSED":
+        return ["resume", "terminate"]
+    if status == "COMPLETED":
+        return ["restart", "restart_latest"]
+    if status in TERMINAL:
+        return ["restart", "restart_latest", "retry", "retry_resume"]
+    return []
+
+
+def task_actions(workflow_status: str, task: dict | None) -> list[str]:
+    """Task actions offered in the task panel (``task`` is a task row or None for a node
+    that has not run): rerun from a task of an ended execution; skip a pending task of a
+    running one; complete or fail a WAIT or HUMAN task that is IN_PROGRESS."""
+    out = []
+    status = task.get("status") if task else None
+    if task and workflow_status in TERMINAL:
+        out.append("rerun")
+    if workflow_status == "RUNNING" and status not in ("COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED",
+                                                       "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED",
+                                                       "SKIPPED"):
+        out.append("skip")
+    if task and task.get("type") in ("WAIT", "HUMAN") and status in ("IN_PROGRESS", "SCHEDULED") \
+            and workflow_status in ("RUNNING", "PAUSED"):
+        out += ["complete_task", "fail_task"]
+    return out
+
+
+class ServiceUnavailable(ConductorError):
+    """The engine has no service of that name (yet)."""
+
+    status = 501
+
+
+def service(name: str) -> Callable[..., Any]:
+    """The engine service function ``name`` (looked up in ``SERVICE_MODULES``)."""
+    for module_name in SERVICE_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        fn = getattr(module, name, None)
+        if callable(fn):
+            return fn
+    raise ServiceUnavailable(f"The engine service {name} is not available on this server.")
+
+
+def _call(action: str, target: str, params: dict) -> Any:
+    """Run one action; returns the service's result (a new id for ``start``)."""
+    if action == "pause":
+        return service("workflow_pause")(workflow_id=target)
+    if action == "resume":
+        return service("workflow_resume")(workflow_id=target)
+    if action == "terminate":
+        return service("workflow_terminate")(workflow_id=target, reason=params.get("reason") or None,
+                                             trigger_failure_workflow=bool(params.get("trigger_failure_workflow")))
+    if action in ("restart", "restart_latest"):
+        return service("workflow_restart")(workflow_id=target, use_latest_definitions=action == "restart_latest")
+    if action in ("retry", "retry_resume"):
+        return service("workflow_retry")(workflow_id=target, resume_subworkflow_tasks=action == "retry_resume")
+    if action == "rerun":
+        return service("workflow_rerun")(workflow_id=target, rerun_from_task_id=params.get("task_id") or None,
+                                         task_input=params.get("task_input"),
+                                         workflow_input=params.get("workflow_input"),
+                                         correlation_id=params.get("correlation_id") or None)
+    if action == "skip":
+        return service("task_skip")(workflow_id=target, task_reference_name=params["task_reference_name"],
+                                    task_input=params.get("task_input"), task_output=params.get("task_output"))
+    if action in ("complete_task", "fail_task"):
+        result = {"workflowInstanceId": target, "taskId": params["task_id"],
+                  "status": "COMPLETED" if action == "complete_task" else "FAILED",
+                  "outputData": params.get("output") or {}}
+        if params.get("reason"):
+            result["reasonForIncompletion"] = params["reason"]
+        return service("task_update")(task_result=result)
+    if action == "start":
+        return service("workflow_start")(name=params["name"], version=params.get("version"),
+                                         input=params.get("input") or {},
+                                         correlation_id=params.get("correlation_id") or None,
+                                         created_by=params.get("created_by"))
+    raise ConductorError(f"Unknown action: {action}")
+
+
+@dataclass
+class Result:
+    """The outcome of one action on one target."""
+
+    target: str
+    ok: bool
+    message: str
+    value: Any = None
+
+
+def perform(user, action: str, target: str, params: dict | None = None, *, bulk: bool = False) -> Result:
+    """Run ``action`` on ``target`` (a workflow id, or a workflow name for ``start``) as
+    ``user`` and audit it. Never raises for an engine refusal: the result carries the
+    message. ``params`` are the action's inputs (reason, task id, JSON payloads)."""
+    from apps.ui.models import AuditLog
+
+    params = dict(params or {})
+    value = None
+    try:
+        value = _call(action, target, params)
+        ok, message = True, "done"
+    except ConductorError as exc:
+        ok, message = False, exc.message
+    except Exception as exc:  # noqa: BLE001 - recorded and shown; the operator must see it failed
+        log.exception("operator action %s on %s failed", action, target)
+        ok, message = False, f"{type(exc).__name__}: {exc}"
+    audited_target = value if action == "start" and ok and isinstance(value, str) else target
+    if action == "start":
+        params.setdefault("name", target)
+    AuditLog.objects.create(user=user if getattr(user, "pk", None) else None,
+                            username=getattr(user, "get_username", lambda: "")() or "anonymous",
+                            action=action, target=audited_target, params=_small(params), ok=ok,
+                            message=message, bulk=bulk)
+    return Result(target=audited_target, ok=ok, message=message, value=value)
+
+
+def _small(params: dict, limit: int = 4000) -> dict:
+    """Parameters as stored in the audit log: large payloads are replaced by their size."""
+    import json
+
+    out = {}
+    for key, value in params.items():
+        text = json.dumps(value, default=str)
+        out[key] = value if len(text) <= limit else {"truncated": True, "chars": len(text)}
+    return out

@@ -1,0 +1,53 @@
+"""The operator UI's two permissions and the view decorators that enforce them.
+
+``ui.view_executions`` lets a signed-in user see pages; ``ui.operate_workflows`` also
+lets them act (and implies viewing). A user without the needed permission gets 403 from
+the server whatever the page showed; an anonymous user is sent to the sign-in page.
+"""
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+
+VIEW_PERMISSION = "ui.view_executions"
+OPERATE_PERMISSION = "ui.operate_workflows"
+
+
+def can_operate(user) -> bool:
+    """Whether ``user`` may run actions."""
+    return bool(user and user.is_authenticated and user.is_active and user.has_perm(OPERATE_PERMISSION))
+
+
+def can_view(user) -> bool:
+    """Whether ``user`` may see the operator pages (operators may too)."""
+    return bool(user and user.is_authenticated and user.is_active
+                and (user.has_perm(VIEW_PERMISSION) or user.has_perm(OPERATE_PERMISSION)))
+
+
+def view_required(view):
+    """Sign-in required, then ``ui.view_executions`` (or operate), else 403."""
+    @login_required
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not can_view(request.user):
+            raise PermissionDenied("You may not view workflow executions.")
+        return view(request, *args, **kwargs)
+    return wrapper
+
+
+def operate_required(view):
+    """Sign-in required, then ``ui.operate_workflows``, else 403."""
+    @login_required
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not can_operate(request.user):
+            raise PermissionDenied("You may not operate workflows.")
+        return view(request, *args, **kwargs)
+    return wrapper
+
+
+def ui_context(request) -> dict:
+    """Template context processor-like helper: what every page needs to know."""
+    return {"can_operate": can_operate(request.user), "can_view": can_view(request.user)}

@@ -1,0 +1,239 @@
+"""Reads behind the operator pages: execution search (filtering, sorting and paging in
+the database), the task queues overview and definition lists. No writes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from django.db.models import Count, Min, Q, TextField
+from django.db.models.functions import Cast
+
+from apps.core.clock import now_ms
+from apps.engine.models import PollData, TaskExecution, WorkflowExecution, WorkflowStatus
+from apps.metadata.models import WorkflowDef
+
+STATUSES = [s.value for s in WorkflowStatus]
+PAGE_SIZES = (10, 25, 50, 100, 200)
+SORTS = {
+    "start": "create_time", "end": "end_time", "update": "update_time", "name": "workflow_name",
+    "version": "workflow_version", "status": "status", "id": "workflow_id",
+}
+DEFAULT_SORT = "-start"
+
+
+def parse_local_datetime(text: str | None) -> int | None:
+    """``YYYY-MM-DDTHH:MM[:SS]`` (an HTML datetime-local value, read as UTC) -> epoch ms."""
+    if not text:
+        return None
+    for fmt in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
+        try:
+            dt = datetime.strptime(text.strip(), fmt).replace(tzinfo=timezone.utc)
+            return int(dt.timestamp() * 1000)
+        except ValueError:
+            continue
+    return None
+
+
+@dataclass
+class SearchQuery:
+    """Execution search parameters, as read from (and written back to) the URL."""
+
+    names: list[str] = field(default_factory=list)
+    version: int | None = None
+    statuses: list[str] = field(default_factory=list)
+    start_from: str = ""
+    start_to: str = ""
+    correlation_id: str = ""
+    workflow_id: str = ""
+    text: str = ""
+    sort: str = DEFAULT_SORT
+    page: int = 1
+    size: int = 25
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_querydict(cls, q) -> "SearchQuery":
+        """Parse ``request.GET``; invalid values are dropped and listed in ``errors``."""
+        out = cls()
+        out.names = [n.strip() for n in q.getlist("name") if n.strip()]
+        version = (q.get("version") or "").strip()
+        if version:
+            try:
+                out.version = int(version)
+            except ValueError:
+                out.errors.append(f"version must be a number, not {version!r}")
+        out.statuses = [s for s in q.getlist("status") if s in STATUSES]
+        out.start_from = (q.get("start_from") or "").strip()
+        out.start_to = (q.get("start_to") or "").strip()
+        for label, value in (("start from", out.start_from), ("start to", out.start_to)):
+            if value and parse_local_datetime(value) is None:
+                out.errors.append(f"{label} is not a date and time: {value!r}")
+        out.correlation_id = (q.get("correlation_id") or "").strip()
+        out.workflow_id = (q.get("workflow_id") or "").strip()
+        out.text = (q.get("q") or "").strip()
+        sort = (q.get("sort") or DEFAULT_SORT).strip()
+        out.sort = sort if sort.lstrip("-") in SORTS else DEFAULT_SORT
+        try:
+            out.page = max(1, int(q.get("page") or 1))
+        except ValueError:
+            out.page = 1
+        try:
+            size = int(q.get("size") or 25)
+        except ValueError:
+            size = 25
+        out.size = size if size in PAGE_SIZES else 25
+        return out
+
+    def filters(self) -> Q:
+        """The WHERE clause of this search."""
+        cond = Q()
+        if self.names:
+            cond &= Q(workflow_name__in=self.names)
+        if self.version is not None:
+            cond &= Q(workflow_version=self.version)
+        if self.statuses:
+            cond &= Q(status__in=self.statuses)
+        start_from = parse_local_datetime(self.start_from)
+        if start_from is not None:
+            cond &= Q(create_time__gte=start_from)
+        start_to = parse_local_datetime(self.start_to)
+        if start_to is not None:
+            cond &= Q(create_time__lte=start_to)
+        if self.correlation_id:
+            cond &= Q(correlation_id=self.correlation_id)
+        if self.workflow_id:
+            cond &= Q(workflow_id=self.workflow_id)
+        if self.text:
+            cond &= (Q(input_text__icontains=self.text) | Q(output_text__icontains=self.text)
+                     | Q(reason_for_incompletion__icontains=self.text))
+        return cond
+
+    def order_by(self) -> list[str]:
+        """ORDER BY columns: the chosen one, then the id for a stable order across pages."""
+        desc = self.sort.startswith("-")
+        column = SORTS[self.sort.lstrip("-")]
+        return [("-" if desc else "") + column, ("-" if desc else "") + "workflow_id"]
+
+
+@dataclass
+class SearchResult:
+    """One page of executions plus paging facts."""
+
+    rows: list[dict]
+    total: int
+    page: int
+    size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def first_index(self) -> int:
+        return (self.page - 1) * self.size + 1 if self.total else 0
+
+    @property
+    def last_index(self) -> int:
+        return min(self.page * self.size, self.total)
+
+
+def search_executions(query: SearchQuery) -> SearchResult:
+    """Executions matching ``query``: filtered, counted, sorted and sliced by the database.
+    Each row has the workflow columns plus ``active``: its SCHEDULED/IN_PROGRESS tasks."""
+    qs = WorkflowExecution.objects.all()
+    if query.text:
+        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
+    qs = qs.filter(query.filters())
+    total = qs.count()
+    pages = max(1, -(-total // query.size))
+    page = min(query.page, pages)
+    offset = (page - 1) * query.size
+    rows = list(qs.order_by(*query.order_by()).values(
+        "workflow_id", "workflow_name", "workflow_version", "status", "create_time", "update_time", "end_time",
+        "correlation_id", "reason_for_incompletion", "parent_workflow_id")[offset:offset + query.size])
+    active: dict[str, list[dict]] = {}
+    if rows:
+        for t in (TaskExecution.objects.filter(workflow_id__in=[r["workflow_id"] for r in rows],
+                                               status__in=["SCHEDULED", "IN_PROGRESS"])
+                  .order_by("seq").values("workflow_id", "reference_task_name", "status", "task_type")):
+            active.setdefault(t["workflow_id"], []).append(t)
+    for r in rows:
+        r["active"] = active.get(r["workflow_id"], [])
+        reason = r["reason_for_incompletion"] or ""
+        r["reason_short"] = reason if len(reason) <= 160 else reason[:160] + "…"
+        r["duration_ms"] = (r["end_time"] or now_ms()) - r["create_time"]
+    return SearchResult(rows=rows, total=total, page=page, size=query.size)
+
+
+def workflow_names() -> list[str]:
+    """Names of registered workflow definitions and of executed workflows, sorted."""
+    names = set(WorkflowDef.objects.values_list("name", flat=True).distinct())
+    names |= set(WorkflowExecution.objects.values_list("workflow_name", flat=True).distinct())
+    return sorted(names)
+
+
+def definitions_overview() -> list[dict]:
+    """Registered workflow definitions grouped by name: versions, latest description and
+    the number of executions per name."""
+    counts = dict(WorkflowExecution.objects.values_list("workflow_name").annotate(n=Count("workflow_id")))
+    out: dict[str, dict] = {}
+    for row in WorkflowDef.objects.order_by("name", "version"):
+        entry = out.setdefault(row.name, {"name": row.name, "versions": [], "executions": counts.get(row.name, 0)})
+        entry["versions"].append(row.version)
+        entry["latest"] = row.version
+        entry["description"] = row.definition.get("description") or ""
+    return list(out.values())
+
+
+# --- task queues --------------------------------------------------------------------------
+
+def split_queue_name(queue_name: str) -> tuple[str, str]:
+    """``domain:taskType`` -> (taskType, domain); ``taskType`` -> (taskType, "")."""
+    if ":" in queue_name:
+        domain, task_type = queue_name.split(":", 1)
+        return task_type, domain
+    return queue_name, ""
+
+
+def queues_overview(now: int | None = None, *, stale_seconds: int = 60, recent_seconds: int = 3600) -> list[dict]:
+    """One row per (task type, domain) that has queued or running tasks or poll data:
+    ``depth`` (SCHEDULED), ``in_progress``, ``oldest_ms`` (age of the oldest queued task),
+    ``workers`` (every worker that polled within ``recent_seconds``, newest first, with
+    ``age_s``), ``hidden_workers`` (older pollers), ``last_poll`` (ms) and ``warning``
+    (tasks wait but no worker polled within ``stale_seconds``)."""
+    now = now if now is not None else now_ms()
+    rows: dict[tuple[str, str], dict] = {}
+
+    def row(task_type: str, domain: str) -> dict:
+        return rows.setdefault((task_type, domain), {
+            "task_type": task_type, "domain": domain, "depth": 0, "in_progress": 0, "oldest_ms": None,
+            "workers": [], "hidden_workers": 0, "last_poll": None, "warning": None})
+
+    for r in (TaskExecution.objects.exclude(queue_name="").filter(status__in=["SCHEDULED", "IN_PROGRESS"])
+              .values("queue_name", "status").order_by().annotate(n=Count("task_id"), first=Min("scheduled_time"))):
+        r_ = row(*split_queue_name(r["queue_name"]))
+        if r["status"] == "SCHEDULED":
+            r_["depth"] += r["n"]
+            if r["first"]:
+                age = max(0, now - r["first"])
+                r_["oldest_ms"] = age if r_["oldest_ms"] is None else max(r_["oldest_ms"], age)
+        else:
+            r_["in_progress"] += r["n"]
+    for p in PollData.objects.order_by("queue_name", "domain", "-last_poll_time"):
+        r = row(p.queue_name, p.domain or "")
+        age_s = max(0, (now - p.last_poll_time) // 1000)
+        if r["last_poll"] is None or p.last_poll_time > r["last_poll"]:
+            r["last_poll"] = p.last_poll_time
+        if age_s <= recent_seconds:
+            r["workers"].append({"worker_id": p.worker_id or "(no id)", "last_poll": p.last_poll_time,
+                                 "age_s": age_s, "stale": age_s > stale_seconds})
+        else:
+            r["hidden_workers"] += 1
+    for r in rows.values():
+        if r["depth"] > 0:
+            if r["last_poll"] is None:
+                r["warning"] = "Tasks are waiting and no worker has ever polled this queue."
+            elif now - r["last_poll"] > stale_seconds * 1000:
+                r["warning"] = (f"Tasks are waiting and no worker has polled for "
+                                f"{(now - r['last_poll']) // 1000} s.")
+    return sorted(rows.values(), key=lambda r: (r["warning"] is None, r["task_type"], r["domain"]))
