@@ -46,3 +46,15 @@ urlpatterns = [
     path("tasks/<str:task_id>", tasks.TaskApi.as_view()),
     path("tasks/<str:workflow_id>/<str:task_ref_name>/<str:status>", tasks.UpdateByRefApi.as_view()),
 ]
+
+# --- events
+from apps.api.views import events  # noqa: E402
+
+urlpatterns += [
+    path("event", events.EventHandlersApi.as_view()),
+    path("event/<str:name_or_event>", events.EventHandlerApi.as_view()),
+    path("queue/", events.QueueNamesApi.as_view()),
+    path("queue/size", events.QueueSizeApi.as_view()),
+    path("queue/update/<str:workflow_id>/task/<str:task_id>/<str:status>", events.QueueUpdateByTaskIdApi.as_view()),
+    path("queue/update/<str:workflow_id>/<str:task_ref_name>/<str:status>", events.QueueUpdateByRefApi.as_view()),
+]

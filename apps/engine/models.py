@@ -213,3 +213,74 @@ class SweeperLease(models.Model):
         from apps.core.clock import now_ms
 
         return cls.objects.filter(name=name, expires_at__gte=now_ms()).exists()
+
+
+class EventMessage(models.Model):
+    """A message on the internal event queue (Conductor's ``conductor:`` queues).
+
+    ``event`` is the full event name handlers listen on (``conductor:<workflowName>:<x>``
+    for EVENT tasks, ``_default_queue:<STATUS>`` for ``POST /api/queue/update/...``);
+    ``payload`` the message JSON. ``message_id`` is the EVENT task's id (Conductor's
+    Message id) or a random UUID. Processing claims the message by compare-and-set on
+    ``lease_until`` (epoch ms) and ends by setting ``processed_time`` (epoch ms; NULL
+    while pending); ``attempts`` counts claims.
+    """
+
+    message_id = models.CharField(primary_key=True, max_length=64)
+    event = models.CharField(max_length=512)
+    payload = models.JSONField(default=dict)
+    created_time = models.BigIntegerField()
+    attempts = models.IntegerField(default=0)
+    lease_until = models.BigIntegerField(default=0)
+    processed_time = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        db_table = "engine_event_message"
+        verbose_name = "event message"
+        indexes = [
+            # the event sweep: pending messages, oldest first
+            models.Index(fields=["created_time"], name="event_msg_pending", condition=Q(processed_time__isnull=True)),
+            models.Index(fields=["event", "created_time"], name="event_msg_event"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.message_id}"
+
+
+class EventExecutionStatus(models.TextChoices):
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+
+
+class EventExecution(models.Model):
+    """One execution of one EventHandler for one message (Conductor's EventExecution).
+
+    ``action_index`` is the position of the action in the handler's ``actions`` (its
+    ``action`` name in ``action``), or -1 for a record about the whole handler (condition
+    false: SKIPPED; condition error: FAILED). (message, handler, index) is unique, which
+    makes every action run at most once per message. ``output`` is the action's output,
+    or ``{"exception": reason}`` when it failed. ``created_time`` is epoch ms.
+    """
+
+    message_id = models.CharField(max_length=64)
+    handler_name = models.CharField(max_length=255)
+    event = models.CharField(max_length=512)
+    action_index = models.IntegerField()
+    action = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=16, choices=EventExecutionStatus.choices)
+    output = models.JSONField(default=dict)
+    created_time = models.BigIntegerField()
+
+    class Meta:
+        db_table = "engine_event_execution"
+        verbose_name = "event execution"
+        constraints = [
+            models.UniqueConstraint(fields=["message_id", "handler_name", "action_index"], name="event_execution_once"),
+        ]
+        indexes = [
+            models.Index(fields=["handler_name", "created_time"], name="event_exec_handler"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.handler_name} {self.action or '-'} {self.message_id} ({self.status})"

@@ -94,3 +94,58 @@ class WorkflowDefAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
+
+
+# --- EventHandler --------------------------------------------------------------------------
+
+from apps.metadata.event_services import normalize_event_handler, validate_event_handler  # noqa: E402
+from apps.metadata.models import EventHandler  # noqa: E402
+
+
+class EventHandlerForm(forms.ModelForm):
+    """Edits the EventHandler JSON; the columns are copied from it on save."""
+
+    class Meta:
+        model = EventHandler
+        fields = ["name", "definition"]
+
+    def clean(self):
+        from apps.core.errors import ConductorError
+
+        data = super().clean()
+        definition = data.get("definition")
+        if isinstance(definition, dict):
+            definition = {**definition, "name": data.get("name") or definition.get("name")}
+            try:
+                errors = validate_event_handler(definition, "eventHandler")
+            except ConductorError as exc:
+                raise forms.ValidationError(exc.message) from None
+            if errors:
+                raise forms.ValidationError(_messages(errors))
+            data["definition"] = normalize_event_handler(definition)
+        return data
+
+
+@admin.register(EventHandler)
+class EventHandlerAdmin(admin.ModelAdmin):
+    form = EventHandlerForm
+    list_display = ("name", "event", "active", "action_names", "update_time")
+    list_filter = ("active",)
+    search_fields = ("name", "event")
+
+    @admin.display(description="actions")
+    def action_names(self, obj):
+        return ", ".join(str(a.get("action")) for a in obj.actions or [])
+
+    def save_model(self, request, obj, form, change):
+        definition = obj.definition
+        obj.event = definition["event"]
+        obj.condition = definition.get("condition") or ""
+        obj.evaluator_type = definition.get("evaluatorType") or ""
+        obj.actions = definition["actions"]
+        obj.active = definition["active"]
+        now = now_ms()
+        obj.update_time = now
+        if not obj.create_time:
+            obj.create_time = now
+        super().save_model(request, obj, form, change)

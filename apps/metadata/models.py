@@ -50,3 +50,36 @@ class WorkflowDef(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
+
+
+class EventHandler(models.Model):
+    """A Conductor EventHandler: run ``actions`` for every message on ``event`` whose
+    ``condition`` holds, while ``active``.
+
+    ``definition`` is the normalised camelCase EventHandler JSON as the API returns it
+    (``name, event, condition?, evaluatorType?, actions, active``); ``event``, ``active``
+    and ``condition``/``evaluator_type`` are copies kept as columns for look-ups. ``name``
+    is unique. ``active`` defaults to False, as Conductor's. Times are epoch ms.
+    """
+
+    name = models.CharField(max_length=255, primary_key=True)
+    event = models.CharField(max_length=512)
+    condition = models.TextField(blank=True, default="")
+    evaluator_type = models.CharField(max_length=64, blank=True, default="")
+    actions = models.JSONField(default=list)
+    active = models.BooleanField(default=False)
+    definition = models.JSONField()
+    create_time = models.BigIntegerField()
+    update_time = models.BigIntegerField()
+
+    class Meta:
+        db_table = "metadata_event_handler"
+        ordering = ["name"]
+        verbose_name = "EventHandler"
+        indexes = [
+            # event processing and GET /event/{event}: the handlers of one event
+            models.Index(fields=["event", "active"], name="event_handler_event"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.event})"
