@@ -128,6 +128,9 @@ class ConductorServer:
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p),
             "PYTHONUNBUFFERED": "1",
         })
+        # qcluster finishes the running sweeper loop before it obeys SIGTERM: short loops
+        # let it stop gracefully within STOP_TIMEOUT_SECONDS (production default: 25 s).
+        self.env.setdefault("CONDUCTOR_SWEEPER_LOOP_SECONDS", "5")
 
     def log_path(self, name: str) -> Path:
         return self.workdir / f"{name}.log"
