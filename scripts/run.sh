@@ -15,6 +15,9 @@ cd "$(dirname "$0")/.."
 HOST=${1:-127.0.0.1}
 PORT=${2:-8080}
 VENV=${VENV:-.venv}
+# daphne's log level: 0 = warnings and errors only (no access log: workers poll many
+# times a second), 1 = also one line per request.
+DAPHNE_VERBOSITY=${DAPHNE_VERBOSITY:-0}
 # The django-q2 cluster finishes the job in hand before it stops (a sweeper loop lasts
 # CONDUCTOR_SWEEPER_LOOP_SECONDS, 25 s by default).
 STOP_TIMEOUT=${STOP_TIMEOUT:-45}
@@ -74,7 +77,7 @@ start() {  # start NAME COMMAND...: run COMMAND in a new session, remember its P
   names+=("$name")
 }
 
-start daphne "$VENV/bin/daphne" -b "$HOST" -p "$PORT" conductor_web.asgi:application
+start daphne "$VENV/bin/daphne" -v "$DAPHNE_VERBOSITY" -b "$HOST" -p "$PORT" conductor_web.asgi:application
 start qcluster "$VENV/bin/python" manage.py qcluster
 
 # Print the banner once the API answers (or say why not).
