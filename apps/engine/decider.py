@@ -246,7 +246,7 @@ class Decider:
             nxt = self.blueprint.next_task(nxt["taskReferenceName"])
         if nxt is None:
             return []
-        suffix = params.ref_suffix(task.reference_task_name)
+        suffix = params.loop_scope(task)
         if nxt.get("type") == "DO_WHILE" and nxt is self.blueprint.loop_owner(ref):
             return []  # the end of a loop body: the DO_WHILE itself is re-evaluated
         if suffix:
@@ -263,7 +263,7 @@ class Decider:
         existing = {t.reference_task_name for t in self.wf.tasks}
         out = []
         for t in mapped:
-            if not params.ref_suffix(t.reference_task_name):
+            if not t.iteration:
                 t.reference_task_name = f"{t.reference_task_name}{suffix}"
                 t.iteration = iteration
             if t.reference_task_name not in existing:
@@ -474,7 +474,7 @@ class Decider:
             if status not in ("COMPLETED", "COMPLETED_WITH_ERRORS", "SKIPPED"):
                 return False
         for task in self.wf.tasks:
-            if task.retried or params.ref_suffix(task.reference_task_name):
+            if task.retried or task.iteration:
                 continue  # loop bodies are settled by their DO_WHILE
             if not self._continues(task):
                 continue
@@ -578,14 +578,18 @@ class Decider:
                 if ttype.has_task_def:
                     task_def = self.task_def_of(self.workflow_task_of(task))
                     if task_def:
-                        due.extend(_timeout_deadlines(task, task_def, ttype.is_worker))
-        next_at = min(due) if due else None
+                        due.extend(_timeout_deadlines(task, task_def, ttype.is_worker, self.now))
+        # something due now was just decided: look again shortly, never in a hot loop
+        next_at = max(min(due), self.now + 100) if due else None
         if next_at != wf.next_decide_at:
             wf.next_decide_at = next_at
             self.touch_workflow()
 
 
-def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool) -> list[int]:
+def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool, now: int) -> list[int]:
+    """Epoch ms at which a timeout of this task may fire. A SCHEDULED worker task gets a
+    provisional response-timeout check (its poll, which does not decide, starts the real
+    clock): at that check the real deadline ``update_time + responseTimeout`` is known."""
     out = []
     policy = task_def.get("timeoutPolicy") or "TIME_OUT_WF"
     timeout_s = int(task_def.get("timeoutSeconds") or 0)
@@ -595,8 +599,11 @@ def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool) -> list
     if poll_timeout > 0 and task.status == "SCHEDULED" and policy != "ALERT_ONLY":
         out.append(task.scheduled_time + task.start_delay_seconds * 1000 + (poll_timeout + task.callback_after_seconds) * 1000)
     response_timeout = int(task_def.get("responseTimeoutSeconds") or 0)
-    if response_timeout > 0 and task.status == "IN_PROGRESS" and is_worker:
-        out.append(task.update_time + (response_timeout + task.callback_after_seconds) * 1000)
+    if response_timeout > 0 and is_worker:
+        if task.status == "IN_PROGRESS":
+            out.append(task.update_time + (response_timeout + task.callback_after_seconds) * 1000)
+        elif task.status == "SCHEDULED":
+            out.append(max(task.visible_at, now) + response_timeout * 1000)
     return out
 
 

@@ -29,21 +29,30 @@ from apps.engine.state import TaskState, WorkflowState
 _NOT_FOUND = object()
 
 
+_LOOP_SCOPE = re.compile(r"(__\d+)+$")
+
+
 def strip_iteration(reference_task_name: str) -> str:
-    """``ref__3`` (or ``ref__2__3`` in nested loops) -> ``ref``; as Conductor's
-    TaskUtils.removeIterationFromTaskRefName, everything from the first ``__`` goes."""
-    return reference_task_name.split("__", 1)[0]
+    """``ref__3`` (or ``ref__2__3`` in nested loops) -> ``ref``. Only the trailing
+    ``__<number>`` parts go, so a reference such as ``send__email`` stays whole (Conductor's
+    TaskUtils.removeIterationFromTaskRefName, without its split on any ``__``)."""
+    return _LOOP_SCOPE.sub("", reference_task_name)
 
 
 def ref_suffix(reference_task_name: str) -> str:
     """The loop scope of a runtime reference: ``ref__2__3`` -> ``__2__3``; ``ref`` -> ``""``."""
-    base = reference_task_name.split("__", 1)[0]
-    return reference_task_name[len(base):]
+    m = _LOOP_SCOPE.search(reference_task_name)
+    return m.group(0) if m else ""
+
+
+def loop_scope(task: TaskState) -> str:
+    """The loop scope of a task execution (empty outside DO_WHILE bodies)."""
+    return ref_suffix(task.reference_task_name) if task.iteration else ""
 
 
 def definition_ref(task: TaskState) -> str:
     """The WorkflowTask reference a task execution was made from (loop suffix removed)."""
-    if task.iteration or "__" in task.reference_task_name:
+    if task.iteration:
         return strip_iteration(task.reference_task_name)
     return task.reference_task_name
 

@@ -391,7 +391,9 @@ def test_paused_fresh_workflow_schedules_nothing():
 def test_next_decide_at_is_the_earliest_deadline():
     wf = started(two_step(retryCount=0, responseTimeoutSeconds=20, timeoutSeconds=100), timeoutSeconds=600,
                  timeoutPolicy="TIME_OUT_WF")
-    assert wf.next_decide_at == T0 + 600_000  # only the workflow timeout while SCHEDULED
+    # while SCHEDULED: a provisional response-timeout check (a poll does not decide, so the
+    # sweeper must look once the earliest possible response deadline has passed)
+    assert wf.next_decide_at == T0 + 20_000
     a = wf.tasks[0]
     start_task(a, T0 + 5000)
     decide(wf, now_ms=T0 + 5000)

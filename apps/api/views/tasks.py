@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from apps.api.exceptions import error_response
 from apps.api.params import qint, qstr
-from apps.api.parsers import RawText, require_json
+from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput, NotFound
 from apps.engine import executor, queue, selectors
@@ -142,10 +142,8 @@ class TaskLogApi(ConductorApi):
         return Response(logs)
 
     def post(self, request, task_id):
-        data = request.data
-        line = str(data) if isinstance(data, RawText) else (data if isinstance(data, str) else json.dumps(data))
-        if data is None:
-            line = ""
+        # The SDK sends the line raw (not JSON-quoted): keep the body's text as is.
+        line = request.body.decode("utf-8", errors="replace")
         selectors.task_get(task_id=task_id)
         executor.task_log_add(task_id=task_id, log_line=line)
         return empty()

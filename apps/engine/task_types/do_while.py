@@ -39,7 +39,7 @@ class DoWhile(TaskType):
 
     @staticmethod
     def _scope(task: TaskState, counter: int) -> str:
-        return f"{params.ref_suffix(task.reference_task_name)}__{counter}"
+        return f"{params.loop_scope(task)}__{counter}"
 
     def _items(self, d, task: TaskState) -> list | None:
         wt = d.workflow_task_of(task)
@@ -69,7 +69,7 @@ class DoWhile(TaskType):
     def _body_tasks(self, d, task: TaskState, nested: set[str], scope: str | None) -> dict[str, TaskState]:
         """Latest attempt per runtime reference of this loop's body tasks (``scope``:
         only that iteration and the loops nested in it; None: every iteration)."""
-        own = params.ref_suffix(task.reference_task_name)
+        own = params.loop_scope(task)
         out: dict[str, TaskState] = {}
         for t in d.wf.tasks:
             if t is task:
@@ -181,7 +181,7 @@ class DoWhile(TaskType):
         return True
 
     def _drop_old_iterations(self, d, task: TaskState, nested: set[str], up_to: int) -> None:
-        own = params.ref_suffix(task.reference_task_name)
+        own = params.loop_scope(task)
         for k in range(1, up_to + 1):
             task.output_data.pop(str(k), None)
         old_scopes = tuple(f"{own}__{k}" for k in range(1, up_to + 1))

@@ -185,7 +185,7 @@ class Join(TaskType):
         return [self.build(d, workflow_task, retry_count)]
 
     def execute(self, d, task: TaskState) -> bool:
-        suffix = params.ref_suffix(task.reference_task_name)
+        suffix = params.loop_scope(task)
         join_on = task.input_data.get("joinOn") or []
         all_done = True
         failures: list[str] = []
@@ -237,7 +237,7 @@ class ExclusiveJoin(TaskType):
         return [Join.build(d, workflow_task, retry_count)]
 
     def execute(self, d, task: TaskState) -> bool:
-        suffix = params.ref_suffix(task.reference_task_name)
+        suffix = params.loop_scope(task)
         wt = d.workflow_task_of(task)
         found = None
         for group in (task.input_data.get("joinOn") or [], wt.get("defaultExclusiveJoinTask") or []):
