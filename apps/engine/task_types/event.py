@@ -8,9 +8,11 @@ fails the task with ``Invalid / Unsupported sink specified: <sink>``. Other queu
 Conductor's ``Error loading queue:<sink>, for task:<taskId>, error: Unknown queue type
 <type>`` (``Illegal event <sink>`` without a ``:``).
 
-Output (also the message payload): the task input plus ``workflowInstanceId``,
-``workflowType``, ``workflowVersion``, ``correlationId``, ``taskToDomain`` and
-``event_produced`` (the event name). The message id is the task id, as Conductor's.
+The input is the resolved ``inputParameters`` plus the WorkflowTask's ``sink`` and
+``asyncComplete`` (EventTaskMapper). Output (also the message payload): the input plus
+``workflowInstanceId``, ``workflowType``, ``workflowVersion``, ``correlationId``,
+``taskToDomain`` and ``event_produced`` (the event name). The message id is the task id,
+as Conductor's.
 
 Publishing is transactional: ``start`` computes the output and asks for the inline action
 ``publish_event``; the executor runs ``apply_inline`` inside the deciding transaction,
@@ -22,14 +24,10 @@ Source: Conductor ``Event`` system task and ``EventQueues.getQueue``.
 """
 from __future__ import annotations
 
-import logging
-
 from apps.engine import params
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.operators import SystemTask, finish
-
-log = logging.getLogger(__name__)
 
 PUBLISH = "publish_event"
 INTERNAL_QUEUE_TYPE = "conductor"
@@ -65,19 +63,26 @@ def check_queue(name: str, task: TaskState) -> None:
     raise SinkError(f"Error loading queue:{name}, for task:{task.task_id}, error: {error}")
 
 
-def _async_complete(wf, task: TaskState) -> bool:
-    from apps.engine.blueprint import Blueprint
-
-    workflow_task = task.workflow_task or Blueprint(wf.definition).get(params.definition_ref(task)) or {}
-    return bool(workflow_task.get("asyncComplete"))
+def _async_complete(task: TaskState) -> bool:
+    value = task.input_data.get("asyncComplete")
+    return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
 @register
 class Event(SystemTask):
+    """EVENT: ``start`` resolves the sink and output and asks for ``publish_event``
+    (or fails the task for an unusable sink); ``apply_inline`` writes the message."""
+
     type_name = "EVENT"
 
     def start(self, d, task: TaskState) -> None:
         wf = d.wf
+        # EventTaskMapper: the WorkflowTask's sink and asyncComplete join the input.
+        workflow_task = d.workflow_task_of(task)
+        if workflow_task.get("sink") is not None or "sink" not in task.input_data:
+            task.input_data["sink"] = params.resolve_value(workflow_task.get("sink"), d.document())
+        task.input_data["asyncComplete"] = params.resolve_value(workflow_task.get("asyncComplete", False),
+                                                                d.document())
         output = dict(task.input_data)
         output.update({
             "workflowInstanceId": wf.workflow_id,
@@ -115,7 +120,7 @@ class Event(SystemTask):
             return False
         event_handlers.event_message_insert(message_id=task.task_id, event=task.output_data["event_produced"],
                                             payload=task.output_data, now=now)
-        task.status = "IN_PROGRESS" if _async_complete(wf, task) else "COMPLETED"
+        task.status = "IN_PROGRESS" if _async_complete(task) else "COMPLETED"
         task.start_time = task.start_time or now
         task.update_time = now
         if task.status == "COMPLETED":
