@@ -1,5 +1,6 @@
 """``manage.py install_schedules``: create (idempotently) the django-q2 Schedule that
-restarts the sweeper loop when no loop holds its lease (``apps.engine.jobs``)."""
+restarts the sweeper loop when no loop holds its lease, and queue a loop now
+(``apps.engine.jobs.install_schedules``)."""
 from django.core.management.base import BaseCommand
 
 from apps.engine import jobs
@@ -10,4 +11,4 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         jobs.install_schedules()
-        self.stdout.write("schedules: sweeper safety net installed (runs every minute in the qcluster)")
+        self.stdout.write("schedules: sweeper loop queued; its one-minute safety net installed")
