@@ -1,0 +1,48 @@
+"""Template filters of the operator pages: epoch-millisecond times and durations."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def ms_datetime(value) -> str:
+    """Epoch ms -> ``YYYY-MM-DD HH:MM:SS`` UTC; empty for 0/None."""
+    try:
+        ms = int(value or 0)
+    except (TypeError, ValueError):
+        return ""
+    if ms <= 0:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@register.filter
+def ms_duration(value) -> str:
+    """Milliseconds -> ``1h 2m``, ``3m 4s``, ``5.6 s`` or ``78 ms``."""
+    try:
+        ms = int(value or 0)
+    except (TypeError, ValueError):
+        return ""
+    if ms < 1000:
+        return f"{ms} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {sec}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h {minutes}m"
+    return f"{hours // 24}d {hours % 24}h"
+
+
+@register.filter
+def pretty_json(value) -> str:
+    """A value as indented JSON text."""
+    return json.dumps(value, indent=2, default=str)

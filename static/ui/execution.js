@@ -1,0 +1,528 @@
+/* Execution page: live header, graph, task list, timeline, summary and payloads.
+ *
+ * Live protocol (apps/ui/consumers.py): the WebSocket sends a "snapshot", then "delta"s,
+ * each with a seq one higher than the last; on a gap we ask for a "resync". If the
+ * WebSocket cannot be used, the page polls live.json?marker=... instead and keeps trying
+ * to reconnect the socket.
+ */
+(function () {
+  "use strict";
+
+  var root = document.getElementById("execution");
+  if (!root) { return; }
+  var cfg = {
+    workflowId: root.dataset.workflowId,
+    wsPath: root.dataset.wsPath,
+    liveUrl: root.dataset.liveUrl,
+    pollMs: Math.max(500, parseInt(root.dataset.pollMs, 10) || 1000),
+    canOperate: root.dataset.canOperate === "1"
+  };
+  var TASKS_PER_PAGE = 50;
+  var TIMELINE_ROWS_PER_PAGE = 60;
+  var TERMINAL = ["COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"];
+
+  var state = null;       // the current snapshot
+  var seq = 0;
+  var ws = null;
+  var wsOpen = false;
+  var pollTimer = null;
+  var reconnectTimer = null;
+  var taskPage = 1;
+  var timelinePage = 1;
+  var panelNode = null;   // id of the node in the task panel
+  var panelTaskId = null; // task shown in the panel
+  var panelRowKey = null; // last known row of that task (to refresh on change)
+  var activeTab = "graph";
+
+  var graph = new window.ConductorGraph(document.getElementById("graph"), {
+    workflowStatus: root.dataset.status,
+    onSelect: function (view) { openPanel(view.id); }
+  });
+  window.conductorGraph = graph;
+  window.conductorLive = { state: function () { return state; }, seq: function () { return seq; },
+    mode: function () { return wsOpen ? "websocket" : (pollTimer ? "polling" : "connecting"); } };
+
+  // --- helpers -------------------------------------------------------------------------
+  function $(id) { return document.getElementById(id); }
+  function esc(s) {
+    return String(s === null || s === undefined ? "" : s).replace(/[&<>"']/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
+    });
+  }
+  function fmtTime(ms) {
+    if (!ms) { return ""; }
+    var d = new Date(ms);
+    return d.toISOString().replace("T", " ").slice(0, 19);
+  }
+  function fmtDuration(ms) {
+    if (ms === null || ms === undefined || ms < 0) { return ""; }
+    if (ms < 1000) { return ms + " ms"; }
+    var s = ms / 1000;
+    if (s < 60) { return s.toFixed(1) + " s"; }
+    var m = Math.floor(s / 60);
+    if (m < 60) { return m + "m " + Math.floor(s % 60) + "s"; }
+    var h = Math.floor(m / 60);
+    return h + "h " + (m % 60) + "m";
+  }
+  function statusBadge(s) { return s ? '<span class="status st-' + esc(s) + '">' + esc(s) + "</span>" : ""; }
+  function execUrl(id) { return "/execution/" + encodeURIComponent(id); }
+  function taskUrl(taskId) { return execUrl(cfg.workflowId) + "/task/" + encodeURIComponent(taskId) + ".json"; }
+  function setLive(text, cls) {
+    var el = $("live-state");
+    el.textContent = text;
+    el.className = "live " + (cls || "");
+  }
+
+  // --- applying snapshots and deltas --------------------------------------------------------
+  function applySnapshot(snap) {
+    var structureChanged = !state || state.graph.signature !== snap.graph.signature;
+    state = snap;
+    graph.setWorkflowStatus(snap.header.status);
+    if (structureChanged) { graph.setGraph(snap.graph); } else { graph.update(indexById(snap.graph.nodes), indexById(snap.graph.edges)); }
+    renderAll();
+  }
+
+  function indexById(list) {
+    var out = {};
+    list.forEach(function (x) { out[x.id] = x; });
+    return out;
+  }
+
+  function applyDelta(d) {
+    if (!state) { return; }
+    if (d.header) { state.header = d.header; graph.setWorkflowStatus(d.header.status); }
+    if (d.payloads) { state.payloads = d.payloads; }
+    if (d.marker) { state.marker = d.marker; }
+    if (d.graph) {
+      state.graph = d.graph;
+      graph.setGraph(d.graph);
+    } else if (d.nodes || d.edges || d.header) {
+      if (d.nodes) { state.graph.nodes = state.graph.nodes.map(function (n) { return d.nodes[n.id] || n; }); }
+      if (d.edges) { state.graph.edges = state.graph.edges.map(function (e) { return d.edges[e.id] || e; }); }
+      graph.update(d.nodes || {}, d.edges || {});
+    }
+    if (d.tasks || d.removed) {
+      var rows = {};
+      state.tasks.forEach(function (r) { rows[r.taskId] = r; });
+      (d.tasks || []).forEach(function (r) { rows[r.taskId] = r; });
+      (d.removed || []).forEach(function (id) { delete rows[id]; });
+      state.tasks = Object.keys(rows).map(function (k) { return rows[k]; }).sort(function (a, b) { return a.seq - b.seq; });
+    }
+    renderAll();
+  }
+
+  function onMessage(msg) {
+    if (msg.type === "snapshot") {
+      seq = msg.seq;
+      applySnapshot(msg.data);
+    } else if (msg.type === "delta") {
+      if (msg.seq !== seq + 1) {
+        // a message was missed: ask for the whole view again
+        if (ws && wsOpen) { ws.send(JSON.stringify({ type: "resync" })); }
+        return;
+      }
+      seq = msg.seq;
+      applyDelta(msg.data);
+    } else if (msg.type === "gone") {
+      seq = msg.seq;
+      setLive("execution removed", "gone");
+    }
+  }
+
+  // --- transport: WebSocket, else polling -------------------------------------------------------
+  function connect() {
+    if (!("WebSocket" in window)) { startPolling(); return; }
+    var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + cfg.wsPath;
+    try {
+      ws = new WebSocket(url);
+    } catch (e) {
+      startPolling();
+      return;
+    }
+    var opened = false;
+    ws.onopen = function () { opened = true; wsOpen = true; stopPolling(); setLive("live", "on"); };
+    ws.onmessage = function (ev) {
+      try { onMessage(JSON.parse(ev.data)); } catch (e) { if (window.console) { console.error(e); } }
+    };
+    ws.onclose = function () {
+      wsOpen = false;
+      ws = null;
+      startPolling();
+      clearTimeout(reconnectTimer);
+      reconnectTimer = setTimeout(connect, opened ? 2000 : 10000);
+    };
+    ws.onerror = function () { /* onclose follows */ };
+  }
+
+  function startPolling() {
+    if (pollTimer) { return; }
+    setLive("live (polling)", "poll");
+    var tick = function () {
+      var url = cfg.liveUrl + (state ? "?marker=" + encodeURIComponent(state.marker) : "");
+      fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (r) { return r.json(); })
+        .then(function (msg) {
+          if (msg.type === "snapshot") { applySnapshot(msg.data); }
+          else if (msg.type === "gone") { setLive("execution removed", "gone"); }
+        })
+        .catch(function () { setLive("offline, retrying", "off"); })
+        .then(function () { if (pollTimer) { pollTimer = setTimeout(tick, cfg.pollMs); } });
+    };
+    pollTimer = setTimeout(tick, 0);
+  }
+
+  function stopPolling() {
+    if (pollTimer) { clearTimeout(pollTimer); pollTimer = null; }
+  }
+
+  // --- rendering ---------------------------------------------------------------------------------
+  function renderAll() {
+    renderHeader();
+    renderTasks();
+    renderTimeline();
+    renderSummary();
+    renderPayloads();
+    refreshPanel();
+  }
+
+  function renderHeader() {
+    var h = state.header;
+    var st = $("wf-status");
+    st.textContent = h.status;
+    st.className = "status st-" + h.status;
+    root.dataset.status = h.status;
+    $("wf-end").textContent = fmtTime(h.endTime) || "—";
+    var end = h.endTime || Date.now();
+    $("wf-duration").textContent = fmtDuration(end - h.createTime);
+    $("wf-task-count").textContent = String(h.taskCount);
+    var reason = $("wf-reason");
+    reason.textContent = h.reason || "";
+    reason.hidden = !h.reason;
+    var menu = $("actions-menu");
+    if (menu) {
+      var any = false;
+      menu.querySelectorAll("a[data-action]").forEach(function (a) {
+        var allowed = h.allowedActions.indexOf(a.dataset.action) >= 0;
+        a.hidden = !allowed;
+        any = any || allowed;
+      });
+      var none = menu.querySelector("[data-none]");
+      if (none) { none.hidden = any; }
+    }
+  }
+
+  function filteredTasks() {
+    var text = ($("task-filter").value || "").toLowerCase();
+    var status = $("task-status").value;
+    return state.tasks.filter(function (t) {
+      if (status && t.status !== status) { return false; }
+      if (!text) { return true; }
+      return (t.ref + " " + t.type + " " + t.taskId + " " + (t.name || "")).toLowerCase().indexOf(text) >= 0;
+    });
+  }
+
+  function pager(el, page, pages, onPage) {
+    el.innerHTML = "";
+    if (pages <= 1) { return; }
+    var prev = document.createElement("button");
+    prev.type = "button"; prev.textContent = "← Previous"; prev.disabled = page <= 1;
+    prev.onclick = function () { onPage(page - 1); };
+    var next = document.createElement("button");
+    next.type = "button"; next.textContent = "Next →"; next.disabled = page >= pages;
+    next.onclick = function () { onPage(page + 1); };
+    var label = document.createElement("span");
+    label.textContent = "Page " + page + " of " + pages;
+    el.appendChild(prev); el.appendChild(label); el.appendChild(next);
+  }
+
+  function renderTasks() {
+    var sel = $("task-status");
+    var seen = {};
+    state.tasks.forEach(function (t) { seen[t.status] = true; });
+    var current = sel.value;
+    var options = '<option value="">any</option>' + Object.keys(seen).sort().map(function (s) {
+      return '<option value="' + esc(s) + '"' + (s === current ? " selected" : "") + ">" + esc(s) + "</option>";
+    }).join("");
+    if (sel.innerHTML !== options) { sel.innerHTML = options; }
+    var rows = filteredTasks();
+    var pages = Math.max(1, Math.ceil(rows.length / TASKS_PER_PAGE));
+    taskPage = Math.min(taskPage, pages);
+    var slice = rows.slice((taskPage - 1) * TASKS_PER_PAGE, taskPage * TASKS_PER_PAGE);
+    $("task-count").textContent = rows.length + " of " + state.tasks.length + " task executions";
+    $("task-table").querySelector("tbody").innerHTML = slice.map(function (t) {
+      var dur = t.end && t.start ? fmtDuration(t.end - t.start) : "";
+      var sub = t.subWorkflowId ? ' <a href="' + execUrl(t.subWorkflowId) + '" title="sub-workflow">↗ child</a>' : "";
+      return '<tr data-task-id="' + esc(t.taskId) + '"><td>' + t.seq + '</td><td class="mono"><a href="#" data-open-task="' +
+        esc(t.taskId) + '">' + esc(t.ref) + "</a>" + sub + "</td><td>" + esc(t.type) + "</td><td>" + statusBadge(t.status) +
+        "</td><td>" + (t.retryCount + 1) + "</td><td class=\"nowrap\">" + fmtTime(t.scheduled) + "</td><td class=\"nowrap\">" +
+        fmtTime(t.start) + "</td><td class=\"nowrap\">" + fmtTime(t.end) + "</td><td>" + dur + "</td><td>" + esc(t.workerId || "") +
+        '</td><td class="reason">' + esc(t.reason || "") + "</td></tr>";
+    }).join("") || '<tr><td colspan="11" class="empty">No tasks.</td></tr>';
+    pager($("task-pager"), taskPage, pages, function (p) { taskPage = p; renderTasks(); });
+  }
+
+  function renderTimeline() {
+    if (activeTab !== "timeline") { return; }
+    var byRef = {};
+    var order = [];
+    state.tasks.forEach(function (t) {
+      if (!byRef[t.ref]) { byRef[t.ref] = []; order.push(t.ref); }
+      byRef[t.ref].push(t);
+    });
+    var h = state.header;
+    var t0 = h.createTime;
+    var now = Date.now();
+    var t1 = h.endTime || now;
+    state.tasks.forEach(function (t) { t1 = Math.max(t1, t.end || (t.start ? now : t.scheduled)); });
+    var span = Math.max(1, t1 - t0);
+    var pages = Math.max(1, Math.ceil(order.length / TIMELINE_ROWS_PER_PAGE));
+    timelinePage = Math.min(timelinePage, pages);
+    var refs = order.slice((timelinePage - 1) * TIMELINE_ROWS_PER_PAGE, timelinePage * TIMELINE_ROWS_PER_PAGE);
+    function pct(ms) { return Math.max(0, Math.min(100, (ms - t0) / span * 100)); }
+    var html = '<div class="tl-axis"><span>' + fmtTime(t0) + "</span><span>" + fmtDuration(span) + "</span><span>" +
+      fmtTime(t1) + "</span></div>";
+    html += refs.map(function (ref) {
+      var bars = byRef[ref].map(function (t) {
+        var sched = t.scheduled || t.start || t0;
+        var start = t.start || (t.end ? t.end : now);
+        var end = t.end || now;
+        var wait = '<span class="tl-wait" style="left:' + pct(sched) + "%;width:" + Math.max(0.2, pct(start) - pct(sched)) + '%"></span>';
+        var run = t.start ? '<span class="tl-run st-' + esc(t.status) + '" style="left:' + pct(start) + "%;width:" +
+          Math.max(0.3, pct(end) - pct(start)) + '%"></span>' : "";
+        var title = "attempt " + (t.retryCount + 1) + " · " + t.status + "\nscheduled " + fmtTime(t.scheduled) +
+          "\nstarted " + fmtTime(t.start) + "\nended " + fmtTime(t.end);
+        return '<span class="tl-attempt" title="' + esc(title) + '" data-open-task="' + esc(t.taskId) + '">' + wait + run + "</span>";
+      }).join("");
+      return '<div class="tl-row"><div class="tl-label mono" title="' + esc(ref) + '">' + esc(ref) +
+        (byRef[ref].length > 1 ? ' <span class="badge">' + byRef[ref].length + "</span>" : "") + '</div><div class="tl-track">' + bars + "</div></div>";
+    }).join("");
+    $("timeline").innerHTML = html;
+    pager($("timeline-pager"), timelinePage, pages, function (p) { timelinePage = p; renderTimeline(); });
+  }
+
+  function renderSummary() {
+    if (activeTab !== "summary") { return; }
+    var h = state.header;
+    var counts = {};
+    state.tasks.forEach(function (t) { counts[t.status] = (counts[t.status] || 0) + 1; });
+    var refs = {};
+    state.tasks.forEach(function (t) { refs[t.ref] = true; });
+    var rows = [
+      ["Status", statusBadge(h.status)],
+      ["Workflow", esc(h.name) + " v" + h.version],
+      ["Workflow id", '<span class="mono">' + esc(h.workflowId) + "</span>"],
+      ["Correlation id", esc(h.correlationId || "—")],
+      ["Priority", esc(h.priority)],
+      ["Created by", esc(h.createdBy || "—")],
+      ["Started", fmtTime(h.createTime)],
+      ["Updated", fmtTime(h.updateTime)],
+      ["Ended", fmtTime(h.endTime) || "—"],
+      ["Duration", fmtDuration((h.endTime || Date.now()) - h.createTime)],
+      ["Task executions", state.tasks.length + " (" + Object.keys(refs).length + " references)"],
+      ["By status", Object.keys(counts).sort().map(function (s) { return statusBadge(s) + " " + counts[s]; }).join(" ")],
+      ["Failed references", esc((h.failedReferenceTaskNames || []).join(", ") || "—")],
+      ["Reason", esc(h.reason || "—")]
+    ];
+    if (h.parentWorkflowId) { rows.push(["Parent", '<a class="mono" href="' + execUrl(h.parentWorkflowId) + '">' + esc(h.parentWorkflowId) + "</a>"]); }
+    $("summary").innerHTML = '<table class="kv">' + rows.map(function (r) {
+      return "<tr><th>" + r[0] + "</th><td>" + r[1] + "</td></tr>";
+    }).join("") + "</table>";
+  }
+
+  function renderPayloads() {
+    if (activeTab !== "data") { return; }
+    ["input", "output", "variables"].forEach(function (k) {
+      var p = state.payloads[k];
+      var pre = $("payload-" + k);
+      if (pre.textContent !== p.text) { pre.textContent = p.text; }
+      var note = document.querySelector('[data-trunc="' + k + '"]');
+      note.hidden = !p.truncated;
+      note.textContent = p.truncated ? "Showing the first " + p.text.length + " of " + p.size + " characters: download for the whole payload." : "";
+    });
+  }
+
+  // --- task panel -------------------------------------------------------------------------------
+  function openPanel(nodeId, taskId) {
+    panelNode = nodeId;
+    panelTaskId = taskId || null;
+    panelRowKey = null;
+    graph.select(nodeId);
+    $("task-panel").hidden = false;
+    renderPanel(true);
+  }
+
+  function refreshPanel() {
+    if (!panelNode || $("task-panel").hidden) { return; }
+    renderPanel(false);
+  }
+
+  function rowOf(taskId) {
+    for (var i = 0; i < state.tasks.length; i++) { if (state.tasks[i].taskId === taskId) { return state.tasks[i]; } }
+    return null;
+  }
+
+  function renderPanel(force) {
+    var view = graph.view(panelNode);
+    var n = view.data;
+    $("panel-title").textContent = (n.ref || n.id) + (n.type ? " · " + n.type : "");
+    var pickers = $("panel-pickers");
+    var html = "";
+    // iteration picker: the loop this node belongs to, or the loop node itself
+    var loopId = n.kind === "loop" ? n.id : n.loop;
+    if (loopId) {
+      var scopes = graph.scopesOf(loopId);
+      if (scopes.length) {
+        var current = graph.scopeOf(loopId);
+        html += '<label>Iteration <select id="pick-iteration">' + scopes.map(function (s) {
+          return '<option value="' + esc(s) + '"' + (s === current ? " selected" : "") + ">" +
+            window.ConductorGraph.iterationLabel(s) + (s.split("__").length > 2 ? " (" + esc(s) + ")" : "") + "</option>";
+        }).join("") + "</select></label>";
+      }
+    }
+    var attempts = view.attempts || [];
+    if (n.kind === "dynamic") {
+      attempts = [];
+    }
+    if (!panelTaskId || !attempts.some(function (a) { return a.taskId === panelTaskId; })) {
+      if (n.kind !== "dynamic" || !panelTaskId) {
+        panelTaskId = attempts.length ? attempts[attempts.length - 1].taskId : (n.kind === "dynamic" ? panelTaskId : null);
+      }
+    }
+    if (attempts.length > 1) {
+      html += '<label>Attempt <select id="pick-attempt">' + attempts.map(function (a, i) {
+        return '<option value="' + esc(a.taskId) + '"' + (a.taskId === panelTaskId ? " selected" : "") + ">" + (i + 1) +
+          " · " + esc(a.status) + "</option>";
+      }).join("") + "</select></label>";
+    }
+    if (pickers.innerHTML !== html) {
+      pickers.innerHTML = html;
+      var it = $("pick-iteration");
+      if (it) { it.onchange = function () { graph.selectScope(loopId, it.value); panelTaskId = null; renderPanel(true); }; }
+      var at = $("pick-attempt");
+      if (at) { at.onchange = function () { panelTaskId = at.value; renderPanel(true); }; }
+    }
+    var body = $("panel-body");
+    if (n.kind === "dynamic") {
+      var members = n.members || [];
+      var list = '<p class="hint">' + members.length + ' dynamically forked tasks.</p><table class="data small"><tbody>' +
+        members.map(function (m) {
+          return '<tr><td class="mono"><a href="#" data-open-task="' + esc(m.taskId) + '">' + esc(m.ref) + "</a></td><td>" + statusBadge(m.status) + "</td></tr>";
+        }).join("") + "</tbody></table>";
+      if (!panelTaskId) { body.innerHTML = list; return; }
+      body.dataset.members = list;
+    }
+    if (!panelTaskId) {
+      var skip = "";
+      if (cfg.canOperate && state.header.status === "RUNNING" && n.ref && ["start", "end", "loopend", "loopgroup"].indexOf(n.kind) < 0) {
+        skip = '<p><a class="button" href="' + execUrl(cfg.workflowId) + "/task-action/skip?ref=" + encodeURIComponent(n.ref) + '">Skip this task</a></p>';
+      }
+      body.innerHTML = '<p class="hint">' + (n.kind === "start" || n.kind === "end" ? "" : "Not executed" +
+        (n.loop ? " in this iteration" : "") + ".") + "</p>" + skip;
+      return;
+    }
+    var row = rowOf(panelTaskId);
+    var key = row ? JSON.stringify(row) : "none";
+    if (!force && key === panelRowKey) { return; }
+    panelRowKey = key;
+    var requested = panelTaskId;
+    fetch(taskUrl(panelTaskId), { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (d) {
+      if (requested !== panelTaskId) { return; }
+      body.innerHTML = (n.kind === "dynamic" ? (body.dataset.members || "") : "") + panelHtml(d);
+    }).catch(function () { body.innerHTML = '<p class="error">Could not load the task.</p>'; });
+  }
+
+  function pre(p, url) {
+    var note = p.truncated ? '<p class="hint">Showing ' + p.text.length + " of " + p.size + ' characters. <a href="' + url + '">Download all</a></p>' : "";
+    return note + '<pre class="json">' + esc(p.text) + "</pre>";
+  }
+
+  function panelHtml(d) {
+    var t = d.task;
+    var labels = { rerun: "Rerun from this task", skip: "Skip", complete_task: "Complete", fail_task: "Fail" };
+    var actions = (d.actions || []).map(function (a) {
+      return '<a class="button' + (a === "fail_task" ? " danger" : "") + '" data-task-action="' + a + '" href="' + esc(d.actionUrls[a]) + '">' + labels[a] + "</a>";
+    }).join(" ");
+    var sub = t.subWorkflowId ? '<tr><th>Sub-workflow</th><td><a class="mono" href="' + execUrl(t.subWorkflowId) + '" id="open-child">' + esc(t.subWorkflowId) + " ↗</a></td></tr>" : "";
+    var summary = '<table class="kv small">' +
+      "<tr><th>Status</th><td>" + statusBadge(t.status) + "</td></tr>" +
+      '<tr><th>Task id</th><td class="mono">' + esc(t.taskId) + "</td></tr>" +
+      '<tr><th>Reference</th><td class="mono">' + esc(t.referenceTaskName) + "</td></tr>" +
+      "<tr><th>Task name</th><td>" + esc(t.taskDefName) + " (" + esc(t.taskType) + ")</td></tr>" +
+      "<tr><th>Attempt</th><td>" + (t.retryCount + 1) + (t.retriedTaskId ? ' (retry of <span class="mono">' + esc(t.retriedTaskId) + "</span>)" : "") + "</td></tr>" +
+      (t.iteration ? "<tr><th>Iteration</th><td>" + t.iteration + "</td></tr>" : "") +
+      "<tr><th>Scheduled</th><td>" + fmtTime(t.scheduledTime) + "</td></tr>" +
+      "<tr><th>Started</th><td>" + fmtTime(t.startTime) + "</td></tr>" +
+      "<tr><th>Ended</th><td>" + fmtTime(t.endTime) + "</td></tr>" +
+      "<tr><th>Worker</th><td>" + esc(t.workerId || "—") + " · polled " + (t.pollCount || 0) + "×</td></tr>" +
+      (t.domain ? "<tr><th>Domain</th><td>" + esc(t.domain) + "</td></tr>" : "") +
+      (t.reasonForIncompletion ? '<tr><th>Reason</th><td class="reason">' + esc(t.reasonForIncompletion) + "</td></tr>" : "") +
+      sub + "</table>";
+    var logs = (d.logs || []).length ? '<pre class="json">' + d.logs.map(function (l) { return fmtTime(l.createdTime) + "  " + esc(l.log); }).join("\n") + "</pre>" : '<p class="hint">No logs.</p>';
+    var polls = (d.pollData || []).length ? '<table class="data small"><tbody>' + d.pollData.map(function (p) {
+      return '<tr><td class="mono">' + esc(p.workerId || "") + "</td><td>" + fmtTime(p.lastPollTime) + "</td></tr>";
+    }).join("") + "</tbody></table>" : '<p class="hint">No poll data (system task or no worker has polled).</p>';
+    return (actions ? '<div class="row actions">' + actions + "</div>" : "") +
+      '<details open><summary>Summary</summary>' + summary + "</details>" +
+      '<details open><summary>Input</summary>' + pre(d.input, d.downloads.input) + "</details>" +
+      '<details open><summary>Output</summary>' + pre(d.output, d.downloads.output) + "</details>" +
+      "<details><summary>Logs (" + (d.logs || []).length + ")</summary>" + logs + "</details>" +
+      '<details><summary>WorkflowTask definition</summary><pre class="json">' + esc(JSON.stringify(d.workflowTask, null, 2)) + "</pre></details>" +
+      "<details><summary>Poll data</summary>" + polls + "</details>" +
+      '<p><a href="' + d.downloads.json + '">Task JSON</a></p>';
+  }
+
+  function openTaskById(taskId) {
+    var row = rowOf(taskId);
+    if (!row) { return; }
+    // find the node showing this task's reference
+    var nodeId = null;
+    state.graph.nodes.forEach(function (n) {
+      Object.keys(n.iters || {}).forEach(function (scope) {
+        (n.iters[scope] || []).forEach(function (a) {
+          if (a.taskId === taskId) { nodeId = n.id; if (n.loop) { graph.selectScope(n.loop, scope); } }
+        });
+      });
+    });
+    showTab("graph");
+    if (nodeId) { openPanel(nodeId, taskId); }
+    else {
+      var dyn = state.graph.nodes.filter(function (n) { return n.kind === "dynamic" && (n.members || []).some(function (m) { return m.taskId === taskId; }); })[0];
+      if (dyn) { openPanel(dyn.id, taskId); }
+    }
+  }
+
+  // --- tabs and controls ------------------------------------------------------------------------
+  function showTab(name) {
+    activeTab = name;
+    document.querySelectorAll(".tabs button").forEach(function (b) { b.classList.toggle("active", b.dataset.tab === name); });
+    document.querySelectorAll("section.tab").forEach(function (s) { s.hidden = s.id !== "tab-" + name; });
+    if (state) {
+      if (name === "timeline") { renderTimeline(); }
+      if (name === "summary") { renderSummary(); }
+      if (name === "data") { renderPayloads(); }
+      if (name === "graph") { graph.cy.resize(); }
+    }
+  }
+
+  document.querySelectorAll(".tabs button").forEach(function (b) { b.addEventListener("click", function () { showTab(b.dataset.tab); }); });
+  $("panel-close").addEventListener("click", function () { $("task-panel").hidden = true; panelNode = null; graph.select(null); });
+  $("fit-graph").addEventListener("click", function () { graph.fit(); });
+  $("export-png").addEventListener("click", function () { graph.exportPng(cfg.workflowId + ".png"); });
+  $("task-filter").addEventListener("input", function () { taskPage = 1; renderTasks(); });
+  $("task-status").addEventListener("change", function () { taskPage = 1; renderTasks(); });
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest ? ev.target.closest("[data-open-task]") : null;
+    if (a) { ev.preventDefault(); openTaskById(a.dataset.openTask); }
+  });
+  $("json-load").addEventListener("click", function () {
+    fetch($("json-download").href, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(function (text) {
+      var limit = 200000;
+      $("json-view").textContent = text.length > limit ? text.slice(0, limit) : text;
+      var note = $("json-note");
+      note.hidden = text.length <= limit;
+      note.textContent = "Showing the first " + limit + " of " + text.length + " characters: download for the whole document.";
+    });
+  });
+
+  connect();
+})();

@@ -1,0 +1,320 @@
+"""Pages, permissions, actions and the audit log of the operator UI."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apps.engine import executor, queue
+from apps.engine.models import WorkflowExecution
+from apps.ui.models import AuditLog
+from tests.ui.conftest import register_chain
+
+pytestmark = pytest.mark.django_db
+
+
+def start(name: str, **input) -> str:
+    return executor.workflow_start(name=name, version=None, input=input or {"x": 1}, correlation_id="corr-1")
+
+
+# --- sign-in and permissions -------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/executions/", "/queues/", "/definitions/", "/start/", "/audit/"])
+def test_every_page_needs_sign_in(client, path):
+    resp = client.get(path)
+    assert resp.status_code == 302
+    assert resp["Location"].startswith("/login/?next=")
+
+
+def test_sign_in_page_and_login(client, viewer):
+    assert client.get("/login/").status_code == 200
+    resp = client.post("/login/", {"username": "viewer", "password": "pw", "next": "/queues/"})
+    assert resp.status_code == 302 and resp["Location"] == "/queues/"
+    assert client.get("/queues/").status_code == 200
+
+
+def test_user_without_permission_gets_403(client, nobody):
+    client.force_login(nobody)
+    assert client.get("/executions/").status_code == 403
+
+
+def test_viewer_sees_no_action_buttons_and_cannot_post(viewer_client, chain):
+    wf_id = start(chain)
+    page = viewer_client.get(f"/execution/{wf_id}").content.decode()
+    assert 'id="actions-menu"' not in page
+    assert "Start a workflow" not in viewer_client.get("/executions/").content.decode()
+    resp = viewer_client.post(f"/execution/{wf_id}/action/terminate", {"reason": "no"})
+    assert resp.status_code == 403
+    assert WorkflowExecution.objects.get(pk=wf_id).status == "RUNNING"
+    assert viewer_client.post("/executions/bulk", {"action": "pause", "ids": [wf_id], "confirm": "yes"}).status_code == 403
+    assert viewer_client.get("/start/").status_code == 403
+    assert not AuditLog.objects.exists()
+
+
+def test_actions_need_csrf(operator, chain):
+    from django.test import Client
+
+    wf_id = start(chain)
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(operator)
+    assert strict.post(f"/execution/{wf_id}/action/pause").status_code == 403
+    assert WorkflowExecution.objects.get(pk=wf_id).status == "RUNNING"
+
+
+# --- execution detail and actions -----------------------------------------------------------------
+
+def test_execution_page_offers_what_the_state_allows(operator_client, chain):
+    wf_id = start(chain)
+    page = operator_client.get(f"/execution/{wf_id}").content.decode()
+    assert f"/definitions/{chain}/1" in page
+
+    def visible(html):
+        import re
+        return sorted(m.group(1) for m in re.finditer(r'data-action="([a-z_]+)" class="[^"]*" ?>', html))
+
+    assert visible(page) == ["pause", "terminate"]
+    executor.workflow_pause(workflow_id=wf_id)
+    assert visible(operator_client.get(f"/execution/{wf_id}").content.decode()) == ["resume", "terminate"]
+    executor.workflow_terminate(workflow_id=wf_id, reason="x")
+    assert visible(operator_client.get(f"/execution/{wf_id}").content.decode()) == [
+        "restart", "restart_latest", "retry", "retry_resume"]
+
+
+def test_terminate_with_confirmation_is_audited(operator_client, operator, chain):
+    wf_id = start(chain)
+    confirm = operator_client.get(f"/execution/{wf_id}/action/terminate")
+    assert confirm.status_code == 200 and b"Reason" in confirm.content
+    resp = operator_client.post(f"/execution/{wf_id}/action/terminate", {"reason": "operator said so"})
+    assert resp.status_code == 302 and resp["Location"] == f"/execution/{wf_id}"
+    wf = WorkflowExecution.objects.get(pk=wf_id)
+    assert wf.status == "TERMINATED" and wf.reason_for_incompletion == "operator said so"
+    entry = AuditLog.objects.get()
+    assert (entry.username, entry.action, entry.target, entry.ok) == ("operator", "terminate", wf_id, True)
+    assert entry.params["reason"] == "operator said so"
+    assert entry.user == operator
+
+
+def test_refused_action_is_audited_with_conductors_message(operator_client, chain):
+    wf_id = start(chain)
+    resp = operator_client.post(f"/execution/{wf_id}/action/resume", follow=True)
+    assert b"is not PAUSED so cannot resume" in resp.content
+    entry = AuditLog.objects.get()
+    assert entry.ok is False and "is not PAUSED" in entry.message
+
+
+def test_pause_resume(operator_client, chain):
+    wf_id = start(chain)
+    operator_client.post(f"/execution/{wf_id}/action/pause")
+    assert WorkflowExecution.objects.get(pk=wf_id).status == "PAUSED"
+    operator_client.post(f"/execution/{wf_id}/action/resume")
+    assert WorkflowExecution.objects.get(pk=wf_id).status == "RUNNING"
+    assert list(AuditLog.objects.order_by("id").values_list("action", "ok")) == [("pause", True), ("resume", True)]
+
+
+def test_missing_execution_is_404(viewer_client):
+    assert viewer_client.get("/execution/nope").status_code == 404
+
+
+def test_task_panel_json_and_downloads(viewer_client, chain):
+    wf_id = start(chain, x="y" * 50_000)
+    task = queue.task_poll(task_type=f"{chain}_a", worker_id="w1")[0]
+    resp = viewer_client.get(f"/execution/{wf_id}/task/{task.task_id}.json")
+    data = resp.json()
+    assert data["task"]["referenceTaskName"] == "a" and data["task"]["status"] == "IN_PROGRESS"
+    assert data["input"]["truncated"] is True and len(data["input"]["text"]) == 20_000
+    assert data["workflowTask"]["taskReferenceName"] == "a"
+    assert [p["workerId"] for p in data["pollData"]] == ["w1"]
+    assert data["actions"] == []  # a viewer
+    full = viewer_client.get(data["downloads"]["input"])
+    assert full["Content-Disposition"].startswith("attachment") and json.loads(full.content)["x"] == "y" * 50_000
+    assert viewer_client.get(f"/execution/{wf_id}/download/json").json()["workflowId"] == wf_id
+    assert viewer_client.get(f"/execution/{wf_id}/download/input").json()["x"] == "y" * 50_000
+
+
+def test_live_json_fallback(viewer_client, chain):
+    wf_id = start(chain)
+    first = viewer_client.get(f"/execution/{wf_id}/live.json").json()
+    assert first["type"] == "snapshot" and first["data"]["header"]["status"] == "RUNNING"
+    marker = first["data"]["marker"]
+    assert viewer_client.get(f"/execution/{wf_id}/live.json", {"marker": marker}).json()["type"] == "unchanged"
+    executor.workflow_pause(workflow_id=wf_id)
+    again = viewer_client.get(f"/execution/{wf_id}/live.json", {"marker": marker}).json()
+    assert again["type"] == "snapshot" and again["data"]["header"]["allowedActions"] == ["resume", "terminate"]
+
+
+def test_complete_a_wait_task_from_the_panel(operator_client):
+    from apps.metadata import services
+    from tests.factories import unique, workflow_def
+
+    name = unique("ui_wait")
+    services.workflow_def_register(workflow_def=workflow_def(name, [
+        {"name": "wait", "taskReferenceName": "w", "type": "WAIT", "inputParameters": {}}]))
+    wf_id = executor.workflow_start(name=name, input={})
+    task = WorkflowExecution.objects.get(pk=wf_id).tasks.get(reference_task_name="w")
+    panel = operator_client.get(f"/execution/{wf_id}/task/{task.task_id}.json").json()
+    assert set(panel["actions"]) >= {"complete_task", "fail_task", "skip"}
+    url = panel["actionUrls"]["complete_task"]
+    assert operator_client.get(url).status_code == 200
+    resp = operator_client.post(url, {"output": '{"approved": true}'})
+    assert resp.status_code == 302
+    task.refresh_from_db()
+    assert task.status == "COMPLETED" and task.output_data == {"approved": True}
+    assert WorkflowExecution.objects.get(pk=wf_id).status == "COMPLETED"
+    assert AuditLog.objects.get().action == "complete_task"
+
+
+def test_invalid_json_in_a_task_action_is_refused(operator_client):
+    from apps.metadata import services
+    from tests.factories import unique, workflow_def
+
+    name = unique("ui_wait")
+    services.workflow_def_register(workflow_def=workflow_def(name, [
+        {"name": "wait", "taskReferenceName": "w", "type": "WAIT", "inputParameters": {}}]))
+    wf_id = executor.workflow_start(name=name, input={})
+    task = WorkflowExecution.objects.get(pk=wf_id).tasks.get(reference_task_name="w")
+    resp = operator_client.post(f"/execution/{wf_id}/task-action/complete_task?task={task.task_id}", {"output": "{oops"})
+    assert resp.status_code == 400 and b"not valid JSON" in resp.content
+    assert not AuditLog.objects.exists()
+
+
+def test_unavailable_engine_service_is_reported(operator_client, chain, monkeypatch):
+    from apps.ui import actions
+
+    monkeypatch.setattr(actions, "SERVICE_MODULES", ("apps.engine.selectors",))
+    wf_id = start(chain)
+    executor.workflow_terminate(workflow_id=wf_id, reason="x")
+    resp = operator_client.post(f"/execution/{wf_id}/action/restart", follow=True)
+    assert b"workflow_restart is not available" in resp.content
+    assert AuditLog.objects.get().ok is False
+
+
+# --- search and bulk -----------------------------------------------------------------------------
+
+def test_search_filters_sorting_paging_and_running_tasks(viewer_client):
+    a = register_chain()
+    b = register_chain()
+    ids_a = [start(a, x=i) for i in range(3)]
+    id_b = executor.workflow_start(name=b, input={"x": "needle-in-input"}, correlation_id="c-b")
+    executor.workflow_terminate(workflow_id=ids_a[0], reason="special reason text")
+
+    def ids(params):
+        html = viewer_client.get("/executions/", params).content.decode()
+        import re
+        return re.findall(r'<tr data-workflow-id="([^"]+)"', html)
+
+    assert set(ids({"name": a})) == set(ids_a)
+    assert set(ids({"name": [a, b]})) == set(ids_a) | {id_b}
+    assert ids({"name": [a, b], "status": "TERMINATED"}) == [ids_a[0]]
+    assert ids({"name": [a, b], "status": ["TERMINATED", "PAUSED"]}) == [ids_a[0]]
+    assert ids({"q": "needle-in"}) == [id_b]
+    assert ids({"q": "special reason"}) == [ids_a[0]]
+    assert ids({"correlation_id": "c-b"}) == [id_b]
+    assert ids({"workflow_id": ids_a[1]}) == [ids_a[1]]
+    assert ids({"name": a, "version": 1, "sort": "start"}) == ids_a
+    assert ids({"name": a, "sort": "-start"}) == ids_a[::-1]
+    page1 = ids({"name": a, "sort": "start", "size": 10, "page": 1})
+    assert page1 == ids_a
+    assert ids({"name": a, "start_from": "2000-01-01T00:00", "start_to": "2001-01-01T00:00"}) == []
+    html = viewer_client.get("/executions/", {"workflow_id": ids_a[1]}).content.decode()
+    assert 'st-SCHEDULED small' in html and ">a</span>" in html  # the task waiting for a worker
+
+
+def test_search_paging_in_the_database(viewer_client):
+    from apps.ui.selectors import SearchQuery, search_executions
+    from django.http import QueryDict
+
+    name = register_chain()
+    made = [start(name) for _ in range(23)]
+    q = SearchQuery.from_querydict(QueryDict(f"name={name}&size=10&page=3&sort=start"))
+    result = search_executions(q)
+    assert result.total == 23 and result.pages == 3 and [r["workflow_id"] for r in result.rows] == made[20:]
+
+
+def test_bulk_confirmation_then_results(operator_client):
+    name = register_chain()
+    ids = [start(name) for _ in range(3)]
+    executor.workflow_terminate(workflow_id=ids[2], reason="done")
+    confirm = operator_client.post("/executions/bulk", {"action": "pause", "ids": ids, "back": "/executions/"})
+    assert confirm.status_code == 200
+    text = confirm.content.decode()
+    assert "Pause 3 executions?" in text and 'id="confirm-count">3<' in text
+    assert not AuditLog.objects.exists()
+    result = operator_client.post("/executions/bulk", {"action": "pause", "ids": ids, "confirm": "yes", "back": "/executions/"})
+    body = result.content.decode()
+    assert "2 succeeded, 1 failed" in body and "has ended, status cannot be updated" in body
+    assert [WorkflowExecution.objects.get(pk=i).status for i in ids] == ["PAUSED", "PAUSED", "TERMINATED"]
+    assert AuditLog.objects.filter(bulk=True).count() == 3
+
+
+def test_bulk_terminate_carries_the_reason(operator_client):
+    name = register_chain()
+    ids = [start(name) for _ in range(2)]
+    operator_client.post("/executions/bulk", {"action": "terminate", "ids": ids, "confirm": "yes", "reason": "cleanup"})
+    assert set(WorkflowExecution.objects.filter(pk__in=ids).values_list("status", "reason_for_incompletion")) == {
+        ("TERMINATED", "cleanup")}
+
+
+# --- other pages --------------------------------------------------------------------------------
+
+def test_definition_page_has_graph_and_executions_link(viewer_client, chain):
+    page = viewer_client.get(f"/definitions/{chain}/1").content.decode()
+    assert f"/executions/?name={chain}&amp;version=1" in page
+    assert 'id="graph-data"' in page and '"kind": "start"' in page
+    assert viewer_client.get(f"/definitions/{chain}/9").status_code == 404
+    assert chain in viewer_client.get("/definitions/").content.decode()
+
+
+def test_queues_page_lists_pollers_and_warns(viewer_client, chain):
+    from apps.engine.models import PollData
+
+    start(chain)
+    queue.task_poll(task_type=f"{chain}_b", worker_id="wb")
+    PollData.objects.create(queue_name=f"{chain}_b", domain="", worker_id="wb2", last_poll_time=1)
+    html = viewer_client.get("/queues/").content.decode()
+    assert f'data-task-type="{chain}_a"' in html
+    assert "no worker has ever polled" in html  # chain_a has a task and no poller
+    assert "wb</span>" in html and "+1 older poller" in html
+
+
+def test_queue_overview_flags_stale_pollers(db, chain):
+    from apps.core.clock import now_ms
+    from apps.engine.models import PollData
+    from apps.ui.selectors import queues_overview
+
+    start(chain)
+    now = now_ms()
+    PollData.objects.create(queue_name=f"{chain}_a", domain="", worker_id="old", last_poll_time=now - 120_000)
+    PollData.objects.create(queue_name=f"{chain}_a", domain="", worker_id="older", last_poll_time=now - 300_000)
+    row = next(r for r in queues_overview(now, stale_seconds=60) if r["task_type"] == f"{chain}_a")
+    assert row["depth"] == 1 and [w["worker_id"] for w in row["workers"]] == ["old", "older"]
+    assert "no worker has polled for 120 s" in row["warning"]
+    PollData.objects.create(queue_name=f"{chain}_a", domain="", worker_id="fresh", last_poll_time=now - 1000)
+    row = next(r for r in queues_overview(now, stale_seconds=60) if r["task_type"] == f"{chain}_a")
+    assert row["warning"] is None and row["workers"][0]["worker_id"] == "fresh"
+
+
+def test_start_page_builds_a_form_from_input_parameters(operator_client, chain):
+    page = operator_client.get("/start/", {"name": chain}).content.decode()
+    assert 'name="input.x"' in page and 'name="input.y"' in page
+    resp = operator_client.post("/start/", {"name": chain, "version": "1", "input.x": "42", "input.y": "hello",
+                                            "input_json": '{"z": [1]}', "correlation_id": "from-ui"})
+    assert resp.status_code == 302
+    wf_id = resp["Location"].rsplit("/", 1)[1]
+    wf = WorkflowExecution.objects.get(pk=wf_id)
+    assert wf.input == {"x": 42, "y": "hello", "z": [1]} and wf.correlation_id == "from-ui"
+    assert wf.created_by == "operator"
+    entry = AuditLog.objects.get()
+    assert (entry.action, entry.target, entry.ok) == ("start", wf_id, True)
+
+
+def test_start_with_bad_json_is_refused(operator_client, chain):
+    resp = operator_client.post("/start/", {"name": chain, "version": "1", "input_json": "[1]"})
+    assert resp.status_code == 400 and b"must be a JSON object" in resp.content
+    assert not WorkflowExecution.objects.exists()
+
+
+def test_audit_page(operator_client, chain):
+    wf_id = start(chain)
+    operator_client.post(f"/execution/{wf_id}/action/pause")
+    html = operator_client.get("/audit/", {"target": wf_id}).content.decode()
+    assert "pause" in html and wf_id in html
