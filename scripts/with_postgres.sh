@@ -36,7 +36,8 @@ else
   as_pg() { "$@"; }
 fi
 
-PG_TMP=$(mktemp -d "${TMPDIR:-/tmp}/conductor-pg.XXXXXX")
+# /tmp rather than $TMPDIR: the postgres user must be able to reach the directory.
+PG_TMP=$(mktemp -d "${PG_TMPDIR:-/tmp}/conductor-pg.XXXXXX")
 if [ "$(id -u)" -eq 0 ]; then
   chown postgres: "$PG_TMP"
 fi
