@@ -1,0 +1,671 @@
+"""Runs a Conductor semantics case (/work/shared/cases/NN-*.json, see its README) against
+the server in-process, through the REST API, the way a worker and an operator would.
+
+Time is virtual: the engine clock (``apps.core.clock``) is frozen and only moves when a
+step waits (``sleep``, a poll that finds nothing, ``poll_empty``); each tick runs the
+sweeper and the jobs the engine handed to the cluster, so timers, timeouts and retry
+delays behave as on a live server without the suite waiting for them.
+
+Step vocabulary: start, worker, worker_any, poll_only, poll_empty, update_by_remembered_id,
+parallel_updates, external_update, api, sleep, check, mock_http (a loopback HTTP stub whose
+address replaces ``{{mockBaseUrl}}`` in the definitions).
+Expect/check keys: workflowStatus, reasonForIncompletion, reasonForIncompletionContains,
+output, tasks, taskCountByRef, taskCountByDefName, absentRefs, noTaskStatus,
+childWorkflowStatus, childWorkflow, grandchildWorkflow, failureWorkflow. Keys that are
+notes for people (variant_*, notAsserted, note, ...) are ignored; any other key fails the
+case, so a new case never passes by being misunderstood.
+"""
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from django.db import connection
+
+from tests.factories import Api, FakeClock
+
+CASES_DIR = Path(os.environ.get("CONDUCTOR_CASES_DIR", "/work/shared/cases"))
+
+TICK_SECONDS = 0.25
+DEFAULT_POLL_TIMEOUT_SECONDS = 10
+WORKER_ID = "case-worker"
+
+NOTE_KEYS = {"notAsserted", "note", "referenceBehaviour", "harness", "serverConfig", "timing"}
+TASK_KEYS = {"ref", "status", "retryCount", "inputData", "outputData", "inputContains", "outputDataContains",
+             "outputDataOneOf", "inputMatchesOutputOf", "reasonForIncompletionContains",
+             "reasonForIncompletionNonEmpty", "startDelayInSeconds"}
+WORKFLOW_KEYS = {"workflowStatus", "status", "reasonForIncompletion", "reasonForIncompletionContains", "output",
+                 "tasks", "taskCountByRef", "taskCountByDefName", "absentRefs", "noTaskStatus",
+                 "childWorkflowStatus", "childWorkflow", "grandchildWorkflow", "failureWorkflow",
+                 "ref", "name", "sameWorkflowIdAsBeforeRetry", "action"}
+_LOOP_SUFFIX = re.compile(r"(__\d+)+$")
+
+
+def case_path(number: int) -> Path:
+    found = sorted(CASES_DIR.glob(f"{number:02d}-*.json"))
+    if not found:
+        raise FileNotFoundError(f"no case {number:02d} in {CASES_DIR}")
+    return found[0]
+
+
+def load_case(number: int) -> dict:
+    return json.loads(case_path(number).read_text())
+
+
+def case_id(number: int) -> str:
+    return case_path(number).stem
+
+
+# --- matching --------------------------------------------------------------------------------------
+
+def _same_scalar(expected: Any, actual: Any) -> bool:
+    """Equal value and JSON type (5 is not "5", 1 is not true; 5 and 5.0 are one number)."""
+    if expected is None or actual is None:
+        return expected is None and actual is None
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return expected == actual
+    return type(expected) is type(actual) and expected == actual
+
+
+def subset_mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:
+    """Where ``actual`` does not contain ``expected``: maps are matched key by key (extra
+    actual keys allowed, an expected null needs the key present with null), lists element
+    by element with equal length, scalars by type and value."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{path or '.'}: expected an object, got {actual!r}"]
+        out = []
+        for key, value in expected.items():
+            if key not in actual:
+                out.append(f"{path}.{key}: missing (expected {value!r})")
+            else:
+                out += subset_mismatches(value, actual[key], f"{path}.{key}")
+        return out
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{path or '.'}: expected {expected!r}, got {actual!r}"]
+        out = []
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            out += subset_mismatches(e, a, f"{path}[{i}]")
+        return out
+    if not _same_scalar(expected, actual):
+        return [f"{path or '.'}: expected {expected!r}, got {actual!r}"]
+    return []
+
+
+def contains_mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:
+    """Like ``subset_mismatches``, but an expected string only has to occur inside the
+    actual string (the ``...Contains`` expectations)."""
+    if isinstance(expected, str):
+        if not isinstance(actual, str) or expected not in actual:
+            return [f"{path or '.'}: expected text containing {expected!r}, got {actual!r}"]
+        return []
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{path or '.'}: expected an object, got {actual!r}"]
+        out = []
+        for key, value in expected.items():
+            if key not in actual:
+                out.append(f"{path}.{key}: missing (expected {value!r})")
+            else:
+                out += contains_mismatches(value, actual[key], f"{path}.{key}")
+        return out
+    return subset_mismatches(expected, actual, path)
+
+
+def _generate(value: Any) -> Any:
+    """Expand ``{"$generate": "string", "sizeKB": n}`` placeholders in step payloads."""
+    if isinstance(value, dict):
+        if value.get("$generate") == "string":
+            return "x" * int(value.get("sizeKB", 1) * 1024)
+        return {k: _generate(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_generate(v) for v in value]
+    return value
+
+
+# --- the loopback HTTP stub ---------------------------------------------------------------------------
+
+class MockHttp:
+    """A programmable HTTP server on 127.0.0.1 (``mock_http`` steps): each (method, path)
+    answers the programmed status and JSON body; anything else is 404. Requests are kept."""
+
+    def __init__(self):
+        self.routes: dict[tuple[str, str], tuple[int, Any]] = {}
+        self.requests: list[tuple[str, str, bytes]] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                stub.requests.append((self.command, self.path, self.rfile.read(length) if length else b""))
+                status, body = stub.routes.get((self.command, self.path.split("?")[0]),
+                                               (404, {"error": "no route"}))
+                payload = b"" if body is None or status == 204 else json.dumps(body).encode()
+                self.send_response(status)
+                if payload:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if payload:
+                    self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _answer
+
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# --- the runner --------------------------------------------------------------------------------------
+
+class CaseRunner:
+    def __init__(self, case: dict, api: Api, clock: FakeClock, jobs: list | None = None):
+        self.mock: MockHttp | None = None
+        if any(step["action"] == "mock_http" for step in case["steps"]):
+            self.mock = MockHttp()
+            case = json.loads(json.dumps(case).replace("{{mockBaseUrl}}", self.mock.base_url))
+        self.case = case
+        self.api = api
+        self.clock = clock
+        self.jobs = jobs if jobs is not None else []
+        self.workflow_id: str | None = None
+        self.remembered: dict[str, dict] = {}
+        self.first_sub_ids: dict[str, str] = {}
+        self.type_of_ref: dict[str, str] = {}
+        for definition in [case["workflowDef"], *case.get("extraWorkflowDefs", [])]:
+            self._index_refs(definition.get("tasks") or [])
+
+    def _index_refs(self, tasks: list) -> None:
+        for t in tasks:
+            if not isinstance(t, dict):
+                continue
+            if t.get("taskReferenceName") and t.get("name"):
+                self.type_of_ref.setdefault(t["taskReferenceName"], t["name"])
+            for branch in (t.get("decisionCases") or {}).values():
+                self._index_refs(branch)
+            self._index_refs(t.get("defaultCase") or [])
+            for branch in t.get("forkTasks") or []:
+                self._index_refs(branch)
+            self._index_refs(t.get("loopOver") or [])
+
+    # --- plumbing -------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self.mock is not None:
+            self.mock.stop()
+            self.mock = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.close()
+
+    def _run(self) -> None:
+        self.register()
+        for index, step in enumerate(self.case["steps"]):
+            self.drain_jobs()
+            handler = getattr(self, "step_" + step["action"], None)
+            assert handler is not None, f"step {index}: unknown action {step['action']!r}"
+            try:
+                handler(step)
+            except AssertionError as exc:
+                raise AssertionError(f"step {index} ({step['action']}): {exc}") from exc
+            self.remember_sub_workflows()
+        self.drain_jobs()
+        self.verify(self.case["expect"], "expect")
+
+    def register(self) -> None:
+        if self.case.get("taskDefs"):
+            self.api.ok(self.api.post("/metadata/taskdefs", self.case["taskDefs"]))
+        for definition in [*self.case.get("extraWorkflowDefs", []), self.case["workflowDef"]]:
+            self.api.ok(self.api.post("/metadata/workflow", definition, params={"overwrite": True}))
+
+    def drain_jobs(self) -> None:
+        """Run the jobs the engine handed to the cluster (system tasks...), in order."""
+        while self.jobs:
+            func, args, kwargs = self.jobs.pop(0)
+            func(*args, **kwargs)
+
+    def tick(self, seconds: float = TICK_SECONDS) -> None:
+        """Let virtual time pass: move the clock, run the sweeper and the pending jobs."""
+        from apps.engine import sweeper
+
+        self.clock.advance(seconds)
+        self.drain_jobs()
+        sweeper.sweep_once()
+        self.drain_jobs()
+
+    def workflow(self, workflow_id: str) -> dict:
+        return self.api.ok(self.api.get(f"/workflow/{workflow_id}", {"includeTasks": True})).json()
+
+    def main(self) -> dict:
+        assert self.workflow_id, "no workflow started yet"
+        return self.workflow(self.workflow_id)
+
+    @staticmethod
+    def latest_task(wf: dict, ref: str) -> dict | None:
+        found = [t for t in wf["tasks"] if t["referenceTaskName"] == ref]
+        return found[-1] if found else None
+
+    def sub_workflow_id(self, wf: dict, ref: str | None = None) -> str | None:
+        """The sub-workflow started by the task ``ref`` (or by the last SUB_WORKFLOW task)."""
+        if ref is not None:
+            task = self.latest_task(wf, ref)
+        else:
+            subs = [t for t in wf["tasks"] if t["taskType"] == "SUB_WORKFLOW"]
+            task = subs[-1] if subs else None
+        if task is None:
+            return None
+        return task.get("subWorkflowId") or (task.get("outputData") or {}).get("subWorkflowId")
+
+    def resolve_workflow(self, which: str | None) -> str | None:
+        """Id of ``None``/main, ``child``, ``grandchild`` or ``failureWorkflow``; None if not
+        there (yet)."""
+        if which in (None, "main"):
+            return self.workflow_id
+        main = self.main()
+        if which == "failureWorkflow":
+            value = (main.get("output") or {}).get("conductor.failure_workflow")
+            return value if value and not str(value).startswith("Error") else None
+        child = self.sub_workflow_id(main)
+        if which == "child":
+            return child
+        if which == "grandchild":
+            return self.sub_workflow_id(self.workflow(child)) if child else None
+        raise AssertionError(f"unknown workflow selector {which!r}")
+
+    def tree_ids(self, root: str | None) -> set[str]:
+        """A workflow and every sub-workflow below it."""
+        out: set[str] = set()
+        todo = [root] if root else []
+        while todo:
+            wf_id = todo.pop()
+            if wf_id in out:
+                continue
+            out.add(wf_id)
+            for task in self.workflow(wf_id)["tasks"]:
+                sub = task.get("subWorkflowId")
+                if task["taskType"] == "SUB_WORKFLOW" and sub:
+                    todo.append(sub)
+        return out
+
+    def remember_sub_workflows(self) -> None:
+        if not self.workflow_id:
+            return
+        for task in self.main()["tasks"]:
+            sub = task.get("subWorkflowId")
+            if task["taskType"] == "SUB_WORKFLOW" and sub:
+                self.first_sub_ids.setdefault(task["referenceTaskName"], sub)
+
+    def task_type_for(self, ref: str) -> str:
+        base = _LOOP_SUFFIX.sub("", ref)
+        assert base in self.type_of_ref, f"no task {ref!r} in the case's definitions"
+        return self.type_of_ref[base]
+
+    def post_result(self, task_id: str, workflow_id: str, status: str, output: dict | None = None,
+                    reason: str | None = None, worker_id: str = WORKER_ID, callback: int | None = None) -> Any:
+        body = {"workflowInstanceId": workflow_id, "taskId": task_id, "status": status,
+                "outputData": _generate(output or {}), "workerId": worker_id, "extendLease": False}
+        if reason is not None:
+            body["reasonForIncompletion"] = reason
+        if callback is not None:
+            body["callbackAfterSeconds"] = callback
+        return self.api.post("/tasks", body)
+
+    def poll_until(self, task_type: str, timeout_s: float, accept=None) -> dict:
+        """Poll ``task_type`` (one at a time) until a task comes, letting virtual time pass
+        between empty polls. ``accept(task)`` may reject a delivered task (assertion)."""
+        waited = 0.0
+        while True:
+            tasks = self.api.poll(task_type, count=1, worker_id=WORKER_ID)
+            if tasks:
+                task = tasks[0]
+                if accept is not None:
+                    accept(task)
+                return task
+            assert waited < timeout_s, f"no {task_type!r} task within {timeout_s} s"
+            self.tick()
+            waited += TICK_SECONDS
+
+    def snapshot(self, workflow_id: str) -> Any:
+        wf = self.workflow(workflow_id)
+        return (wf["status"], wf.get("reasonForIncompletion"), wf.get("output"),
+                [(t["taskId"], t["status"], t.get("outputData"), t.get("reasonForIncompletion"), t.get("retryCount"))
+                 for t in wf["tasks"]])
+
+    # --- steps ------------------------------------------------------------------------------------
+    def step_start(self, step: dict) -> None:
+        definition = self.case["workflowDef"]
+        resp = self.api.ok(self.api.post("/workflow", {"name": definition["name"],
+                                                        "version": definition.get("version", 1),
+                                                        "input": step.get("input", {})}))
+        self.workflow_id = resp.content.decode()
+        assert self.workflow_id, "start answered no id"
+
+    def step_worker(self, step: dict) -> None:
+        ref = step["taskRef"]
+        if step.get("expectIgnored"):
+            # the task was taken earlier (poll_only) and has ended since: post the late result
+            target = self.resolve_workflow(step.get("workflow"))
+            assert target, f"no {step.get('workflow')} workflow"
+            task = self.latest_task(self.workflow(target), ref)
+            assert task is not None, f"no task {ref!r} in {step.get('workflow')} workflow"
+            self._ignored_update(target, task["taskId"], step)
+            return
+        task_type = self.task_type_for(ref)
+        timeout = step.get("pollTimeoutSeconds", DEFAULT_POLL_TIMEOUT_SECONDS)
+
+        def accept(task: dict) -> None:
+            assert task["referenceTaskName"] == ref, \
+                f"polled {task_type!r} expecting {ref!r}, got {task['referenceTaskName']!r}"
+            if step.get("workflow"):
+                allowed = {self.resolve_workflow(step["workflow"])}
+            else:  # some cases omit ``workflow`` for tasks of a sub-workflow: the run's tree
+                allowed = self.tree_ids(self.workflow_id)
+            assert task["workflowInstanceId"] in allowed, \
+                f"task {ref!r} came from workflow {task['workflowInstanceId']}, expected one of {allowed}"
+
+        task = self.poll_until(task_type, timeout, accept)
+        resp = self.post_result(task["taskId"], task["workflowInstanceId"], step["status"], step.get("outputData"),
+                                step.get("reason"))
+        assert resp.status_code == 200, (resp.status_code, resp.content)
+
+    def step_worker_any(self, step: dict) -> None:
+        for _ in range(step["times"]):
+            task = self.poll_until(step["taskType"], step.get("pollTimeoutSeconds", DEFAULT_POLL_TIMEOUT_SECONDS))
+            resp = self.post_result(task["taskId"], task["workflowInstanceId"], step.get("status", "COMPLETED"),
+                                    step.get("outputData"), step.get("reason"))
+            assert resp.status_code == 200, (resp.status_code, resp.content)
+
+    def step_poll_only(self, step: dict) -> None:
+        task = self.poll_until(step["taskType"], step.get("pollTimeoutSeconds", DEFAULT_POLL_TIMEOUT_SECONDS))
+        if step.get("expectRef"):
+            assert task["referenceTaskName"] == step["expectRef"], \
+                f"expected {step['expectRef']!r}, got {task['referenceTaskName']!r}"
+        if step.get("remember"):
+            self.remembered[step["remember"]] = task
+
+    def step_poll_empty(self, step: dict) -> None:
+        waited = 0.0
+        while True:
+            tasks = self.api.poll(step["taskType"], count=1, worker_id=WORKER_ID)
+            assert tasks == [], f"expected no {step['taskType']!r} task after {waited} s, got {tasks}"
+            if waited >= step["withinSeconds"]:
+                return
+            self.tick()
+            waited += TICK_SECONDS
+
+    def _ignored_update(self, workflow_id: str, task_id: str, step: dict) -> None:
+        before = self.snapshot(workflow_id)
+        resp = self.post_result(task_id, workflow_id, step["status"], step.get("outputData"), step.get("reason"),
+                                callback=step.get("callbackAfterSeconds"))
+        assert resp.status_code == 200, f"an ignored update must answer 200, got {resp.status_code} {resp.content!r}"
+        self.drain_jobs()
+        after = self.snapshot(workflow_id)
+        assert after == before, f"an ignored update changed the workflow:\n{before}\n->\n{after}"
+
+    def step_update_by_remembered_id(self, step: dict) -> None:
+        task = self.remembered[step["remembered"]]
+        if step.get("expectIgnored"):
+            self._ignored_update(task["workflowInstanceId"], task["taskId"], step)
+            return
+        resp = self.post_result(task["taskId"], task["workflowInstanceId"], step["status"], step.get("outputData"),
+                                step.get("reason"), callback=step.get("callbackAfterSeconds"))
+        assert resp.status_code == 200, (resp.status_code, resp.content)
+
+    def step_parallel_updates(self, step: dict) -> None:
+        task = self.remembered[step["remembered"]]
+        barrier = threading.Barrier(len(step["updates"]))
+        statuses: list[Any] = [None] * len(step["updates"])
+
+        def send(i: int, update: dict) -> None:
+            try:
+                barrier.wait(timeout=30)
+                resp = Api().post("/tasks", {
+                    "workflowInstanceId": task["workflowInstanceId"], "taskId": task["taskId"],
+                    "status": update["status"], "outputData": _generate(update.get("outputData") or {}),
+                    "workerId": update.get("workerId", WORKER_ID),
+                    **({"reasonForIncompletion": update["reason"]} if "reason" in update else {})})
+                statuses[i] = resp.status_code
+            except Exception as exc:  # noqa: BLE001 - reported below
+                statuses[i] = repr(exc)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=send, args=(i, u), daemon=True) for i, u in enumerate(step["updates"])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert statuses == [200] * len(threads), f"parallel updates answered {statuses}"
+
+    def step_external_update(self, step: dict) -> None:
+        target = self.resolve_workflow(step.get("workflow"))
+        wf = self.workflow(target)
+        pending = [t for t in wf["tasks"] if t["referenceTaskName"] == step["taskRef"]
+                   and t["status"] in ("SCHEDULED", "IN_PROGRESS")]
+        assert pending, f"no pending task {step['taskRef']!r}"
+        resp = self.post_result(pending[-1]["taskId"], target, step["status"], step.get("outputData"),
+                                step.get("reason"))
+        assert resp.status_code == 200, (resp.status_code, resp.content)
+
+    def _placeholders(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: self._placeholders(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._placeholders(v) for v in value]
+        if not isinstance(value, str) or "{" not in value:
+            return value
+
+        def repl(m: re.Match) -> str:
+            kind, arg = m.group(1), m.group(2)
+            if kind == "workflowId":
+                return self.workflow_id or ""
+            main = self.main()
+            if kind == "subWorkflowId":
+                sub = self.sub_workflow_id(main, arg)
+                assert sub, f"no sub-workflow for {arg!r}"
+                return sub
+            if kind == "taskId":
+                task = self.latest_task(main, arg)
+                assert task, f"no task {arg!r}"
+                return task["taskId"]
+            raise AssertionError(f"unknown placeholder {m.group(0)}")
+
+        return re.sub(r"\{(workflowId|subWorkflowId|taskId)(?::([^}]+))?\}", repl, value)
+
+    def step_api(self, step: dict) -> None:
+        path = self._placeholders(step["path"])
+        assert path.startswith("/api/"), path
+        path, _, query = path.partition("?")
+        url = "/api" + quote(path[len("/api"):]) + (f"?{query}" if query else "")
+        body = json.dumps(self._placeholders(step.get("body", {})))
+        method = step["method"].lower()
+        resp = getattr(self.api.client, method)(url, data=body, content_type="application/json") \
+            if method != "get" else self.api.client.get(url, content_type="application/json")
+        expected = step.get("expectStatus")
+        if expected is not None:
+            assert resp.status_code == expected, (resp.status_code, resp.content)
+        else:
+            assert 200 <= resp.status_code < 300, (step["method"], url, resp.status_code, resp.content)
+
+    def step_mock_http(self, step: dict) -> None:
+        assert self.mock is not None
+        self.mock.routes[(step["method"].upper(), step["path"])] = (step["status"], step.get("body"))
+
+    def step_sleep(self, step: dict) -> None:
+        remaining = float(step["seconds"])
+        while remaining > 0:
+            self.tick(min(TICK_SECONDS, remaining))
+            remaining -= TICK_SECONDS
+
+    def step_check(self, step: dict) -> None:
+        self.verify({k: v for k, v in step.items() if k != "action"}, "check")
+
+    # --- expectations ----------------------------------------------------------------------------
+    def verify(self, spec: dict, where: str) -> None:
+        problems = self.workflow_problems(self.main(), spec, where)
+        assert not problems, f"{where} failed:\n  " + "\n  ".join(problems)
+
+    def workflow_problems(self, wf: dict, spec: dict, where: str) -> list[str]:
+        out: list[str] = []
+        for key in spec:
+            if key not in WORKFLOW_KEYS and key not in NOTE_KEYS and not key.startswith("variant_"):
+                out.append(f"{where}: unknown expectation {key!r} (teach the harness)")
+        status = spec.get("workflowStatus", spec.get("status"))
+        if status is not None and wf["status"] != status:
+            out.append(f"{where}: workflow status {wf['status']}, expected {status}"
+                       f" (reason: {wf.get('reasonForIncompletion')!r})")
+        if "reasonForIncompletion" in spec and wf.get("reasonForIncompletion") != spec["reasonForIncompletion"]:
+            out.append(f"{where}: reasonForIncompletion {wf.get('reasonForIncompletion')!r}, "
+                       f"expected {spec['reasonForIncompletion']!r}")
+        if "reasonForIncompletionContains" in spec and \
+                spec["reasonForIncompletionContains"] not in (wf.get("reasonForIncompletion") or ""):
+            out.append(f"{where}: reasonForIncompletion {wf.get('reasonForIncompletion')!r} does not contain "
+                       f"{spec['reasonForIncompletionContains']!r}")
+        if "output" in spec:
+            out += [f"{where}: output{m}" for m in subset_mismatches(spec["output"], wf.get("output") or {})]
+        for entry in spec.get("tasks", []):
+            out += self.task_problems(wf, entry, where)
+        for ref, count in (spec.get("taskCountByRef") or {}).items():
+            actual = sum(1 for t in wf["tasks"] if t["referenceTaskName"] == ref)
+            if actual != count:
+                out.append(f"{where}: {actual} task(s) with ref {ref!r}, expected {count}")
+        for name, count in (spec.get("taskCountByDefName") or {}).items():
+            actual = sum(1 for t in wf["tasks"] if t.get("taskDefName") == name)
+            if actual != count:
+                out.append(f"{where}: {actual} task(s) of {name!r}, expected {count}")
+        for ref in spec.get("absentRefs", []):
+            present = [t["referenceTaskName"] for t in wf["tasks"] if _LOOP_SUFFIX.sub("", t["referenceTaskName"]) == ref]
+            if present:
+                out.append(f"{where}: {ref!r} must never be scheduled, found {present}")
+        for status_name in spec.get("noTaskStatus", []):
+            bad = [t["referenceTaskName"] for t in wf["tasks"] if t["status"] == status_name]
+            if bad:
+                out.append(f"{where}: tasks {bad} have status {status_name}")
+        for ref, child_status in (spec.get("childWorkflowStatus") or {}).items():
+            sub = self.sub_workflow_id(wf, ref)
+            if not sub:
+                out.append(f"{where}: no sub-workflow for {ref!r}")
+            elif self.workflow(sub)["status"] != child_status:
+                out.append(f"{where}: child {ref!r} is {self.workflow(sub)['status']}, expected {child_status}")
+        if "childWorkflow" in spec:
+            out += self.child_problems(wf, spec["childWorkflow"], f"{where}.childWorkflow")
+        if "grandchildWorkflow" in spec:
+            child_ref = (spec.get("childWorkflow") or {}).get("ref")
+            child = self.sub_workflow_id(wf, child_ref)
+            grandchild = self.sub_workflow_id(self.workflow(child)) if child else None
+            if not grandchild:
+                out.append(f"{where}: no grandchild workflow")
+            else:
+                out += self.workflow_problems(self.workflow(grandchild), spec["grandchildWorkflow"],
+                                              f"{where}.grandchildWorkflow")
+        if "failureWorkflow" in spec:
+            fw_spec = spec["failureWorkflow"]
+            fw_id = (wf.get("output") or {}).get("conductor.failure_workflow")
+            if not fw_id or str(fw_id).startswith("Error"):
+                out.append(f"{where}: no failure workflow started (output: {wf.get('output')!r})")
+            else:
+                fw = self.workflow(fw_id)
+                if fw_spec.get("name") and fw["workflowName"] != fw_spec["name"]:
+                    out.append(f"{where}: failure workflow is {fw['workflowName']!r}, expected {fw_spec['name']!r}")
+                out += self.workflow_problems(fw, fw_spec, f"{where}.failureWorkflow")
+        return out
+
+    def child_problems(self, wf: dict, spec: dict, where: str) -> list[str]:
+        sub = self.sub_workflow_id(wf, spec.get("ref"))
+        if not sub:
+            return [f"{where}: no sub-workflow for {spec.get('ref')!r}"]
+        out = []
+        if spec.get("sameWorkflowIdAsBeforeRetry"):
+            first = self.first_sub_ids.get(spec["ref"])
+            if first != sub:
+                out.append(f"{where}: sub-workflow id changed from {first} to {sub}")
+        return out + self.workflow_problems(self.workflow(sub), spec, where)
+
+    def task_problems(self, wf: dict, entry: dict, where: str) -> list[str]:
+        ref = entry["ref"]
+        label = f"{where}: task {ref!r}" + (f" (retryCount {entry['retryCount']})" if "retryCount" in entry else "")
+        unknown = set(entry) - TASK_KEYS
+        if unknown:
+            return [f"{label}: unknown expectation(s) {sorted(unknown)} (teach the harness)"]
+        candidates = [t for t in wf["tasks"] if t["referenceTaskName"] == ref]
+        if "retryCount" in entry:
+            candidates = [t for t in candidates if t["retryCount"] == entry["retryCount"]]
+        if not candidates:
+            present = [(t["referenceTaskName"], t["retryCount"], t["status"]) for t in wf["tasks"]]
+            return [f"{label}: not found among {present}"]
+        task = candidates[-1]
+        out = []
+        if "status" in entry and task["status"] != entry["status"]:
+            out.append(f"{label}: status {task['status']}, expected {entry['status']}"
+                       f" (reason: {task.get('reasonForIncompletion')!r})")
+        for key, field, match in (("inputData", "inputData", subset_mismatches),
+                                  ("inputContains", "inputData", contains_mismatches),
+                                  ("outputData", "outputData", subset_mismatches),
+                                  ("outputDataContains", "outputData", contains_mismatches)):
+            if key in entry:
+                out += [f"{label}: {field}{m}" for m in match(entry[key], task.get(field) or {})]
+        if "outputDataOneOf" in entry and not any(
+                not subset_mismatches(option, task.get("outputData") or {}) for option in entry["outputDataOneOf"]):
+            out.append(f"{label}: outputData {task.get('outputData')!r} is none of {entry['outputDataOneOf']!r}")
+        if "inputMatchesOutputOf" in entry:
+            other = self.latest_task(wf, entry["inputMatchesOutputOf"])
+            if other is None or (task.get("inputData") or {}) != (other.get("outputData") or {}):
+                out.append(f"{label}: inputData {task.get('inputData')!r} != outputData of "
+                           f"{entry['inputMatchesOutputOf']!r} {other and other.get('outputData')!r}")
+        if "reasonForIncompletionContains" in entry and \
+                entry["reasonForIncompletionContains"] not in (task.get("reasonForIncompletion") or ""):
+            out.append(f"{label}: reason {task.get('reasonForIncompletion')!r} does not contain "
+                       f"{entry['reasonForIncompletionContains']!r}")
+        if entry.get("reasonForIncompletionNonEmpty") and not task.get("reasonForIncompletion"):
+            out.append(f"{label}: reasonForIncompletion is empty")
+        if "startDelayInSeconds" in entry and task.get("startDelayInSeconds") != entry["startDelayInSeconds"]:
+            out.append(f"{label}: startDelayInSeconds {task.get('startDelayInSeconds')}, "
+                       f"expected {entry['startDelayInSeconds']}")
+        return out
+
+
+def install_job_capture(monkeypatch, jobs: list) -> None:
+    """Make the engine's cluster jobs (django-q2 ``async_task``) land in ``jobs`` so the
+    harness runs them on its own ticks; the sweeper loop job is not needed (the harness
+    sweeps itself)."""
+    from apps.engine import jobs as engine_jobs
+
+    if not hasattr(engine_jobs, "_async_task"):
+        return
+
+    def capture(func: str, *args, **kwargs) -> None:
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("task_name", "hook", "group", "q_options")}
+        if func.rsplit(".", 1)[-1] in ("sweep_loop_job", "ensure_sweeper_job"):
+            return
+        module, name = func.rsplit(".", 1)
+        jobs.append((getattr(importlib.import_module(module), name), args, kwargs))
+
+    monkeypatch.setattr(engine_jobs, "_async_task", capture)
+
+
+def tampered(case: dict, mutate) -> dict:
+    """A deep copy of a case changed by ``mutate(copy)`` (for the harness's own tests)."""
+    out = copy.deepcopy(case)
+    mutate(out)
+    return out
