@@ -387,3 +387,31 @@ def test_concurrent_workers_run_each_action_once(api):
 
     assert WorkflowExecution.objects.filter(workflow_name=child).count() == 15
     assert EventExecution.objects.filter(status="COMPLETED").count() == 15
+
+
+def test_each_new_message_is_handed_to_the_cluster_after_commit(api, waiter, publisher, monkeypatch):
+    """With django-q2 in sync mode the job enqueued on commit runs at once: publishing
+    alone completes the waiting workflow (the job's dotted path resolves)."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+    target = api.start(waiter)
+    add_handler(api, unique("approve"), f"conductor:{publisher}:approvals", [complete_wait_action()])
+    api.start(publisher, {"target": target, "approved": True})
+    assert pending_message_ids() == []
+    assert api.workflow(target)["status"] == "COMPLETED"
+
+
+def test_a_workflow_can_wait_for_its_own_event(api):
+    """EVENT then WAIT in one workflow; a handler on the published event completes the
+    WAIT (processing runs after the publishing transaction commits)."""
+    name = unique("self")
+    api.register_workflow(workflow_def(name, [event_task("notify", "conductor"), wait_task("w")]))
+    add_handler(api, unique("h"), f"conductor:{name}:notify", [{"action": "complete_task", "complete_task": {
+        "workflowId": "${workflowInstanceId}", "taskRefName": "w", "output": {"via": "${event_produced}"}}}])
+    wf_id = api.start(name)
+    assert tasks_by_ref(api.workflow(wf_id))["w"]["status"] == "IN_PROGRESS"
+    assert drain() == 1
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "COMPLETED"
+    assert tasks_by_ref(wf)["w"]["outputData"]["via"] == f"conductor:{name}:notify"

@@ -105,3 +105,20 @@ def test_async_complete_publishes_and_stays_in_progress(api, worker_type):
     assert tasks_by_ref(wf)["notify"]["status"] == "COMPLETED"
     assert tasks_by_ref(wf)["after"]["status"] == "SCHEDULED"
     assert EventMessage.objects.count() == 1
+
+
+def test_the_decider_asks_for_publication_without_touching_the_database():
+    """Pure decide: the EVENT task stays SCHEDULED with its output computed and asks for
+    the ``publish_event`` action; the executor performs it inside the transaction."""
+    from tests.operators.sim import Sim
+
+    sim = Sim(workflow_def("pure", [event_task("notify", "conductor:x", {"a": "${workflow.input.a}"})]),
+              input={"a": 5})
+    task = sim.task("notify")
+    assert task.status == "SCHEDULED"
+    assert task.output_data["event_produced"] == "conductor:pure:x"
+    assert task.output_data["a"] == 5
+    assert [(a.kind, a.task.task_id) for a in sim.outcomes[0].actions] == [("publish_event", task.task_id)]
+    # deciding again does not ask twice within one decide, and re-asks while unpublished
+    again = sim.decide()
+    assert [a.kind for a in again.actions] == ["publish_event"]
