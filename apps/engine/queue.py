@@ -27,7 +27,6 @@ from apps.engine.state import TASK_FIELDS, TaskState
 
 _JSON_FIELDS = ("input_data", "output_data", "workflow_task")
 _BOOL_FIELDS = ("retried", "executed")
-_COLUMNS = ", ".join("workflow_id" if f == "workflow_id" else f for f in TASK_FIELDS)
 
 
 def queue_name_for(task_type: str, domain: str | None) -> str:
@@ -49,19 +48,34 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
     """Move up to ``count`` pollable tasks of ``queue_name`` to IN_PROGRESS for
     ``worker_id`` and return them (one statement, see module doc)."""
     now = now if now is not None else now_ms()
-    lock = " FOR UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
-    sql = (
-        "UPDATE engine_task_execution SET status = 'IN_PROGRESS', "
-        "start_time = CASE WHEN start_time = 0 THEN %s ELSE start_time END, "
-        "update_time = %s, worker_id = %s, poll_count = poll_count + 1, callback_after_seconds = 0 "
-        "WHERE status = 'SCHEDULED' AND task_id IN ("
-        "SELECT task_id FROM engine_task_execution WHERE queue_name = %s AND status = 'SCHEDULED' "
-        f"AND visible_at <= %s ORDER BY workflow_priority DESC, visible_at LIMIT %s{lock}) "
-        f"RETURNING {_COLUMNS}"
-    )
+    columns = ", ".join(f"t.{c}" for c in TASK_FIELDS)
+    if connection.vendor == "postgresql":
+        # A locking CTE is evaluated exactly once; "IN (SELECT ... LIMIT n SKIP LOCKED)" may
+        # be re-run by the planner and claim more than n rows.
+        sql = (
+            "WITH picked AS (SELECT task_id FROM engine_task_execution WHERE queue_name = %s "
+            "AND status = 'SCHEDULED' AND visible_at <= %s ORDER BY workflow_priority DESC, visible_at "
+            "LIMIT %s FOR UPDATE SKIP LOCKED) "
+            "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
+            "start_time = CASE WHEN t.start_time = 0 THEN %s ELSE t.start_time END, "
+            "update_time = %s, worker_id = %s, poll_count = t.poll_count + 1, callback_after_seconds = 0 "
+            f"FROM picked WHERE t.task_id = picked.task_id RETURNING {columns}"
+        )
+        args = [queue_name, now, count, now, now, worker_id]
+    else:
+        sql = (
+            "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
+            "start_time = CASE WHEN start_time = 0 THEN %s ELSE start_time END, "
+            "update_time = %s, worker_id = %s, poll_count = poll_count + 1, callback_after_seconds = 0 "
+            "WHERE status = 'SCHEDULED' AND task_id IN ("
+            "SELECT task_id FROM engine_task_execution WHERE queue_name = %s AND status = 'SCHEDULED' "
+            "AND visible_at <= %s ORDER BY workflow_priority DESC, visible_at LIMIT %s) "
+            f"RETURNING {', '.join(TASK_FIELDS)}"
+        )
+        args = [now, now, worker_id, queue_name, now, count]
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(sql, [now, now, worker_id, queue_name, now, count])
+            cursor.execute(sql, args)
             rows = cursor.fetchall()
     tasks = [_row_to_task(r) for r in rows]
     tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
