@@ -348,6 +348,11 @@ def test_update_by_reference_with_nothing_pending_is_an_empty_200(api, flow):
     assert api.workflow(wf_id)["tasks"][0]["outputData"] == {"v": 1}
 
 
+def test_update_by_reference_of_unknown_workflow_is_404(api):
+    body = error(api.post("/tasks/no-such-wf/a/COMPLETED", {}), 404)
+    assert body["message"] == "No such workflow found by id: no-such-wf"
+
+
 def test_update_by_reference_failed(api, flow):
     wf_id = api.start(flow["name"], {"x": 1})
     task_id = api.workflow(wf_id)["tasks"][0]["taskId"]

@@ -427,3 +427,104 @@ def test_bodiless_writes_accept_an_empty_json_object_or_nothing(api, flow):
     assert api.put(f"/workflow/decide/{wf_id}", raw="").status_code == 200
     assert api.delete(f"/workflow/{wf_id}", {}, params={"reason": "r"}).status_code == 200
     assert api.delete(f"/workflow/{wf_id}/remove", raw="").status_code == 200
+
+
+# --- timers kept by the sweeper ------------------------------------------------------------------------------
+
+def test_workflow_timeout_is_enforced_by_the_sweeper(api, flow, clock):
+    """The SDK registers timeoutSeconds 60 / TIME_OUT_WF by default (sdk-notes §7.7)."""
+    from apps.engine import sweeper
+
+    name = unique("timed")
+    api.register_workflow(workflow_def(name, [simple_task(flow["a"], "a")], timeoutSeconds=60,
+                                       timeoutPolicy="TIME_OUT_WF"))
+    wf_id = api.start(name)
+    clock.advance(59)
+    sweeper.sweep_once()
+    assert api.workflow(wf_id)["status"] == "RUNNING"
+    clock.advance(2)
+    sweeper.sweep_once()
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "TIMED_OUT"
+    assert wf["reasonForIncompletion"] == ("Workflow timed out after 61 seconds. Timeout configured as 60 seconds. "
+                                           "Timeout policy configured to TIME_OUT_WF")
+    assert wf["tasks"][0]["status"] == "CANCELED"
+
+
+def test_workflow_timeout_alert_only_keeps_running(api, flow, clock):
+    from apps.engine import sweeper
+
+    name = unique("alert")
+    api.register_workflow(workflow_def(name, [simple_task(flow["a"], "a")], timeoutSeconds=60,
+                                       timeoutPolicy="ALERT_ONLY"))
+    wf_id = api.start(name)
+    clock.advance(3600)
+    sweeper.sweep_once()
+    assert api.workflow(wf_id)["status"] == "RUNNING"
+
+
+def test_response_timeout_of_a_polled_task_is_enforced_by_the_sweeper(api, clock):
+    """Nobody decides the workflow after the poll: the sweeper must still notice the silent
+    worker (conductor-reference §4.3)."""
+    from apps.engine import sweeper
+
+    name = unique("rt")
+    ttype = f"{name}_t"
+    api.register_task_defs(task_def(ttype, responseTimeoutSeconds=5, retryCount=1, retryDelaySeconds=0))
+    api.register_workflow(workflow_def(name, [simple_task(ttype, "t")]))
+    wf_id = api.start(name)
+    clock.advance(2)
+    task = api.poll_one(ttype)
+    for _ in range(8):  # 4 s after the poll: still within the response timeout
+        clock.advance(0.5)
+        sweeper.sweep_once()
+    assert api.task(task["taskId"])["status"] == "IN_PROGRESS"
+    for _ in range(6):
+        clock.advance(0.5)
+        sweeper.sweep_once()
+    wf = api.workflow(wf_id)
+    assert [(t["status"], t["retryCount"]) for t in wf["tasks"]] == [("TIMED_OUT", 0), ("SCHEDULED", 1)]
+    assert wf["tasks"][0]["reasonForIncompletion"] == \
+        f"responseTimeout: 5 exceeded for the taskId: {task['taskId']} with Task Definition: {ttype}"
+
+
+# --- failure workflow ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def with_failure_workflow(api, flow):
+    handler = unique("on_failure")
+    handler_task = f"{handler}_t"
+    api.register_workflow(workflow_def(handler, [simple_task(handler_task, "h", {"why": "${workflow.input.reason}"})]))
+    name = unique("main")
+    api.register_workflow(workflow_def(name, [simple_task(flow["a"], "a")], failureWorkflow=handler))
+    return {"name": name, "handler": handler, "handler_task": handler_task}
+
+
+def test_task_failure_starts_the_failure_workflow(api, flow, with_failure_workflow):
+    names = with_failure_workflow
+    wf_id = api.start(names["name"], {"order": 7}, correlationId="corr-f")
+    task = api.poll_one(flow["a"])
+    api.ok(api.update(task, "FAILED", reasonForIncompletion="card declined"))
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "FAILED"
+    failure_id = wf["output"]["conductor.failure_workflow"]
+    failure = api.workflow(failure_id)
+    assert failure["workflowName"] == names["handler"]
+    assert failure["correlationId"] == "corr-f"
+    assert failure["input"]["workflowId"] == wf_id
+    assert failure["input"]["order"] == 7
+    assert failure["input"]["failureStatus"] == "FAILED"
+    assert failure["input"]["failureTaskId"] == task["taskId"]
+    assert failure["input"]["reason"] == wf["reasonForIncompletion"]
+    assert failure["tasks"][0]["inputData"] == {"why": wf["reasonForIncompletion"]}
+
+
+def test_api_terminate_does_not_start_the_failure_workflow(api, flow, with_failure_workflow):
+    names = with_failure_workflow
+    wf_id = api.start(names["name"], {})
+    api.ok(api.delete(f"/workflow/{wf_id}", params={"reason": "operator"}))
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "TERMINATED"
+    assert "conductor.failure_workflow" not in (wf.get("output") or {})
+    assert api.ok(api.get(f"/workflow/running/{names['handler']}")).json() == []
+    assert api.poll(names["handler_task"]) == []
