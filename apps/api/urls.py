@@ -1,7 +1,7 @@
 """Conductor's REST paths under /api (no trailing slashes: the SDK posts to exact paths)."""
 from django.urls import path
 
-from apps.api.views import health, metadata, tasks, workflow
+from apps.api.views import bulk, health, metadata, search, tasks, workflow
 
 urlpatterns = [
     path("health", health.HealthApi.as_view()),
@@ -13,6 +13,21 @@ urlpatterns = [
     path("metadata/workflow/latest-versions", metadata.WorkflowDefLatestApi.as_view()),
     path("metadata/workflow/<str:name>", metadata.WorkflowDefApi.as_view()),
     path("metadata/workflow/<str:name>/<int:version>", metadata.WorkflowDefVersionApi.as_view()),
+    # --- search, bulk, metrics (before the catch-all workflow/<x> and tasks/<id> routes)
+    path("workflow/search", search.WorkflowSearchApi.as_view()),
+    path("workflow/search-v2", search.WorkflowSearchV2Api.as_view()),
+    path("workflow/search-by-tasks", search.WorkflowSearchByTasksApi.as_view()),
+    path("workflow/search-by-tasks-v2", search.WorkflowSearchByTasksV2Api.as_view()),
+    path("workflow/bulk/pause", bulk.bulk_view("pause", "put")),
+    path("workflow/bulk/resume", bulk.bulk_view("resume", "put")),
+    path("workflow/bulk/restart", bulk.bulk_view("restart", "post")),
+    path("workflow/bulk/retry", bulk.bulk_view("retry", "post")),
+    path("workflow/bulk/terminate", bulk.bulk_view("terminate", "post")),
+    path("workflow/bulk/remove", bulk.bulk_view("remove", "delete")),
+    path("workflow/bulk/terminate-remove", bulk.bulk_view("terminate-remove", "delete")),
+    path("workflow/bulk/search", bulk.bulk_view("search", "post")),
+    path("tasks/search", search.TaskSearchApi.as_view()),
+    path("tasks/search-v2", search.TaskSearchV2Api.as_view()),
     # --- workflow
     path("workflow", workflow.StartWorkflowApi.as_view()),
     path("workflow/test", workflow.WorkflowTestApi.as_view()),
