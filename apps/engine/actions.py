@@ -14,7 +14,8 @@ from apps.engine.state import WorkflowState
 
 log = logging.getLogger(__name__)
 
-INLINE = frozenset({"start_failure_workflow", "start_sub_workflow", "terminate_sub_workflow", "start_workflow"})
+INLINE = frozenset({"start_failure_workflow", "start_sub_workflow", "terminate_sub_workflow", "start_workflow",
+                    "publish_event"})
 
 
 def is_deferred(action: Action) -> bool:

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.core.clock import now_ms
-from apps.engine import executor, store, sweeper
+from apps.engine import event_handlers, executor, store, sweeper
 from apps.engine.models import TaskExecution
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
     deadline = time.monotonic() + loop_seconds
     try:
         while time.monotonic() < deadline:
-            n = sweeper.sweep_once()
+            n = sweeper.sweep_once() + event_handlers.event_messages_sweep()
             decided += n
             if n == 0:
                 time.sleep(tick)
