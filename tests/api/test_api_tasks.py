@@ -144,6 +144,32 @@ def test_output_data_is_replaced_not_merged(api, flow):
     assert api.task(task["taskId"])["outputData"] == {"second": 2}
 
 
+def test_a_result_replaces_output_and_reason_even_when_absent(api, flow):
+    """TaskResult.outputData defaults to an empty map and every update copies it, with
+    reasonForIncompletion, onto the task (WorkflowExecutorOps.updateTask)."""
+    api.start(flow["name"], {"x": 1})
+    task = api.poll_one(flow["a"])
+    api.ok(api.update(task, "IN_PROGRESS", {"progress": 50}, reasonForIncompletion="waiting"))
+    again = api.poll_one(flow["a"])
+    api.ok(api.post("/tasks", {"workflowInstanceId": again["workflowInstanceId"], "taskId": again["taskId"],
+                               "status": "COMPLETED", "workerId": "w"}))
+    stored = api.task(task["taskId"])
+    assert stored["status"] == "COMPLETED"
+    assert stored["outputData"] == {}
+    assert "reasonForIncompletion" not in stored
+
+
+def test_reason_for_incompletion_is_cut_at_500_characters(api, single):
+    """TaskResult.setReasonForIncompletion keeps the first 500 characters."""
+    wf_id = api.start(single["name"], {"n": 1})
+    task = api.poll_one(single["t"])
+    reason = "r" * 450 + "s" * 150
+    api.ok(api.update(task, "FAILED", reasonForIncompletion=reason))
+    assert api.task(task["taskId"])["reasonForIncompletion"] == reason[:500]
+    assert api.workflow(wf_id)["reasonForIncompletion"] == \
+        f"Task {task['taskId']} failed with status: FAILED and reason: '{reason[:500]}'"
+
+
 def test_failed_update_creates_a_retry_row(api, flow, clock):
     wf_id = api.start(flow["name"], {"x": 1})
     task = api.poll_one(flow["a"])

@@ -153,9 +153,11 @@ def test_start_by_name_defaults_to_the_latest_version(api, flow):
     assert wf["input"] == {}
 
 
-def test_start_by_unknown_name_is_404(api):
+def test_start_by_unknown_name_is_404(api, flow):
     body = error(api.post("/workflow/never_registered_wf", {}), 404)
     assert body["message"] == "No such workflow found by name: never_registered_wf, version: null"
+    body = error(api.post(f"/workflow/{flow['name']}", {}, params={"version": 9}), 404)
+    assert body["message"] == f"No such workflow found by name: {flow['name']}, version: 9"
 
 
 @pytest.mark.parametrize("priority, message", [(100, "99 is the maximum priority value"),
@@ -251,6 +253,22 @@ def test_pause_stops_scheduling_and_resume_continues(api, flow):
     assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [("a", "COMPLETED"), ("b", "SCHEDULED")]
     assert wf["tasks"][1]["inputData"] == {"fromA": 9}
     assert wf["lastRetriedTime"] > 0
+
+
+def test_a_failure_while_paused_is_retried_on_resume(api, flow):
+    api.register_task_defs(task_def(flow["a"], retryCount=1, retryDelaySeconds=0))
+    wf_id = api.start(flow["name"], {"x": 1})
+    task = api.poll_one(flow["a"])
+    api.ok(api.put(f"/workflow/{wf_id}/pause"))
+    api.ok(api.update(task, "FAILED", reasonForIncompletion="while paused"))
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "PAUSED"
+    assert [(t["status"], t["retryCount"]) for t in wf["tasks"]] == [("FAILED", 0)]
+    assert api.poll(flow["a"]) == []
+    api.ok(api.put(f"/workflow/{wf_id}/resume"))
+    wf = api.workflow(wf_id)
+    assert wf["status"] == "RUNNING"
+    assert [(t["status"], t["retryCount"]) for t in wf["tasks"]] == [("FAILED", 0), ("SCHEDULED", 1)]
 
 
 def test_resume_of_a_running_workflow_is_500(api, flow):
@@ -408,6 +426,20 @@ def test_running_list_defaults_to_version_one(api, flow):
     assert api.ok(api.get(f"/workflow/running/{flow['name']}")).json() == [v1]
     assert api.ok(api.get(f"/workflow/running/{flow['name']}", {"version": 2})).json() == [v2]
     assert api.ok(api.get("/workflow/running/nothing_running")).json() == []
+
+
+def test_running_list_by_time_range(api, flow, clock):
+    first = api.start(flow["name"])
+    t_first = api.workflow(first)["createTime"]
+    clock.advance(10)
+    second = api.start(flow["name"])
+    t_second = api.workflow(second)["createTime"]
+    assert t_second - t_first == 10_000
+    found = api.ok(api.get(f"/workflow/running/{flow['name']}",
+                           {"startTime": t_first + 5000, "endTime": t_second + 5000})).json()
+    assert found == [second]
+    found = api.ok(api.get(f"/workflow/running/{flow['name']}", {"startTime": t_first, "endTime": t_second})).json()
+    assert sorted(found) == sorted([first, second])
 
 
 # --- transport ------------------------------------------------------------------------------------------------
