@@ -8,17 +8,6 @@ import pytest
 from tests.factories import Api
 
 
-@pytest.fixture(autouse=True)
-def publish_event_inline(monkeypatch):
-    """EVENT publishes through the decider action ``publish_event``, which the executor
-    must run inside the deciding transaction (``apps.engine.actions.INLINE``). Until that
-    set names it, add it here so these tests exercise the intended wiring."""
-    from apps.engine import actions
-
-    if "publish_event" not in actions.INLINE:
-        monkeypatch.setattr(actions, "INLINE", actions.INLINE | {"publish_event"})
-
-
 @pytest.fixture
 def api(transactional_db) -> Api:
     return Api()
