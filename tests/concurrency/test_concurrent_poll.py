@@ -114,3 +114,44 @@ def test_poll_skips_rows_locked_by_another_transaction(postgres_only):
     assert len(got) == 2
     assert locked_id not in {task["taskId"] for task in got}
     assert TaskExecution.objects.get(pk=locked_id).status == "SCHEDULED"
+
+
+def test_requeued_tasks_are_handed_out_once_while_pollers_race(threads):
+    """Workers answering IN_PROGRESS (callbackAfterSeconds 0) put the same task back on its
+    queue while other workers poll: every requeued task is delivered exactly once more."""
+    _, ttype, wf_ids = one_task_workflows(20)
+    first = Api().poll(ttype, count=20, worker_id="first")
+    assert len(first) == 20
+    seen: list[str] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + 30
+
+    def requeue():
+        api = Api()
+        for task in first:
+            resp = api.post("/tasks", {"workflowInstanceId": task["workflowInstanceId"], "taskId": task["taskId"],
+                                       "status": "IN_PROGRESS", "callbackAfterSeconds": 0, "workerId": "first"})
+            assert resp.status_code == 200
+
+    def poller(worker):
+        def run():
+            api = Api()
+            got = []
+            while time.monotonic() < deadline:
+                with lock:
+                    if len(seen) >= 20:
+                        return got
+                batch = api.poll(ttype, count=2, worker_id=worker)
+                with lock:
+                    seen.extend(t["taskId"] for t in batch)
+                got.extend((t["taskId"], t["pollCount"]) for t in batch)
+            return got
+        return run
+
+    results = threads([requeue] + [poller(f"second-{i}") for i in range(3)])
+    second = [item for per_thread in results[1:] for item in per_thread]
+    assert sorted(tid for tid, _ in second) == sorted(t["taskId"] for t in first)
+    assert {count for _, count in second} == {2}
+    rows = TaskExecution.objects.filter(task_def_name=ttype)
+    assert all(r.status == "IN_PROGRESS" and r.poll_count == 2 and r.worker_id.startswith("second-") for r in rows)
+    assert rows.count() == 20
