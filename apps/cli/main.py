@@ -1,0 +1,515 @@
+"""``conductor``: the operator command line, modelled on Conductor's CLI (conductor-cli).
+
+It talks to the REST API only (httpx), so it works against any Conductor-compatible
+server; it never imports Django. Base URL: ``--server``, else ``CONDUCTOR_SERVER_URL``,
+else ``http://127.0.0.1:8080/api``.
+
+Commands (JSON on stdout unless noted)::
+
+    conductor workflow create FILE.json [--force]        register a WorkflowDef (or a list)
+    conductor workflow start -w NAME [--version N] [--correlation ID] [-i JSON | -f FILE] [--sync]
+                                                         prints the workflow id (text)
+    conductor workflow get-execution ID... [-c]          execution; -c/--complete adds tasks
+    conductor workflow status ID...                      {workflowId, status, output, ...}
+    conductor workflow search [TEXT] [-w NAME] [-s STATUS] [-c COUNT]
+                              [--start-time-after T] [--start-time-before T] [-q QUERY]
+    conductor workflow retry ID... [--resume-subworkflow-tasks]
+    conductor workflow restart ID... [--use-latest]
+    conductor workflow rerun ID [--task-id TID] [-i/--task-input JSON] [--workflow-input JSON]
+                                [--correlation-id ID]  prints the workflow id (text)
+    conductor workflow terminate ID... [--reason TEXT] [--trigger-failure-workflow]
+    conductor workflow pause ID... / resume ID...
+    conductor workflow delete-execution ID... [--archive]
+    conductor taskDef list / get NAME / create FILE.json
+    conductor task list [-w WORKFLOW_ID] [-s STATUS] [-t TASK_TYPE] [-c COUNT]
+    conductor task get TASK_ID
+    conductor task queues                                {queueName: size}
+
+Actions on executions (pause, resume, retry, ...) print one JSON line per id,
+``{"workflowId": id, "result": "paused"}``. Errors print Conductor's error message (and
+its validation errors) on stderr and exit 1; usage errors exit 2. Times for
+``--start-time-*`` are epoch ms, ``YYYY-MM-DD``, ``YYYY-MM-DD HH:MM[:SS]`` or ISO-8601
+(UTC unless an offset is given).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+DEFAULT_SERVER = "http://127.0.0.1:8080/api"
+ENV_SERVER = "CONDUCTOR_SERVER_URL"
+
+
+class CliError(Exception):
+    """A failure to report on stderr (``message``) with exit status ``code``."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+# --- HTTP -----------------------------------------------------------------------------------
+
+def _error_message(resp: httpx.Response) -> str:
+    """Conductor's ``ErrorResponse.message`` (plus validation errors), else the body."""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        lines = [str(body["message"])]
+        for err in body.get("validationErrors") or []:
+            path = err.get("path")
+            lines.append(f"  - {path}: {err.get('message')}" if path else f"  - {err.get('message')}")
+        return "\n".join(lines)
+    text = resp.text.strip()
+    return text or f"HTTP {resp.status_code}"
+
+
+class Client:
+    """Thin REST client: every call returns the decoded JSON, the text body, or None for
+    an empty one; a non-2xx answer raises CliError with Conductor's message."""
+
+    def __init__(self, server: str, timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
+        self.base = server.rstrip("/")
+        self.http = httpx.Client(timeout=timeout, transport=transport,
+                                 headers={"Accept": "application/json, text/plain, */*"})
+
+    def close(self) -> None:
+        self.http.close()
+
+    def call(self, method: str, path: str, *, params: dict | None = None, body: Any = None,
+             json_body: bool = True) -> Any:
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        for k, v in clean.items():
+            if isinstance(v, bool):
+                clean[k] = "true" if v else "false"
+        kwargs: dict[str, Any] = {"params": clean}
+        if body is not None:
+            kwargs["content"] = json.dumps(body) if json_body else body
+            kwargs["headers"] = {"Content-Type": "application/json"}
+        try:
+            resp = self.http.request(method, self.base + path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise CliError(f"Cannot reach the Conductor server at {self.base}: {exc}") from None
+        if resp.status_code >= 400:
+            raise CliError(_error_message(resp))
+        if not resp.content:
+            return None
+        if resp.headers.get("content-type", "").startswith("application/json"):
+            return resp.json()
+        return resp.text
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _load_json_text(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"Invalid JSON in {what}: {exc}") from None
+
+
+def _load_json_file(path: str, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise CliError(f"Cannot read {what} {path}: {exc.strerror}") from None
+    return _load_json_text(text, f"{what} {path}")
+
+
+def _json_object(text: str | None, what: str) -> dict | None:
+    if text is None:
+        return None
+    value = _load_json_text(text, what)
+    if not isinstance(value, dict):
+        raise CliError(f"{what} must be a JSON object")
+    return value
+
+
+def parse_time(value: str) -> int:
+    """Epoch ms from epoch ms, ``YYYY-MM-DD``, ``YYYY-MM-DD HH:MM[:SS]``,
+    ``MM/DD/YYYY`` or ISO-8601 text (naive times are UTC). CliError otherwise."""
+    value = value.strip()
+    if value.isdigit():
+        return int(value)
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d", "%m/%d/%Y %H:%M:%S", "%m/%d/%Y"):
+        try:
+            dt = datetime.strptime(value, fmt).replace(tzinfo=timezone.utc)
+            return int(dt.timestamp() * 1000)
+        except ValueError:
+            pass
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        raise CliError(f"Unable to parse time '{value}'. Supported formats: YYYY-MM-DD HH:MM:SS, YYYY-MM-DD, "
+                       "MM/DD/YYYY, ISO-8601, epoch milliseconds", code=2) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def _each(ids: list[str], action) -> int:
+    """Run ``action(id)`` for every id; report failures on stderr and go on.
+    Exit status 1 if any failed."""
+    failed = 0
+    for wid in ids:
+        try:
+            action(wid)
+        except CliError as exc:
+            failed += 1
+            print(f"{wid}: {exc.message}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _done(wid: str, result: str) -> None:
+    print(json.dumps({"workflowId": wid, "result": result}))
+
+
+# --- workflow commands -------------------------------------------------------------------------
+
+def cmd_workflow_create(c: Client, a) -> int:
+    data = _load_json_file(a.file, "workflow definition")
+    defs = data if isinstance(data, list) else [data]
+    if not defs or not all(isinstance(d, dict) for d in defs):
+        raise CliError("The file must hold a WorkflowDef object or a list of them")
+    for d in defs:
+        c.call("POST", "/metadata/workflow", params={"overwrite": bool(a.force)}, body=d)
+        print(json.dumps({"name": d.get("name"), "version": d.get("version", 1), "result": "registered"}))
+    return 0
+
+
+def cmd_workflow_start(c: Client, a) -> int:
+    if a.input is not None and a.file is not None:
+        raise CliError("Use either -i/--input or -f/--file, not both", code=2)
+    name = a.workflow or a.name
+    if not name:
+        raise CliError("The workflow name is required (-w NAME)", code=2)
+    if a.file is not None:
+        data = _load_json_file(a.file, "input file")
+        if not isinstance(data, dict):
+            raise CliError("The input file must hold a JSON object")
+    else:
+        data = _json_object(a.input, "--input") if a.input is not None else {}
+    if a.sync:
+        request = {"name": name, "input": data, "correlationId": a.correlation}
+        if a.version:
+            request["version"] = a.version
+        run = c.call("POST", f"/workflow/execute/{name}/{a.version or 0}",
+                     params={"waitUntilTaskRef": a.wait_until or None, "waitForSeconds": a.wait_seconds},
+                     body={k: v for k, v in request.items() if v is not None})
+        _print_json(run)
+        return 0
+    wid = c.call("POST", f"/workflow/{name}", params={"version": a.version or None, "correlationId": a.correlation},
+                 body=data)
+    print(wid if isinstance(wid, str) else json.dumps(wid))
+    return 0
+
+
+def cmd_workflow_get_execution(c: Client, a) -> int:
+    def show(wid: str) -> None:
+        wf = c.call("GET", f"/workflow/{wid}", params={"includeTasks": bool(a.complete)})
+        if not a.complete and isinstance(wf, dict):
+            wf.pop("workflowDefinition", None)
+            wf.pop("tasks", None)
+        _print_json(wf)
+    return _each(a.ids, show)
+
+
+def cmd_workflow_status(c: Client, a) -> int:
+    return _each(a.ids, lambda wid: _print_json(
+        c.call("GET", f"/workflow/{wid}/status", params={"includeOutput": True, "includeVariables": True})))
+
+
+def build_search_query(*, workflow: str | None = None, status: str | None = None, start_after: int | None = None,
+                       start_before: int | None = None, query: str | None = None) -> str | None:
+    """Conductor query text for the search flags (``workflowType IN (..) AND status IN
+    (..) AND startTime>ms AND startTime<ms``), as conductor-cli builds it."""
+    parts = []
+    if workflow:
+        parts.append(f"workflowType IN ({workflow})")
+    if status:
+        parts.append(f"status IN ({status.upper()})")
+    if start_after is not None:
+        parts.append(f"startTime>{start_after}")
+    if start_before is not None:
+        parts.append(f"startTime<{start_before}")
+    if query:
+        parts.append(query)
+    return " AND ".join(parts) or None
+
+
+def cmd_workflow_search(c: Client, a) -> int:
+    after = parse_time(a.start_time_after) if a.start_time_after else None
+    before = parse_time(a.start_time_before) if a.start_time_before else None
+    query = build_search_query(workflow=a.workflow, status=a.status, start_after=after, start_before=before,
+                               query=a.query)
+    result = c.call("GET", "/workflow/search", params={
+        "start": a.start, "size": a.count, "freeText": a.text or "*", "sort": a.sort, "query": query})
+    _print_json(result)
+    return 0
+
+
+def cmd_workflow_retry(c: Client, a) -> int:
+    def run(wid: str) -> None:
+        c.call("POST", f"/workflow/{wid}/retry",
+               params={"resumeSubworkflowTasks": True if a.resume_subworkflow_tasks else None}, body={})
+        _done(wid, "retried")
+    return _each(a.ids, run)
+
+
+def cmd_workflow_restart(c: Client, a) -> int:
+    def run(wid: str) -> None:
+        c.call("POST", f"/workflow/{wid}/restart", params={"useLatestDefinitions": True if a.use_latest else None},
+               body={})
+        _done(wid, "restarted")
+    return _each(a.ids, run)
+
+
+def cmd_workflow_rerun(c: Client, a) -> int:
+    request = {"reRunFromWorkflowId": a.id, "reRunFromTaskId": a.task_id, "correlationId": a.correlation_id,
+               "taskInput": _json_object(a.task_input, "--task-input"),
+               "workflowInput": _json_object(a.workflow_input, "--workflow-input")}
+    wid = c.call("POST", f"/workflow/{a.id}/rerun", body={k: v for k, v in request.items() if v is not None})
+    print(wid if isinstance(wid, str) else json.dumps(wid))
+    return 0
+
+
+def cmd_workflow_terminate(c: Client, a) -> int:
+    def run(wid: str) -> None:
+        c.call("DELETE", f"/workflow/{wid}", params={
+            "reason": a.reason, "triggerFailureWorkflow": True if a.trigger_failure_workflow else None})
+        _done(wid, "terminated")
+    return _each(a.ids, run)
+
+
+def cmd_workflow_pause(c: Client, a) -> int:
+    def run(wid: str) -> None:
+        c.call("PUT", f"/workflow/{wid}/pause", body={})
+        _done(wid, "paused")
+    return _each(a.ids, run)
+
+
+def cmd_workflow_resume(c: Client, a) -> int:
+    def run(wid: str) -> None:
+        c.call("PUT", f"/workflow/{wid}/resume", body={})
+        _done(wid, "resumed")
+    return _each(a.ids, run)
+
+
+def cmd_workflow_delete_execution(c: Client, a) -> int:
+    def run(wid: str) -> None:
+        c.call("DELETE", f"/workflow/{wid}/remove", params={"archiveWorkflow": bool(a.archive)})
+        _done(wid, "deleted")
+    return _each(a.ids, run)
+
+
+# --- taskDef and task commands --------------------------------------------------------------------
+
+def cmd_taskdef_list(c: Client, a) -> int:
+    _print_json(c.call("GET", "/metadata/taskdefs"))
+    return 0
+
+
+def cmd_taskdef_get(c: Client, a) -> int:
+    _print_json(c.call("GET", f"/metadata/taskdefs/{a.name}"))
+    return 0
+
+
+def cmd_taskdef_create(c: Client, a) -> int:
+    data = _load_json_file(a.file, "task definition")
+    defs = data if isinstance(data, list) else [data]
+    c.call("POST", "/metadata/taskdefs", body=defs)
+    for d in defs:
+        print(json.dumps({"name": d.get("name") if isinstance(d, dict) else None, "result": "registered"}))
+    return 0
+
+
+def cmd_task_list(c: Client, a) -> int:
+    statuses = {s.strip().upper() for s in (a.status or "").split(",") if s.strip()}
+    if a.workflow_id:
+        wf = c.call("GET", f"/workflow/{a.workflow_id}", params={"includeTasks": True})
+        tasks = wf.get("tasks", []) if isinstance(wf, dict) else []
+        if statuses:
+            tasks = [t for t in tasks if t.get("status") in statuses]
+        if a.task_type:
+            tasks = [t for t in tasks if a.task_type in (t.get("taskType"), t.get("taskDefName"))]
+        _print_json(tasks)
+        return 0
+    parts = []
+    if a.task_type:
+        parts.append(f"taskType IN ({a.task_type})")
+    if statuses:
+        parts.append(f"status IN ({','.join(sorted(statuses))})")
+    result = c.call("GET", "/tasks/search", params={
+        "start": 0, "size": a.count, "freeText": "*", "sort": "updateTime:DESC",
+        "query": " AND ".join(parts) or None})
+    _print_json(result)
+    return 0
+
+
+def cmd_task_get(c: Client, a) -> int:
+    _print_json(c.call("GET", f"/tasks/{a.task_id}"))
+    return 0
+
+
+def cmd_task_queues(c: Client, a) -> int:
+    _print_json(c.call("GET", "/tasks/queue/all"))
+    return 0
+
+
+# --- parser ----------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree of every command (see the module doc)."""
+    p = argparse.ArgumentParser(prog="conductor", description="Operate a Conductor server over its REST API.")
+    p.add_argument("--server", default=None,
+                   help=f"API base URL (default: ${ENV_SERVER} or {DEFAULT_SERVER})")
+    p.add_argument("--timeout", type=float, default=30.0, help="HTTP timeout in seconds (default 30)")
+    groups = p.add_subparsers(dest="group", metavar="{workflow,taskDef,task}")
+    groups.required = True
+
+    wf = groups.add_parser("workflow", help="workflow definitions and executions")
+    w = wf.add_subparsers(dest="command", metavar="COMMAND")
+    w.required = True
+
+    s = w.add_parser("create", help="register a WorkflowDef from a JSON file")
+    s.add_argument("file")
+    s.add_argument("--force", action="store_true", help="overwrite an existing name+version")
+    s.set_defaults(func=cmd_workflow_create)
+
+    s = w.add_parser("start", help="start an execution; prints its id")
+    s.add_argument("name", nargs="?", help="workflow name (or -w)")
+    s.add_argument("-w", "--workflow", help="workflow name")
+    s.add_argument("--version", type=int, default=None, help="version (default: latest)")
+    s.add_argument("--correlation", help="correlation id")
+    s.add_argument("-i", "--input", help="input as a JSON object")
+    s.add_argument("-f", "--file", help="file with the input JSON object")
+    s.add_argument("--sync", action="store_true", help="wait for the result (POST /workflow/execute)")
+    s.add_argument("-u", "--wait-until", help="with --sync: task reference(s) to wait for")
+    s.add_argument("--wait-seconds", type=int, default=None, help="with --sync: seconds to wait (server default 10)")
+    s.set_defaults(func=cmd_workflow_start)
+
+    s = w.add_parser("get-execution", help="show executions")
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.add_argument("-c", "--complete", action="store_true", help="include tasks and the definition")
+    s.set_defaults(func=cmd_workflow_get_execution)
+
+    s = w.add_parser("status", help="status, output and variables of executions")
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.set_defaults(func=cmd_workflow_status)
+
+    s = w.add_parser("search", help="search executions (newest first)")
+    s.add_argument("text", nargs="?", help="free text (default *)")
+    s.add_argument("-w", "--workflow", help="workflow name(s), comma separated")
+    s.add_argument("-s", "--status", help="status(es), comma separated")
+    s.add_argument("-c", "--count", type=int, default=10, help="page size (default 10)")
+    s.add_argument("--start", type=int, default=0, help="offset of the first result")
+    s.add_argument("--start-time-after", "--start-time", dest="start_time_after",
+                   help="started after (epoch ms or date)")
+    s.add_argument("--start-time-before", "--end-time", dest="start_time_before",
+                   help="started before (epoch ms or date)")
+    s.add_argument("-q", "--query", help="extra condition(s) in Conductor's query syntax")
+    s.add_argument("--sort", default="startTime:DESC", help="sort, e.g. startTime:DESC (default)")
+    s.set_defaults(func=cmd_workflow_search)
+
+    s = w.add_parser("retry", help="retry the failed tasks of terminal executions")
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.add_argument("--resume-subworkflow-tasks", action="store_true")
+    s.set_defaults(func=cmd_workflow_retry)
+
+    s = w.add_parser("restart", help="restart terminal executions from the beginning")
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.add_argument("--use-latest", action="store_true", help="use the latest workflow and task definitions")
+    s.set_defaults(func=cmd_workflow_restart)
+
+    s = w.add_parser("rerun", help="re-run an execution, optionally from one task")
+    s.add_argument("id", metavar="ID")
+    s.add_argument("--task-id", help="task id to re-run from")
+    s.add_argument("-i", "--task-input", help="new input of that task (JSON object)")
+    s.add_argument("--workflow-input", help="new workflow input (JSON object)")
+    s.add_argument("--correlation-id", help="new correlation id")
+    s.set_defaults(func=cmd_workflow_rerun)
+
+    s = w.add_parser("terminate", help="terminate executions")
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.add_argument("--reason", help="reason recorded on the execution")
+    s.add_argument("--trigger-failure-workflow", action="store_true", help="start the failureWorkflow")
+    s.set_defaults(func=cmd_workflow_terminate)
+
+    s = w.add_parser("pause", help="pause executions")
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.set_defaults(func=cmd_workflow_pause)
+
+    s = w.add_parser("resume", help="resume paused executions")
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.set_defaults(func=cmd_workflow_resume)
+
+    s = w.add_parser("delete-execution", help="remove executions")
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.add_argument("-a", "--archive", action="store_true", help="archive (only terminal executions)")
+    s.set_defaults(func=cmd_workflow_delete_execution)
+
+    td = groups.add_parser("taskDef", help="task definitions")
+    t = td.add_subparsers(dest="command", metavar="COMMAND")
+    t.required = True
+    s = t.add_parser("list", help="all TaskDefs")
+    s.set_defaults(func=cmd_taskdef_list)
+    s = t.add_parser("get", help="one TaskDef")
+    s.add_argument("name")
+    s.set_defaults(func=cmd_taskdef_get)
+    s = t.add_parser("create", help="register TaskDefs from a JSON file (object or list)")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_taskdef_create)
+
+    tk = groups.add_parser("task", help="task executions and queues")
+    t = tk.add_subparsers(dest="command", metavar="COMMAND")
+    t.required = True
+    s = t.add_parser("list", help="tasks of an execution (-w), else a task search")
+    s.add_argument("-w", "--workflow-id", help="execution whose tasks to list")
+    s.add_argument("-s", "--status", help="status(es), comma separated")
+    s.add_argument("-t", "--task-type", help="task type or name")
+    s.add_argument("-c", "--count", type=int, default=20, help="page size of the search (default 20)")
+    s.set_defaults(func=cmd_task_list)
+    s = t.add_parser("get", help="one task execution")
+    s.add_argument("task_id", metavar="TASK_ID")
+    s.set_defaults(func=cmd_task_get)
+    s = t.add_parser("queues", help="size of every task queue")
+    s.set_defaults(func=cmd_task_queues)
+    return p
+
+
+def main(argv: list[str] | None = None, *, transport: httpx.BaseTransport | None = None) -> int:
+    """Entry point of the ``conductor`` console script; returns the exit status
+    (0 ok, 1 server/IO error with Conductor's message on stderr, 2 usage error).
+    ``transport`` lets tests route requests in-process (httpx.WSGITransport)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    server = args.server or os.environ.get(ENV_SERVER) or DEFAULT_SERVER
+    client = Client(server, timeout=args.timeout, transport=transport)
+    try:
+        return args.func(client, args)
+    except CliError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.code
+    finally:
+        client.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""The ``conductor`` command (``apps.cli.main``) against this server's REST API: in process
+through httpx's WSGI transport, and once over real HTTP with ``live_server``."""
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+
+from apps.cli import main as cli_main
+from apps.engine import executor
+from tests.factories import simple_task, task_def, unique, workflow_def
+
+SERVER = "http://testserver/api"
+
+
+class Cli:
+    """Runs ``main([...])`` and captures its exit status, stdout and stderr."""
+
+    def __init__(self, capsys, transport, server=SERVER):
+        self.capsys, self.transport, self.server = capsys, transport, server
+
+    def __call__(self, *args: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        code = cli_main.main(["--server", self.server, *args], transport=self.transport)
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def ok(self, *args: str) -> str:
+        code, out, err = self(*args)
+        assert code == 0, (code, out, err)
+        return out
+
+    def json(self, *args: str):
+        return json.loads(self.ok(*args))
+
+
+@pytest.fixture
+def cli(db, capsys):
+    """In-process: Django's WSGI handler behind httpx.WSGITransport, inside the test's
+    transaction (the per-request connection closing is switched off, as Django's test
+    client does)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield Cli(capsys, httpx.WSGITransport(app=WSGIHandler()))
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def wf_file(tmp_path):
+    name = unique("cli_flow")
+    task = f"{name}_t"
+    definition = workflow_def(name, [simple_task(task, "t", {"orderId": "${workflow.input.orderId}"})])
+    path = tmp_path / "workflow.json"
+    path.write_text(json.dumps(definition))
+    return {"name": name, "task": task, "path": str(path), "definition": definition}
+
+
+def test_create_start_inspect_search(cli, wf_file, tmp_path):
+    out = cli.json("workflow", "create", wf_file["path"])
+    assert out == {"name": wf_file["name"], "version": 1, "result": "registered"}
+    code, _, err = cli("workflow", "create", wf_file["path"])
+    assert code == 1
+    assert f"Workflow with {wf_file['name']}.1 already exists!" in err
+    cli.ok("workflow", "create", wf_file["path"], "--force")
+
+    wid = cli.ok("workflow", "start", "-w", wf_file["name"], "--version", "1", "--correlation", "order-test-001",
+                 "-i", '{"orderId": "order-001"}').strip()
+    assert len(wid) == 36
+
+    wf = cli.json("workflow", "get-execution", wid)
+    assert wf["workflowId"] == wid and wf["status"] == "RUNNING"
+    assert wf["correlationId"] == "order-test-001" and wf["input"] == {"orderId": "order-001"}
+    assert "workflowDefinition" not in wf and "tasks" not in wf
+    full = cli.json("workflow", "get-execution", wid, "-c")
+    assert [t["referenceTaskName"] for t in full["tasks"]] == ["t"]
+    assert full["tasks"][0]["inputData"] == {"orderId": "order-001"}
+
+    status = cli.json("workflow", "status", wid)
+    assert status["status"] == "RUNNING" and status["workflowId"] == wid
+
+    found = cli.json("workflow", "search", "-w", wf_file["name"], "-s", "running", "-c", "20",
+                     "--start-time-after", "2020-01-01")
+    assert found["totalHits"] == 1 and found["results"][0]["workflowId"] == wid
+    assert cli.json("workflow", "search", "-w", wf_file["name"], "-s", "FAILED")["totalHits"] == 0
+    assert cli.json("workflow", "search", "order-001")["totalHits"] == 1  # free text
+    assert cli.json("workflow", "search", "-w", wf_file["name"], "--end-time", "2020-01-01")["totalHits"] == 0
+
+    # an input file works like -i
+    input_file = tmp_path / "input.json"
+    input_file.write_text('{"orderId": "from-file"}')
+    wid2 = cli.ok("workflow", "start", wf_file["name"], "-f", str(input_file)).strip()
+    assert cli.json("workflow", "get-execution", wid2)["input"] == {"orderId": "from-file"}
+
+
+def test_tasks_and_task_defs(cli, wf_file, tmp_path):
+    cli.ok("workflow", "create", wf_file["path"])
+    defs = tmp_path / "taskdefs.json"
+    defs.write_text(json.dumps([task_def(wf_file["task"], description="cli made")]))
+    assert cli.json("taskDef", "create", str(defs)) == {"name": wf_file["task"], "result": "registered"}
+    assert wf_file["task"] in [d["name"] for d in cli.json("taskDef", "list")]
+    assert cli.json("taskDef", "get", wf_file["task"])["description"] == "cli made"
+
+    wid = cli.ok("workflow", "start", "-w", wf_file["name"], "-i", '{"orderId": "x"}').strip()
+    tasks = cli.json("task", "list", "-w", wid)
+    assert [(t["referenceTaskName"], t["status"]) for t in tasks] == [("t", "SCHEDULED")]
+    assert cli.json("task", "list", "-w", wid, "-s", "COMPLETED") == []
+    task = cli.json("task", "get", tasks[0]["taskId"])
+    assert task["taskId"] == tasks[0]["taskId"] and task["workflowInstanceId"] == wid
+    searched = cli.json("task", "list", "-t", wf_file["task"], "-s", "scheduled")
+    assert [t["taskId"] for t in searched["results"]] == [task["taskId"]]
+    assert cli.json("task", "queues")[wf_file["task"]] == 1
+
+
+def test_lifecycle_actions(cli, wf_file):
+    cli.ok("workflow", "create", wf_file["path"])
+    a = cli.ok("workflow", "start", "-w", wf_file["name"]).strip()
+    b = cli.ok("workflow", "start", "-w", wf_file["name"]).strip()
+
+    out = cli.ok("workflow", "pause", a, b)
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"workflowId": a, "result": "paused"}, {"workflowId": b, "result": "paused"}]
+    assert cli.json("workflow", "status", a)["status"] == "PAUSED"
+    cli.ok("workflow", "resume", a)
+    assert cli.json("workflow", "status", a)["status"] == "RUNNING"
+
+    # one failure among several ids: the others still run, exit status 1
+    code, out, err = cli("workflow", "resume", b, a)
+    assert code == 1
+    assert json.loads(out) == {"workflowId": b, "result": "resumed"}
+    assert f"The workflow {a} is not PAUSED so cannot resume. Current status is RUNNING" in err
+
+    cli.ok("workflow", "terminate", a, "--reason", "operator stop")
+    wf = cli.json("workflow", "get-execution", a)
+    assert wf["status"] == "TERMINATED" and wf["reasonForIncompletion"] == "operator stop"
+
+
+@pytest.mark.skipif(not hasattr(executor, "workflow_restart"), reason="recovery services not available")
+def test_recovery_commands(cli, wf_file):
+    cli.ok("workflow", "create", wf_file["path"])
+    wid = cli.ok("workflow", "start", "-w", wf_file["name"], "-i", '{"orderId": "r-1"}').strip()
+    cli.ok("workflow", "terminate", wid)
+
+    assert json.loads(cli.ok("workflow", "retry", wid)) == {"workflowId": wid, "result": "retried"}
+    assert cli.json("workflow", "status", wid)["status"] == "RUNNING"
+    cli.ok("workflow", "terminate", wid)
+
+    assert json.loads(cli.ok("workflow", "restart", wid, "--use-latest")) == {"workflowId": wid, "result": "restarted"}
+    tasks = cli.json("task", "list", "-w", wid)
+    assert [t["status"] for t in tasks] == ["SCHEDULED"]
+    cli.ok("workflow", "terminate", wid)
+
+    first = cli.json("task", "list", "-w", wid)[0]
+    out = cli.ok("workflow", "rerun", wid, "--task-id", first["taskId"], "-i", '{"orderId": "patched"}')
+    assert out.strip() == wid
+    wf = cli.json("workflow", "get-execution", wid, "-c")
+    assert wf["status"] == "RUNNING"
+    assert wf["tasks"][-1]["inputData"] == {"orderId": "patched"}
+
+    code, _, err = cli("workflow", "retry", wid)
+    assert code == 1 and "Workflow is still running.  status=RUNNING" in err
+
+
+def test_errors_print_conductors_message_and_exit_non_zero(cli, wf_file):
+    code, out, err = cli("workflow", "get-execution", "nope")
+    assert (code, out) == (1, "")
+    assert "No such workflow found by id: nope" in err
+    code, _, err = cli("workflow", "start", "-w", "never_registered")
+    assert code == 1 and "No such workflow found by name: never_registered" in err
+    code, _, err = cli("workflow", "start", "-w", wf_file["name"], "-i", "{not json")
+    assert code == 1 and "Invalid JSON in --input" in err
+    code, _, err = cli("workflow", "search", "-q", "workflowType")
+    assert code == 1 and "Incorrectly formatted query string: workflowType" in err
+    code, _, err = cli("workflow", "search", "-c", "6000")
+    assert code == 1 and "Cannot return more than 5000 workflows. Please use pagination." in err
+    code, _, err = cli("workflow", "search", "--start-time-after", "last tuesday")
+    assert code == 2 and "Unable to parse time" in err
+
+
+def test_usage_errors_exit_2(cli):
+    assert cli("workflow")[0] == 2
+    assert cli("workflow", "start")[0] == 2
+    assert cli("bogus")[0] == 2
+    code, out, _ = cli("--help")
+    assert code == 0 and "workflow" in out
+
+
+def test_server_from_environment_and_unreachable_server(monkeypatch, capsys):
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json=[])
+
+    monkeypatch.setenv("CONDUCTOR_SERVER_URL", "http://conductor.example:9999/api/")
+    assert cli_main.main(["taskDef", "list"], transport=httpx.MockTransport(handler)) == 0
+    assert seen == ["http://conductor.example:9999/api/metadata/taskdefs"]
+
+    def down(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    assert cli_main.main(["task", "get", "t-1"], transport=httpx.MockTransport(down)) == 1
+    assert "Cannot reach the Conductor server at http://conductor.example:9999/api" in capsys.readouterr().err
+
+
+def test_parse_time():
+    assert cli_main.parse_time("1700000000000") == 1_700_000_000_000
+    assert cli_main.parse_time("2023-11-14") == 1_699_920_000_000
+    assert cli_main.parse_time("2023-11-14 22:13:20") == 1_700_000_000_000
+    assert cli_main.parse_time("2023-11-14T23:13:20+01:00") == 1_700_000_000_000
+    assert cli_main.build_search_query(workflow="a,b", status="failed", start_after=1, start_before=2) == \
+        "workflowType IN (a,b) AND status IN (FAILED) AND startTime>1 AND startTime<2"
+
+
+def test_over_real_http(live_server, capsys, tmp_path):
+    cli = Cli(capsys, transport=None, server=live_server.url + "/api")
+    name = unique("cli_live")
+    path = tmp_path / "wf.json"
+    path.write_text(json.dumps(workflow_def(name, [simple_task(f"{name}_t", "t")])))
+    cli.ok("workflow", "create", str(path))
+    wid = cli.ok("workflow", "start", "-w", name, "--correlation", "live-1").strip()
+    assert cli.json("workflow", "get-execution", wid, "--complete")["tasks"][0]["status"] == "SCHEDULED"
+    assert cli.json("workflow", "search", "-w", name)["results"][0]["correlationId"] == "live-1"
+    code, _, err = cli("task", "get", "missing-task")
+    assert code == 1 and "Task not found for taskId: missing-task" in err
