@@ -144,7 +144,7 @@ REST_FRAMEWORK = {
 # --- django-q2 cluster: async system tasks, timers, sweeper -------------------------
 Q_CLUSTER = {
     "name": os.environ.get("Q_CLUSTER_NAME", "conductor"),
-    "workers": envint("Q_WORKERS", 2),
+    "workers": envint("Q_WORKERS", 4),
     "timeout": 60,
     "retry": 90,
     "max_attempts": 3,
@@ -183,6 +183,8 @@ CONDUCTOR = {
     "SWEEPER_LOOP_SECONDS": envint("CONDUCTOR_SWEEPER_LOOP_SECONDS", 25),
     # Upper bound of a long poll (ms); Conductor refuses more than 5000.
     "MAX_LONG_POLL_MS": 5000,
+    # A task output above this (KB) fails the task terminally (Conductor's hard limit).
+    "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
 }
 
 LOGGING = {

@@ -15,6 +15,7 @@ resume, terminateWorkflow) and ``ExecutionService``.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -371,12 +372,24 @@ def task_update(*, task_result: dict) -> TaskState | None:
     return _with_retries(run)
 
 
+MAX_REASON_CHARS = 500
+
+
+def _output_limit_bytes() -> int:
+    from django.conf import settings
+
+    return int(settings.CONDUCTOR.get("MAX_TASK_OUTPUT_PAYLOAD_KB", 10240)) * 1024
+
+
 def _apply_result(task: TaskState, result: dict, now: int) -> None:
+    """Copy a TaskResult onto a task as Conductor's updateTask does: ``outputData`` and
+    ``reasonForIncompletion`` are replaced (absent = empty), the reason is cut to 500
+    characters, and an output over ``MAX_TASK_OUTPUT_PAYLOAD_KB`` is not stored: the task
+    becomes FAILED_WITH_TERMINAL_ERROR naming the limit (no retries)."""
     status = result["status"]
-    if result.get("outputData") is not None:
-        task.output_data = result["outputData"]
-    if result.get("reasonForIncompletion") is not None:
-        task.reason_for_incompletion = result["reasonForIncompletion"]
+    output = result.get("outputData") or {}
+    reason = result.get("reasonForIncompletion")
+    task.reason_for_incompletion = reason[:MAX_REASON_CHARS] if isinstance(reason, str) else None
     if result.get("workerId"):
         task.worker_id = result["workerId"]
     if result.get("subWorkflowId"):
@@ -384,6 +397,16 @@ def _apply_result(task: TaskState, result: dict, now: int) -> None:
     callback = int(result.get("callbackAfterSeconds") or 0)
     task.callback_after_seconds = callback
     task.update_time = now
+    size = len(json.dumps(output, separators=(",", ":"))) if output else 0
+    limit = _output_limit_bytes()
+    if size > limit:
+        task.output_data = {}
+        task.status = "FAILED_WITH_TERMINAL_ERROR"
+        task.reason_for_incompletion = (f"The output payload size: {size} bytes of task: {task.task_id} in workflow: "
+                                        f"{task.workflow_id} is greater than the permissible limit: {limit} bytes")
+        task.end_time = now
+        return
+    task.output_data = output
     if status == "IN_PROGRESS":
         if get_type(task.task_type).is_worker:
             # "check back later": the same task goes back to its queue after the callback

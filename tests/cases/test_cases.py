@@ -7,12 +7,18 @@ import pytest
 
 from tests.cases.harness import case_id, load_case, tampered
 
-CASES = [26, 30]
+CASES = [1, 3, 4, 6, 7, 9, 10, 11, 13, 14, 16, 17, 19, 20, 22, 23, 25, 26, 27, 29, 30, 33]
+
+# A case's ``serverConfig`` (expect block) names server limits to use while it runs.
+SERVER_CONFIG = {"maxTaskOutputPayloadSizeKB": "MAX_TASK_OUTPUT_PAYLOAD_KB"}
 
 
 @pytest.mark.parametrize("number", CASES, ids=[case_id(n) for n in CASES])
-def test_case(number, make_runner):
-    make_runner(load_case(number)).run()
+def test_case(number, make_runner, settings):
+    case = load_case(number)
+    config = (case.get("expect") or {}).get("serverConfig") or {}
+    settings.CONDUCTOR = {**settings.CONDUCTOR, **{SERVER_CONFIG[k]: v for k, v in config.items() if k in SERVER_CONFIG}}
+    make_runner(case).run()
 
 
 def test_harness_fails_a_wrong_expectation(make_runner):
