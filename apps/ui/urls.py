@@ -1,6 +1,7 @@
 """Operator UI routes (the WebSocket route is in ``apps.ui.routing``)."""
+from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, re_path
 
 from apps.ui import views
 
@@ -25,4 +26,7 @@ urlpatterns = [
     path("queues/", views.queues, name="queues"),
     path("start/", views.start, name="start"),
     path("audit/", views.audit, name="audit"),
+    # Static files (CSS, scripts, vendored libraries) straight from the app's folders, so
+    # `make run` (daphne alone, DEBUG off) serves the pages whole without collectstatic.
+    re_path(r"^" + settings.STATIC_URL.lstrip("/") + r"(?P<path>.*)$", views.static_file, name="static"),
 ]

@@ -60,6 +60,17 @@ def _parse_json_field(text: str | None, label: str, *, default=None, want_object
 
 
 @require_GET
+def static_file(request, path: str):
+    """A static file found by the staticfiles finders (``static/`` and the apps'), with a
+    short cache lifetime; used when no web server in front serves ``STATIC_URL``."""
+    from django.contrib.staticfiles.views import serve
+
+    response = serve(request, path, insecure=True)
+    response["Cache-Control"] = "public, max-age=300"
+    return response
+
+
+@require_GET
 def home(request):
     """``/``: the execution search."""
     return redirect("ui:executions")

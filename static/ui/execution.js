@@ -347,7 +347,8 @@
     panelTaskId = taskId || null;
     panelRowKey = null;
     graph.select(nodeId);
-    $("task-panel").hidden = false;
+    var panel = $("task-panel");
+    if (panel.hidden) { panel.hidden = false; graph.cy.resize(); }
     renderPanel(true);
   }
 
@@ -505,7 +506,7 @@
   }
 
   document.querySelectorAll(".tabs button").forEach(function (b) { b.addEventListener("click", function () { showTab(b.dataset.tab); }); });
-  $("panel-close").addEventListener("click", function () { $("task-panel").hidden = true; panelNode = null; graph.select(null); });
+  $("panel-close").addEventListener("click", function () { $("task-panel").hidden = true; panelNode = null; graph.select(null); graph.cy.resize(); });
   $("fit-graph").addEventListener("click", function () { graph.fit(); });
   $("export-png").addEventListener("click", function () { graph.exportPng(cfg.workflowId + ".png"); });
   $("task-filter").addEventListener("input", function () { taskPage = 1; renderTasks(); });

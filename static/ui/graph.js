@@ -43,13 +43,13 @@
 
   var STYLE = [
     { selector: "node", style: {
-      shape: "round-rectangle", width: 190, height: 54, label: "data(label)", "text-wrap": "wrap",
-      "text-max-width": 180, "text-valign": "center", "text-halign": "center", "font-size": 11,
+      shape: "round-rectangle", width: 200, height: 58, label: "data(label)", "text-wrap": "wrap",
+      "text-max-width": 190, "text-valign": "center", "text-halign": "center", "font-size": 13,
       "font-family": "system-ui, sans-serif", "background-color": "#ffffff", "border-width": 1.5,
       "border-color": "#8a8f98", color: "#1d2330" } },
     { selector: "node.kind-fork, node.kind-join", style: {
       shape: "rectangle", width: 220, height: 12, "background-color": "#4b5563", "border-width": 0,
-      "text-valign": "bottom", "text-margin-y": 4, color: "#1d2330", "font-size": 10 } },
+      "text-valign": "bottom", "text-margin-y": 4, color: "#1d2330", "font-size": 12 } },
     { selector: "node.kind-fork.st-COMPLETED, node.kind-join.st-COMPLETED", style: { color: "#1d2330" } },
     { selector: "node.kind-switch", style: { shape: "diamond", width: 150, height: 80, "text-max-width": 110 } },
     { selector: "node.kind-loop", style: { shape: "barrel", "border-width": 3, "border-style": "double" } },
@@ -67,7 +67,7 @@
     { selector: "node.kind-dynamic", style: { shape: "round-octagon", width: 200, height: 64 } },
     { selector: "edge", style: {
       width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#5b6472",
-      "target-arrow-color": "#5b6472", label: "data(label)", "font-size": 10, "text-background-color": "#ffffff",
+      "target-arrow-color": "#5b6472", label: "data(label)", "font-size": 12, "text-background-color": "#ffffff",
       "text-background-opacity": 1, "text-background-padding": 2, color: "#374151" } },
     { selector: "edge.dimmed", style: { "line-color": "#cfd4dc", "target-arrow-color": "#cfd4dc", "line-style": "dashed", color: "#9aa1ad" } },
     { selector: "node.dimmed", style: { opacity: 0.45 } },
@@ -140,7 +140,19 @@
     });
     this.cy.layout({ name: "dagre", rankDir: "TB", nodeSep: 30, rankSep: 36, edgeSep: 10, padding: 20,
       animate: false, fit: true }).run();
-    if (this.cy.zoom() > 1.2) { this.cy.zoom(1.2); this.cy.center(); }
+    this.readable();
+  };
+
+  /** Zoom so labels stay readable: at most 1.2, at least 0.7 (then show the top of the
+   * graph; "Fit" shows it all). */
+  ConductorGraph.prototype.readable = function () {
+    var cy = this.cy;
+    if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(); }
+    if (cy.zoom() < 0.7) {
+      var bb = cy.elements().boundingBox();
+      cy.zoom(0.7);
+      cy.pan({ x: cy.width() / 2 - (bb.x1 + bb.w / 2) * 0.7, y: 20 - bb.y1 * 0.7 });
+    }
   };
 
   /** Merge changed node/edge data (same structure) and refresh the view. */
