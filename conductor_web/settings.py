@@ -137,6 +137,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["apps.api.parsers.LenientJSONParser"],
     "EXCEPTION_HANDLER": "apps.api.exceptions.conductor_exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.api.negotiation.IgnoreAcceptNegotiation",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
 }
@@ -180,7 +181,8 @@ CONDUCTOR = {
     "WORKFLOW_OFFSET_TIMEOUT_SECONDS": envint("CONDUCTOR_WORKFLOW_OFFSET_TIMEOUT_SECONDS", 30),
     # Sweeper tick (ms) and the length of one sweeper job's loop (s).
     "SWEEPER_TICK_MS": envint("CONDUCTOR_SWEEPER_TICK_MS", 250),
-    "SWEEPER_LOOP_SECONDS": envint("CONDUCTOR_SWEEPER_LOOP_SECONDS", 25),
+    # Kept short so a stopping cluster is not held by a long-running loop job.
+    "SWEEPER_LOOP_SECONDS": envint("CONDUCTOR_SWEEPER_LOOP_SECONDS", 5),
     # Upper bound of a long poll (ms); Conductor refuses more than 5000.
     "MAX_LONG_POLL_MS": 5000,
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).

@@ -14,3 +14,33 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("apps.ui.urls")),
 ]
+
+
+def _not_found(request, exception=None):
+    """Unknown paths under /api answer Conductor's JSON error body (the SDK reads its
+    ``message``); other paths get Django's page."""
+    from django.views.defaults import page_not_found
+
+    if request.path.startswith("/api/"):
+        from django.http import JsonResponse
+
+        from apps.api.exceptions import error_body
+
+        return JsonResponse(error_body(404, f"No endpoint {request.method} {request.path}"), status=404)
+    return page_not_found(request, exception)
+
+
+def _server_error(request):
+    from django.views.defaults import server_error
+
+    if request.path.startswith("/api/"):
+        from django.http import JsonResponse
+
+        from apps.api.exceptions import error_body
+
+        return JsonResponse(error_body(500, "Internal server error"), status=500)
+    return server_error(request)
+
+
+handler404 = _not_found
+handler500 = _server_error

@@ -11,6 +11,9 @@ urlpatterns = [
     path("metadata/workflow", metadata.WorkflowDefsApi.as_view()),
     path("metadata/workflow/validate", metadata.WorkflowDefValidateApi.as_view()),
     path("metadata/workflow/latest-versions", metadata.WorkflowDefLatestApi.as_view()),
+    path("metadata/workflow/names", metadata.WorkflowNamesApi.as_view()),
+    path("metadata/workflow/names-and-versions", metadata.WorkflowNamesAndVersionsApi.as_view()),
+    path("metadata/workflow/<str:name>/versions", metadata.WorkflowVersionsApi.as_view()),
     path("metadata/workflow/<str:name>", metadata.WorkflowDefApi.as_view()),
     path("metadata/workflow/<str:name>/<int:version>", metadata.WorkflowDefVersionApi.as_view()),
     # --- search, bulk, metrics (before the catch-all workflow/<x> and tasks/<id> routes)
@@ -45,6 +48,9 @@ urlpatterns = [
     path("workflow/<str:workflow_id>/rerun", workflow.RerunWorkflowApi.as_view()),
     path("workflow/<str:workflow_id>/resetcallbacks", workflow.ResetCallbacksApi.as_view()),
     path("workflow/<str:workflow_id>/skiptask/<str:task_ref_name>", workflow.SkipTaskApi.as_view()),
+    path("workflow/<str:workflow_id>/tasks", workflow.WorkflowTasksApi.as_view()),
+    path("workflow/<str:workflow_id>/variables", workflow.WorkflowVariablesApi.as_view()),
+    path("workflow/<str:workflow_id>/terminate-remove", workflow.TerminateRemoveApi.as_view()),
     # POST /workflow/{name} starts; GET/DELETE /workflow/{id} read/terminate
     path("workflow/<str:name_or_id>", workflow.WorkflowOrStartApi.as_view()),
     # --- tasks
@@ -57,9 +63,11 @@ urlpatterns = [
     path("tasks/queue/all", tasks.QueueAllApi.as_view()),
     path("tasks/queue/polldata", tasks.PollDataApi.as_view()),
     path("tasks/queue/polldata/all", tasks.PollDataAllApi.as_view()),
+    path("tasks/queue/requeue/<str:task_type>", tasks.RequeuePendingApi.as_view()),
     path("tasks/<str:task_id>/log", tasks.TaskLogApi.as_view()),
     path("tasks/<str:task_id>", tasks.TaskApi.as_view()),
     path("tasks/<str:workflow_id>/<str:task_ref_name>/<str:status>", tasks.UpdateByRefApi.as_view()),
+    path("tasks/<str:workflow_id>/<str:task_ref_name>/<str:status>/sync", tasks.UpdateByRefSyncApi.as_view()),
 ]
 
 # --- events

@@ -160,3 +160,13 @@ def poll_data(task_type: str | None = None) -> list[dict]:
             item["domain"] = p.domain
         out.append(item)
     return out
+
+
+def requeue_pending(task_type: str) -> int:
+    """Make the SCHEDULED tasks of ``task_type`` (any domain) pollable now, dropping
+    pending callback delays; returns how many (Conductor's requeuePendingTask)."""
+    now = now_ms()
+    from django.db.models import Q
+
+    return TaskExecution.objects.filter(Q(queue_name=task_type) | Q(queue_name__endswith=f":{task_type}"),
+                                        status="SCHEDULED").update(visible_at=now, callback_after_seconds=0)

@@ -74,3 +74,30 @@ class WorkflowDefVersionApi(ConductorApi):
     def delete(self, request, name, version):
         services.workflow_def_delete(name=name, version=version)
         return empty()
+
+
+class WorkflowNamesApi(ConductorApi):
+    """``GET /metadata/workflow/names`` -> the distinct WorkflowDef names."""
+
+    def get(self, request):
+        return Response(sorted({d["name"] for d in services.workflow_def_list()}))
+
+
+class WorkflowNamesAndVersionsApi(ConductorApi):
+    """``GET /metadata/workflow/names-and-versions`` -> ``{name: [WorkflowDefSummary]}``."""
+
+    def get(self, request):
+        out: dict[str, list] = {}
+        for d in services.workflow_def_list():
+            out.setdefault(d["name"], []).append({"name": d["name"], "version": d.get("version", 1),
+                                                  "createTime": d.get("createTime"), "updateTime": d.get("updateTime")})
+        return Response(out)
+
+
+class WorkflowVersionsApi(ConductorApi):
+    """``GET /metadata/workflow/{name}/versions`` -> ``[WorkflowDefSummary]``."""
+
+    def get(self, request, name):
+        return Response([{"name": d["name"], "version": d.get("version", 1), "createTime": d.get("createTime"),
+                          "updateTime": d.get("updateTime")}
+                         for d in services.workflow_def_list() if d["name"] == name])

@@ -189,3 +189,29 @@ class PollDataAllApi(ConductorApi):
         return Response(queue.poll_data())
 
 
+
+
+class UpdateByRefSyncApi(ConductorApi):
+    """``POST /tasks/{workflowId}/{taskRefName}/{status}/sync`` -> the Workflow after the
+    update; 404 ``Found no running task %s of workflow %s to update`` when none is pending."""
+
+    def post(self, request, workflow_id, task_ref_name, status):
+        from apps.engine.representation import workflow_json
+
+        output = require_json(request.data) or {}
+        if not isinstance(output, dict):
+            raise InvalidInput("The request body must be the task output (a JSON object)")
+        task_id = executor.task_update_by_ref(workflow_id=workflow_id, task_ref_name=task_ref_name,
+                                              status=status, output=output,
+                                              worker_id=qstr(request.query_params, "workerid"))
+        if task_id is None:
+            raise NotFound(f"Found no running task {task_ref_name} of workflow {workflow_id} to update")
+        return Response(workflow_json(selectors.workflow_get(workflow_id=workflow_id)))
+
+
+class RequeuePendingApi(ConductorApi):
+    """``POST /tasks/queue/requeue/{taskType}``: make every waiting SCHEDULED task of that
+    type pollable now; answers the count as text."""
+
+    def post(self, request, task_type):
+        return text(str(queue.requeue_pending(task_type)))

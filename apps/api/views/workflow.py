@@ -334,3 +334,43 @@ class WorkflowTestApi(ConductorApi):
 
         req = _start_request(request.data)
         return Response(workflow_test(req))
+
+
+class WorkflowTasksApi(ConductorApi):
+    """``GET /workflow/{id}/tasks?start=0&count=15&status=...`` -> SearchResult<Task>,
+    paged in memory as Conductor does; ``status`` may repeat (case-insensitive)."""
+
+    def get(self, request, workflow_id):
+        q = request.query_params
+        wf = selectors.workflow_get(workflow_id=workflow_id)
+        statuses = {s.upper() for v in q.getlist("status") for s in v.split(",") if s.strip()}
+        tasks = [t for t in workflow_json(wf)["tasks"] if not statuses or t["status"] in statuses]
+        start = max(qint(q, "start", 0) or 0, 0)
+        count = max(qint(q, "count", 15) or 15, 0)
+        return Response({"totalHits": len(tasks), "results": tasks[start:start + count]})
+
+
+class WorkflowVariablesApi(ConductorApi):
+    """``POST /workflow/{id}/variables`` with a JSON object: merge into the workflow's
+    variables and decide; answers the Workflow."""
+
+    def post(self, request, workflow_id):
+        from apps.engine.event_handlers import workflow_variables_update
+
+        variables = require_json(request.data)
+        if not isinstance(variables, dict):
+            raise InvalidInput("The request body must be a JSON object of variables")
+        workflow_variables_update(workflow_id=workflow_id, variables=variables)
+        return Response(workflow_json(selectors.workflow_get(workflow_id=workflow_id)))
+
+
+class TerminateRemoveApi(ConductorApi):
+    """``DELETE /workflow/{id}/terminate-remove?reason&archiveWorkflow``."""
+
+    def delete(self, request, workflow_id):
+        q = request.query_params
+        wf = selectors.workflow_get(workflow_id=workflow_id, include_tasks=False)
+        if not wf.terminal:
+            executor.workflow_terminate(workflow_id=workflow_id, reason=qstr(q, "reason"))
+        executor.workflow_remove(workflow_id=workflow_id, archive=qbool(q, "archiveWorkflow", True))
+        return empty()
