@@ -30,7 +30,7 @@ parent=$PPID
 stop_children() {
   [ "$stopping" -eq 1 ] && return
   stopping=1
-  echo "conductor-web: stopping daphne and the qcluster..."
+  echo "conductor-web: stopping daphne and the qcluster (the cluster first finishes the job in hand, up to ${STOP_TIMEOUT}s)..."
   local i pid deadline=$((SECONDS + STOP_TIMEOUT))
   for pid in "${pids[@]}"; do
     kill -TERM "$pid" 2>/dev/null
