@@ -72,15 +72,14 @@ def allowed_actions(status: str) -> list[str]:
 
 def task_actions(workflow_status: str, task: dict | None) -> list[str]:
     """Task actions offered in the task panel (``task`` is a task row or None for a node
-    that has not run): rerun from a task of an ended execution; skip a pending task of a
-    running one; complete or fail a WAIT or HUMAN task that is IN_PROGRESS."""
+    that has not run): rerun from a task of an ended execution; skip a task of a running
+    execution that has not been scheduled yet (Conductor skips only those); complete or
+    fail a WAIT or HUMAN task that is IN_PROGRESS."""
     out = []
     status = task.get("status") if task else None
     if task and workflow_status in TERMINAL:
         out.append("rerun")
-    if workflow_status == "RUNNING" and status not in ("COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED",
-                                                       "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED",
-                                                       "SKIPPED"):
+    if task is None and workflow_status == "RUNNING":
         out.append("skip")
     if task and task.get("type") in ("WAIT", "HUMAN") and status in ("IN_PROGRESS", "SCHEDULED") \
             and workflow_status in ("RUNNING", "PAUSED"):

@@ -152,7 +152,7 @@ def test_complete_a_wait_task_from_the_panel(operator_client):
     wf_id = executor.workflow_start(name=name, input={})
     task = WorkflowExecution.objects.get(pk=wf_id).tasks.get(reference_task_name="w")
     panel = operator_client.get(f"/execution/{wf_id}/task/{task.task_id}.json").json()
-    assert set(panel["actions"]) >= {"complete_task", "fail_task", "skip"}
+    assert panel["actions"] == ["complete_task", "fail_task"]
     url = panel["actionUrls"]["complete_task"]
     assert operator_client.get(url).status_code == 200
     resp = operator_client.post(url, {"output": '{"approved": true}'})
@@ -318,3 +318,52 @@ def test_audit_page(operator_client, chain):
     operator_client.post(f"/execution/{wf_id}/action/pause")
     html = operator_client.get("/audit/", {"target": wf_id}).content.decode()
     assert "pause" in html and wf_id in html
+
+
+# --- recovery actions (engine services: restart, retry, rerun, skip) ----------------------------------
+
+def _failed_chain(name):
+    wf_id = start(name)
+    task = queue.task_poll(task_type=f"{name}_a", worker_id="w")[0]
+    executor.task_update(task_result={"workflowInstanceId": wf_id, "taskId": task.task_id, "status": "FAILED",
+                                      "reasonForIncompletion": "boom"})
+    assert WorkflowExecution.objects.get(pk=wf_id).status == "FAILED"
+    return wf_id, task
+
+
+def test_retry_restart_and_rerun_with_edited_input(operator_client, chain):
+    wf_id, task = _failed_chain(chain)
+    page = operator_client.get(f"/execution/{wf_id}").content.decode()
+    assert 'data-action="retry" class="" >' in page
+    operator_client.post(f"/execution/{wf_id}/action/retry")
+    wf = WorkflowExecution.objects.get(pk=wf_id)
+    assert wf.status == "RUNNING" and wf.tasks.filter(reference_task_name="a", status="SCHEDULED").count() == 1
+
+    executor.workflow_terminate(workflow_id=wf_id, reason="again")
+    operator_client.post(f"/execution/{wf_id}/action/restart_latest")
+    assert WorkflowExecution.objects.get(pk=wf_id).status == "RUNNING"
+
+    executor.workflow_terminate(workflow_id=wf_id, reason="rerun next")
+    first = WorkflowExecution.objects.get(pk=wf_id).tasks.get(reference_task_name="a")
+    panel = operator_client.get(f"/execution/{wf_id}/task/{first.task_id}.json").json()
+    assert panel["actions"] == ["rerun"]
+    form = operator_client.get(panel["actionUrls"]["rerun"]).content.decode()
+    assert "Task input (JSON)" in form
+    resp = operator_client.post(panel["actionUrls"]["rerun"], {"task_input": '{"x": "edited"}'})
+    assert resp.status_code == 302
+    wf = WorkflowExecution.objects.get(pk=wf_id)
+    assert wf.status == "RUNNING"
+    assert wf.tasks.get(reference_task_name="a", status="SCHEDULED").input_data == {"x": "edited"}
+    assert [a for a, in AuditLog.objects.order_by("id").values_list("action")] == ["retry", "restart_latest", "rerun"]
+    assert all(AuditLog.objects.values_list("ok", flat=True))
+
+
+def test_skip_a_task_that_has_not_run(operator_client, chain):
+    wf_id = start(chain)
+    url = f"/execution/{wf_id}/task-action/skip?ref=b"
+    assert operator_client.get(url).status_code == 200
+    operator_client.post(url, {"output": '{"skipped_by": "ui"}'})
+    skipped = WorkflowExecution.objects.get(pk=wf_id).tasks.get(reference_task_name="b")
+    assert skipped.status == "SKIPPED" and skipped.output_data == {"skipped_by": "ui"}
+    entry = AuditLog.objects.get()
+    assert (entry.action, entry.ok, entry.params["task_reference_name"]) == ("skip", True, "b")
