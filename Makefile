@@ -20,14 +20,15 @@ PY := $(VENV)/bin/python
 # Installing is redone only when pyproject.toml changes (or the venv is new).
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install run migrate test test-sqlite test-fast test-pg postgres-server clean
+.PHONY: install run migrate test test-sqlite test-fast test-pg test-packages clean
 
 install: $(INSTALLED)
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
+# bin/pip is the last thing venv creates: a half-made venv (no ensurepip) is removed.
+$(VENV)/bin/pip:
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "could not create $(VENV) (on Debian: apt-get install python3-venv)" >&2; exit 1; }
 
-$(INSTALLED): pyproject.toml | $(PY)
+$(INSTALLED): pyproject.toml | $(VENV)/bin/pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
@@ -45,7 +46,7 @@ rc=0; $(1) $(PY) -m pytest --timeout=$(TEST_TIMEOUT) $(2) $(PYTEST_ARGS) || rc=$
 if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; rc=1; fi; exit $$rc
 endef
 
-test: $(INSTALLED) postgres-server
+test: $(INSTALLED) test-packages
 	@sqlite=passed; pg=passed; \
 	$(MAKE) --no-print-directory test-sqlite || sqlite=FAILED; \
 	$(MAKE) --no-print-directory test-pg || pg=FAILED; \
@@ -59,16 +60,26 @@ test-sqlite: $(INSTALLED)
 test-fast: $(INSTALLED)
 	@$(call pytest,env -u DATABASE_URL,-m "not e2e")
 
-test-pg: $(INSTALLED) postgres-server
+test-pg: $(INSTALLED) test-packages
 	@echo "=== tests on PostgreSQL"
 	@$(call pytest,scripts/with_postgres.sh,)
 
-# PostgreSQL server binaries from Debian's package, only when none are installed.
-postgres-server:
-	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-	  echo "installing PostgreSQL (Debian package postgresql)"; \
-	  if [ "$$(id -u)" -ne 0 ]; then echo "PostgreSQL is missing: run as root or apt-get install postgresql" >&2; exit 1; fi; \
-	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+# Debian packages the tests use, installed (as root, with apt-get) only when missing:
+# PostgreSQL's server binaries (required by the PostgreSQL pass) and chromium (the
+# browser tests skip without it).
+test-packages:
+	@pkgs=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs="$$pkgs postgresql"; \
+	[ -x /usr/bin/chromium ] || pkgs="$$pkgs chromium"; \
+	if [ -n "$$pkgs" ]; then \
+	  if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages:$$pkgs"; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs || exit 1; \
+	  elif ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	    echo "PostgreSQL server binaries are missing: run as root, or apt-get install postgresql" >&2; exit 1; \
+	  else \
+	    echo "chromium is missing: the browser tests will be skipped (apt-get install chromium)"; \
+	  fi; \
 	fi
 
 clean:
