@@ -13,7 +13,6 @@ pollCount+1, callbackAfterSeconds 0) and the SQL ``QueueDAO`` pop.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -24,24 +23,13 @@ from apps.core.errors import InvalidInput
 from apps.engine import events
 from apps.engine.models import PollData, TaskExecution
 from apps.engine.state import TASK_FIELDS, TaskState
+from apps.engine.store import task_from_row
 
-_JSON_FIELDS = ("input_data", "output_data", "workflow_task")
-_BOOL_FIELDS = ("retried", "executed")
 
 
 def queue_name_for(task_type: str, domain: str | None) -> str:
     """``[domain:]taskType`` (Conductor's QueueUtils.getQueueName without namespaces)."""
     return f"{domain}:{task_type}" if domain else task_type
-
-
-def _row_to_task(row: tuple) -> TaskState:
-    values = dict(zip(TASK_FIELDS, row))
-    for f in _JSON_FIELDS:
-        if isinstance(values[f], (str, bytes)):
-            values[f] = json.loads(values[f])
-    for f in _BOOL_FIELDS:
-        values[f] = bool(values[f])
-    return TaskState(**values)
 
 
 def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = None) -> list[TaskState]:
@@ -77,7 +65,7 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
         with connection.cursor() as cursor:
             cursor.execute(sql, args)
             rows = cursor.fetchall()
-    tasks = [_row_to_task(r) for r in rows]
+    tasks = [task_from_row(r) for r in rows]
     tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
     return tasks
 

@@ -7,7 +7,6 @@ rows without mapping tables. Nothing here touches the ORM, the clock or HTTP.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 TERMINAL_WORKFLOW = frozenset({"COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"})
 

@@ -1,19 +1,36 @@
 """Loading and saving execution state (the only engine module that maps rows <-> state).
 
+The decide cycle runs on every task update, so this module speaks SQL directly: a fixed
+set of statements built once per database vendor, JSON columns encoded and decoded here
+(one statement each to lock the workflow, read its tasks, insert new tasks, update
+changed tasks and update the workflow row). The ORM models in ``apps.engine.models``
+define the schema; the column lists come from ``apps.engine.state`` whose field names
+are the column names.
+
 Writes of task rows are compare-and-set on the status that was loaded, so a concurrent
 poll that claimed a task (SCHEDULED -> IN_PROGRESS) is never overwritten by a stale
-decide: the whole operation is retried instead (``StaleState``).
+decide: the whole operation is retried instead (``StaleState``). The workflow
+``definition`` snapshot is written only when it was replaced (restart with the latest
+definition), never on ordinary decides.
 """
 from __future__ import annotations
+
+import json
+from functools import lru_cache
 
 from django.db import connection
 
 from apps.engine.decider import DeciderOutcome
-from apps.engine.models import TaskExecution, WorkflowExecution
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
 
+WF_TABLE = "engine_workflow_execution"
+TASK_TABLE = "engine_task_execution"
+WF_JSON = frozenset({"definition", "input", "output", "variables", "task_to_domain",
+                     "failed_reference_task_names", "failed_task_names"})
+TASK_JSON = frozenset({"input_data", "output_data", "workflow_task"})
+TASK_BOOL = frozenset({"retried", "executed"})
 _TASK_UPDATE_FIELDS = tuple(f for f in TASK_FIELDS if f not in ("task_id", "workflow_id"))
-_WORKFLOW_UPDATE_FIELDS = tuple(f for f in WORKFLOW_FIELDS if f != "workflow_id")
+_WORKFLOW_UPDATE_FIELDS = tuple(f for f in WORKFLOW_FIELDS if f not in ("workflow_id", "definition"))
 
 
 class StaleState(Exception):
@@ -21,87 +38,177 @@ class StaleState(Exception):
 
 
 class Loaded:
-    """A workflow state plus what is needed to save it: the statuses as loaded."""
+    """A workflow state plus what is needed to save it: the task statuses as loaded and
+    the definition snapshot object as loaded."""
 
-    __slots__ = ("wf", "loaded_status")
+    __slots__ = ("wf", "loaded_status", "definition")
 
     def __init__(self, wf: WorkflowState):
         self.wf = wf
         self.loaded_status = {t.task_id: t.status for t in wf.tasks}
+        self.definition = wf.definition
 
 
-def _attach_sub_workflows(wf: WorkflowState) -> None:
+# --- SQL, built once per vendor ---------------------------------------------------------------
+
+def _placeholder(field: str, json_fields: frozenset) -> str:
+    return "%s::jsonb" if field in json_fields and connection.vendor == "postgresql" else "%s"
+
+
+@lru_cache(maxsize=8)
+def _sql(vendor: str) -> dict[str, str]:
+    lock = " FOR UPDATE" if vendor == "postgresql" else ""
+    wf_cols = ", ".join(WORKFLOW_FIELDS)
+    task_cols = ", ".join(TASK_FIELDS)
+    task_ph = ", ".join(_placeholder(f, TASK_JSON) for f in TASK_FIELDS)
+    task_set = ", ".join(f"{f} = {_placeholder(f, TASK_JSON)}" for f in _TASK_UPDATE_FIELDS)
+    wf_set = ", ".join(f"{f} = {_placeholder(f, WF_JSON)}" for f in _WORKFLOW_UPDATE_FIELDS)
+    wf_ph = ", ".join(_placeholder(f, WF_JSON) for f in WORKFLOW_FIELDS)
+    return {
+        "lock": f"SELECT {wf_cols} FROM {WF_TABLE} WHERE workflow_id = %s{lock}",
+        "tasks": f"SELECT {task_cols} FROM {TASK_TABLE} WHERE workflow_id = %s ORDER BY seq",
+        "insert_task_row": f"({task_ph})",
+        "insert_task": f"INSERT INTO {TASK_TABLE} ({task_cols}) VALUES ",
+        "update_task": f"UPDATE {TASK_TABLE} SET {task_set} WHERE task_id = %s AND status = %s",
+        "update_wf": f"UPDATE {WF_TABLE} SET {wf_set} WHERE workflow_id = %s",
+        "update_wf_definition": f"UPDATE {WF_TABLE} SET definition = {_placeholder('definition', WF_JSON)} "
+                                "WHERE workflow_id = %s",
+        "insert_wf": f"INSERT INTO {WF_TABLE} ({wf_cols}) VALUES ({wf_ph})",
+        "children": f"SELECT workflow_id, status, output, reason_for_incompletion, workflow_name, workflow_version "
+                    f"FROM {WF_TABLE} WHERE workflow_id IN ",
+    }
+
+
+def _s() -> dict[str, str]:
+    return _sql(connection.vendor)
+
+
+def _load_json(value):
+    if isinstance(value, (str, bytes, bytearray)):
+        return json.loads(value)
+    if isinstance(value, memoryview):
+        return json.loads(bytes(value))
+    return value
+
+
+def _dump(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _workflow_from_row(row: tuple) -> WorkflowState:
+    values = dict(zip(WORKFLOW_FIELDS, row))
+    for f in WF_JSON:
+        values[f] = _load_json(values[f])
+    return WorkflowState(**values)
+
+
+def task_from_row(row: tuple) -> TaskState:
+    """A TaskState from a row of ``SELECT <TASK_FIELDS>`` (JSON and booleans decoded)."""
+    values = dict(zip(TASK_FIELDS, row))
+    for f in TASK_JSON:
+        values[f] = _load_json(values[f])
+    for f in TASK_BOOL:
+        values[f] = bool(values[f])
+    return TaskState(**values)
+
+
+def _task_params(task: TaskState, fields: tuple[str, ...]) -> list:
+    return [_dump(getattr(task, f)) if f in TASK_JSON else getattr(task, f) for f in fields]
+
+
+def _workflow_params(wf: WorkflowState, fields: tuple[str, ...]) -> list:
+    return [_dump(getattr(wf, f)) if f in WF_JSON else getattr(wf, f) for f in fields]
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+def _attach_sub_workflows(wf: WorkflowState, cursor) -> None:
     ids = [t.sub_workflow_id for t in wf.tasks
            if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and not t.terminal]
-    if ids:
-        for row in WorkflowExecution.objects.filter(pk__in=ids).values(
-                "workflow_id", "status", "output", "reason_for_incompletion", "workflow_name", "workflow_version"):
-            wf.sub_workflows[row["workflow_id"]] = row
+    if not ids:
+        return
+    cursor.execute(_s()["children"] + "(" + ", ".join(["%s"] * len(ids)) + ")", ids)
+    for workflow_id, status, output, reason, name, version in cursor.fetchall():
+        wf.sub_workflows[workflow_id] = {"workflow_id": workflow_id, "status": status, "output": _load_json(output),
+                                         "reason_for_incompletion": reason, "workflow_name": name,
+                                         "workflow_version": version}
+
+
+def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> WorkflowState | None:
+    sql = _s()
+    with connection.cursor() as cursor:
+        cursor.execute(sql["lock"] if lock else sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        wf = _workflow_from_row(row)
+        if include_tasks:
+            cursor.execute(sql["tasks"], [workflow_id])
+            wf.tasks = [task_from_row(r) for r in cursor.fetchall()]
+            _attach_sub_workflows(wf, cursor)
+    return wf
 
 
 def lock_workflow(workflow_id: str) -> WorkflowState | None:
     """Lock the workflow row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's IMMEDIATE
-    transaction already holds the write lock) and load it with its tasks. Must run inside
+    transaction already holds the write lock) and load it with its tasks (ordered by seq)
+    and the status of its running sub-workflows. Must run inside
     ``transaction.atomic()``. Returns None if the workflow does not exist."""
-    qs = WorkflowExecution.objects.filter(pk=workflow_id)
-    if connection.features.has_select_for_update:
-        qs = qs.select_for_update()
-    rows = list(qs.values(*WORKFLOW_FIELDS))
-    if not rows:
-        return None
-    wf = WorkflowState(**rows[0])
-    wf.tasks = [TaskState(**row) for row in
-                TaskExecution.objects.filter(workflow_id=workflow_id).order_by("seq").values(*TASK_FIELDS)]
-    _attach_sub_workflows(wf)
-    return wf
+    return _read(workflow_id, lock=True)
 
 
 def load_workflow(workflow_id: str, include_tasks: bool = True) -> WorkflowState | None:
     """Read a workflow (no lock) with its tasks ordered by seq; None if absent."""
-    rows = list(WorkflowExecution.objects.filter(pk=workflow_id).values(*WORKFLOW_FIELDS))
-    if not rows:
-        return None
-    wf = WorkflowState(**rows[0])
-    if include_tasks:
-        wf.tasks = [TaskState(**row) for row in
-                    TaskExecution.objects.filter(workflow_id=workflow_id).order_by("seq").values(*TASK_FIELDS)]
-    return wf
+    return _read(workflow_id, lock=False, include_tasks=include_tasks)
 
+
+# --- writes ------------------------------------------------------------------------------------
 
 def insert_workflow(wf: WorkflowState) -> None:
     """Insert a new workflow row (without its tasks)."""
-    WorkflowExecution.objects.create(**{f: getattr(wf, f) for f in WORKFLOW_FIELDS})
+    with connection.cursor() as cursor:
+        cursor.execute(_s()["insert_wf"], _workflow_params(wf, WORKFLOW_FIELDS))
 
 
 def insert_tasks(tasks: list[TaskState]) -> None:
     """Insert new task rows in one statement."""
-    if tasks:
-        TaskExecution.objects.bulk_create([TaskExecution(**{f: getattr(t, f) for f in TASK_FIELDS}) for t in tasks])
+    if not tasks:
+        return
+    sql = _s()
+    params: list = []
+    for task in tasks:
+        params.extend(_task_params(task, TASK_FIELDS))
+    with connection.cursor() as cursor:
+        cursor.execute(sql["insert_task"] + ", ".join([sql["insert_task_row"]] * len(tasks)), params)
 
 
 def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = True,
          extra_task_ids: set[str] | None = None) -> None:
-    """Persist a decided state: insert new tasks, update changed ones (compare-and-set on
-    the loaded status), update the workflow row. Raises StaleState on a lost race."""
+    """Persist a decided state: delete removed tasks, insert new tasks, update changed ones
+    (compare-and-set on the loaded status) and the workflow row. Raises StaleState on a
+    lost race (the caller's transaction is rolled back and the operation re-run)."""
     wf = loaded.wf
-    if outcome.removed_task_ids:
-        TaskExecution.objects.filter(task_id__in=outcome.removed_task_ids).delete()
-    insert_tasks(outcome.new_tasks)
+    sql = _s()
     new_ids = {t.task_id for t in outcome.new_tasks}
     updated = dict(outcome.updated_tasks)
-    for task_id in extra_task_ids or ():
-        for t in wf.tasks:
-            if t.task_id == task_id:
-                updated[task_id] = t
-    for task_id, task in updated.items():
-        if task_id in new_ids:
-            continue
-        expected = loaded.loaded_status.get(task_id)
-        qs = TaskExecution.objects.filter(pk=task_id)
-        if expected is not None:
-            qs = qs.filter(status=expected)
-        if qs.update(**{f: getattr(task, f) for f in _TASK_UPDATE_FIELDS}) != 1:
-            raise StaleState(task_id)
-    if workflow_changed or outcome.workflow_changed or outcome.new_tasks or updated:
-        WorkflowExecution.objects.filter(pk=wf.workflow_id).update(
-            **{f: getattr(wf, f) for f in _WORKFLOW_UPDATE_FIELDS})
+    if extra_task_ids:
+        for task in wf.tasks:
+            if task.task_id in extra_task_ids:
+                updated[task.task_id] = task
+    with connection.cursor() as cursor:
+        if outcome.removed_task_ids:
+            ids = list(outcome.removed_task_ids)
+            cursor.execute(f"DELETE FROM {TASK_TABLE} WHERE task_id IN (" + ", ".join(["%s"] * len(ids)) + ")", ids)
+    insert_tasks(outcome.new_tasks)
+    with connection.cursor() as cursor:
+        for task_id, task in updated.items():
+            if task_id in new_ids or task_id in outcome.removed_task_ids:
+                continue
+            expected = loaded.loaded_status.get(task_id, task.status)
+            cursor.execute(sql["update_task"], _task_params(task, _TASK_UPDATE_FIELDS) + [task_id, expected])
+            if cursor.rowcount != 1:
+                raise StaleState(task_id)
+        if workflow_changed or outcome.workflow_changed or outcome.new_tasks or updated or outcome.removed_task_ids:
+            cursor.execute(sql["update_wf"], _workflow_params(wf, _WORKFLOW_UPDATE_FIELDS) + [wf.workflow_id])
+        if wf.definition is not loaded.definition:
+            cursor.execute(sql["update_wf_definition"], [_dump(wf.definition), wf.workflow_id])
