@@ -10,6 +10,7 @@ class UiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        """Register the live-update listener with the engine's events."""
         from apps.engine import events
         from apps.ui import live
 

@@ -103,6 +103,7 @@ class _Builder:
     # --- elements ----------------------------------------------------------------------
 
     def iters_of(self, base_ref: str) -> dict[str, list[dict]]:
+        """Runs of a definition reference grouped by loop scope, oldest attempt first."""
         out: dict[str, list[dict]] = defaultdict(list)
         for t in self.by_base.get(base_ref, ()):
             out[ref_suffix(t.reference_task_name)].append(_attempt(t))
@@ -111,6 +112,7 @@ class _Builder:
     def node(self, node_id: str, kind: str, title: str, *, parent: str | None, loop: str | None,
              ref: str | None = None, task_type: str | None = None, iters: dict | None = None,
              **extra) -> dict:
+        """Add (or replace) a node and return its data."""
         data = {"id": node_id, "kind": kind, "title": title, "ref": ref, "type": task_type, "loop": loop,
                 "iters": iters if iters is not None else {}}
         if parent:
@@ -120,6 +122,7 @@ class _Builder:
         return data
 
     def edge(self, source: str, target: str, label: str | None = None) -> None:
+        """Add an edge once (same source, target and label)."""
         edge_id = f"{source}->{target}" + (f"[{label}]" if label else "")
         if edge_id not in self.edges:
             data = {"id": edge_id, "source": source, "target": target}
@@ -128,6 +131,7 @@ class _Builder:
             self.edges[edge_id] = data
 
     def connect(self, exits: list[tuple[str, str | None]], entries: list[str]) -> None:
+        """Edges from every (exit, label) to every entry."""
         for source, label in exits:
             for target in entries:
                 self.edge(source, target, label)
@@ -154,6 +158,7 @@ class _Builder:
 
     def build_task(self, wt: dict, parent: str | None, loop: str | None
                    ) -> tuple[list[str], list[tuple[str, str | None]]]:
+        """Node(s) of one WorkflowTask; returns (entries, exits)."""
         ref = wt["taskReferenceName"]
         task_type = wt.get("type") or "SIMPLE"
         kind = _KIND_BY_TYPE.get(task_type, "task")
@@ -222,6 +227,7 @@ class _Builder:
         return [ref], [(ref, None)]
 
     def build_dynamic(self, ref: str, parent: str | None, loop: str | None) -> list[tuple[str, str | None]]:
+        """Nodes of the tasks a dynamic fork spawned (or one summary node); returns exits."""
         forked: list[str] = []
         for fork in self.by_base.get(ref, ()):
             for child in (fork.input_data or {}).get("forkedTasks") or []:
@@ -286,6 +292,7 @@ class _Builder:
         return scopes[-1] if scopes else ""
 
     def fill_view(self) -> None:
+        """Status, attempts and ``executed`` for the default view (latest iterations)."""
         for data in self.nodes.values():
             kind = data["kind"]
             if kind in ("loopgroup", "loopend"):
@@ -308,6 +315,7 @@ class _Builder:
             edge["executed"] = self.edge_executed(edge)
 
     def edge_executed(self, edge: dict) -> bool:
+        """Whether the path along this edge ran (taken case only, for SWITCH edges)."""
         source = self.nodes[edge["source"]]
         target = self.nodes[edge["target"]]
         if not (source.get("executed") and target.get("executed")):
@@ -322,6 +330,7 @@ class _Builder:
         return True
 
     def build(self) -> dict:
+        """The whole graph: start, the task tree, end, then the runtime view."""
         self.node(START_ID, "start", "start", parent=None, loop=None, iters={})
         self.node(END_ID, "end", "end", parent=None, loop=None, iters={})
         entries, exits, empty = self.build_list(self.definition.get("tasks") or [], None, None)

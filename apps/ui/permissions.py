@@ -31,6 +31,7 @@ def view_required(view):
     @login_required
     @wraps(view)
     def wrapper(request, *args, **kwargs):
+        """Refuse (403) users who may not view."""
         if not can_view(request.user):
             raise PermissionDenied("You may not view workflow executions.")
         return view(request, *args, **kwargs)
@@ -42,6 +43,7 @@ def operate_required(view):
     @login_required
     @wraps(view)
     def wrapper(request, *args, **kwargs):
+        """Refuse (403) users who may not operate."""
         if not can_operate(request.user):
             raise PermissionDenied("You may not operate workflows.")
         return view(request, *args, **kwargs)

@@ -126,14 +126,17 @@ class SearchResult:
 
     @property
     def pages(self) -> int:
+        """Number of pages (at least 1)."""
         return max(1, -(-self.total // self.size))
 
     @property
     def first_index(self) -> int:
+        """1-based position of the first row of this page (0 when nothing matched)."""
         return (self.page - 1) * self.size + 1 if self.total else 0
 
     @property
     def last_index(self) -> int:
+        """1-based position of the last row of this page."""
         return min(self.page * self.size, self.total)
 
 
@@ -205,6 +208,7 @@ def queues_overview(now: int | None = None, *, stale_seconds: int = 60, recent_s
     rows: dict[tuple[str, str], dict] = {}
 
     def row(task_type: str, domain: str) -> dict:
+        """The row of (task type, domain), created empty on first use."""
         return rows.setdefault((task_type, domain), {
             "task_type": task_type, "domain": domain, "depth": 0, "in_progress": 0, "oldest_ms": None,
             "workers": [], "hidden_workers": 0, "last_poll": None, "warning": None})

@@ -88,11 +88,13 @@ def executions(request):
     base.pop("page", None)
 
     def page_url(page: int) -> str:
+        """This search's URL at another page."""
         params = base.copy()
         params["page"] = str(page)
         return "?" + params.urlencode()
 
     def sort_url(column: str) -> str:
+        """This search's URL sorted by ``column`` (again: the other direction)."""
         params = base.copy()
         params["sort"] = column if query.sort != column else "-" + column
         return "?" + params.urlencode()

@@ -40,7 +40,9 @@
   });
   window.conductorGraph = graph;
   window.conductorLive = { state: function () { return state; }, seq: function () { return seq; },
-    mode: function () { return wsOpen ? "websocket" : (pollTimer ? "polling" : "connecting"); } };
+    mode: function () { return wsOpen ? "websocket" : (pollTimer ? "polling" : "connecting"); },
+    // feed a message as if it came from the socket (used by the browser tests)
+    inject: function (msg) { onMessage(msg); } };
 
   // --- helpers -------------------------------------------------------------------------
   function $(id) { return document.getElementById(id); }

@@ -100,6 +100,13 @@ def test_sign_in_search_open_and_watch_a_node_turn_green(page, ui_server):
     assert "dimmed" not in node_state(page, "b")["classes"]
     assert latency < 2.5, f"the node changed colour {latency:.2f} s after the update"
 
+    # a missed delta (a gap in seq) is not applied: the page asks for a fresh snapshot
+    seq = page.evaluate("window.conductorLive.seq()")
+    page.evaluate("""(seq) => window.conductorLive.inject({type: 'delta', seq: seq + 5,
+        data: {header: Object.assign({}, window.conductorLive.state().header, {status: 'BOGUS'})}})""", seq)
+    page.wait_for_function("(s) => window.conductorLive.seq() === s + 1", arg=seq)
+    assert page.inner_text("#wf-status") == "RUNNING"
+
     # the task list followed too, and the task panel opens on a click
     page.click(".tabs button[data-tab=tasks]")
     page.wait_for_selector("#task-table tbody tr[data-task-id]")
@@ -354,3 +361,19 @@ def test_an_execution_of_2000_tasks_opens_and_stays_usable(page, ui_server):
     assert len(page.inner_text("#payload-input")) <= 20_000
     assert opened < 10, f"the page took {opened:.1f} s to show the graph"
     assert errors == []
+
+
+def test_polling_fallback_when_websockets_fail(page, ui_server):
+    """With WebSocket unusable the page polls live.json and still follows the execution."""
+    page.add_init_script("window.WebSocket = function () { throw new Error('blocked by the test'); };")
+    name = chain(ui_server)
+    wf_id = ui_server.start(name, {"order_id": 5})
+    sign_in(page, ui_server)
+    page.goto(f"{ui_server.base}/execution/{wf_id}")
+    wait_node(page, "a", "SCHEDULED")
+    assert page.evaluate("window.conductorLive.mode()") == "polling"
+    assert page.inner_text("#live-state") == "live (polling)"
+    task = ui_server.poll(f"{name}_a")
+    ui_server.complete(task)
+    wait_node(page, "a", "COMPLETED", timeout_ms=5_000)
+    wait_node(page, "b", "SCHEDULED", timeout_ms=5_000)
