@@ -180,7 +180,7 @@ def _done(wid: str, result: str) -> None:
 
 # --- workflow commands -------------------------------------------------------------------------
 
-def cmd_workflow_create(c: Client, a) -> int:
+def _cmd_workflow_create(c: Client, a) -> int:
     data = _load_json_file(a.file, "workflow definition")
     defs = data if isinstance(data, list) else [data]
     if not defs or not all(isinstance(d, dict) for d in defs):
@@ -191,7 +191,7 @@ def cmd_workflow_create(c: Client, a) -> int:
     return 0
 
 
-def cmd_workflow_start(c: Client, a) -> int:
+def _cmd_workflow_start(c: Client, a) -> int:
     if a.input is not None and a.file is not None:
         raise CliError("Use either -i/--input or -f/--file, not both", code=2)
     name = a.workflow or a.name
@@ -218,7 +218,7 @@ def cmd_workflow_start(c: Client, a) -> int:
     return 0
 
 
-def cmd_workflow_get_execution(c: Client, a) -> int:
+def _cmd_workflow_get_execution(c: Client, a) -> int:
     def show(wid: str) -> None:
         wf = c.call("GET", f"/workflow/{wid}", params={"includeTasks": bool(a.complete)})
         if not a.complete and isinstance(wf, dict):
@@ -228,7 +228,7 @@ def cmd_workflow_get_execution(c: Client, a) -> int:
     return _each(a.ids, show)
 
 
-def cmd_workflow_status(c: Client, a) -> int:
+def _cmd_workflow_status(c: Client, a) -> int:
     return _each(a.ids, lambda wid: _print_json(
         c.call("GET", f"/workflow/{wid}/status", params={"includeOutput": True, "includeVariables": True})))
 
@@ -251,7 +251,7 @@ def build_search_query(*, workflow: str | None = None, status: str | None = None
     return " AND ".join(parts) or None
 
 
-def cmd_workflow_search(c: Client, a) -> int:
+def _cmd_workflow_search(c: Client, a) -> int:
     after = parse_time(a.start_time_after) if a.start_time_after else None
     before = parse_time(a.start_time_before) if a.start_time_before else None
     query = build_search_query(workflow=a.workflow, status=a.status, start_after=after, start_before=before,
@@ -262,7 +262,7 @@ def cmd_workflow_search(c: Client, a) -> int:
     return 0
 
 
-def cmd_workflow_retry(c: Client, a) -> int:
+def _cmd_workflow_retry(c: Client, a) -> int:
     def run(wid: str) -> None:
         c.call("POST", f"/workflow/{wid}/retry",
                params={"resumeSubworkflowTasks": True if a.resume_subworkflow_tasks else None}, body={})
@@ -270,7 +270,7 @@ def cmd_workflow_retry(c: Client, a) -> int:
     return _each(a.ids, run)
 
 
-def cmd_workflow_restart(c: Client, a) -> int:
+def _cmd_workflow_restart(c: Client, a) -> int:
     def run(wid: str) -> None:
         c.call("POST", f"/workflow/{wid}/restart", params={"useLatestDefinitions": True if a.use_latest else None},
                body={})
@@ -278,7 +278,7 @@ def cmd_workflow_restart(c: Client, a) -> int:
     return _each(a.ids, run)
 
 
-def cmd_workflow_rerun(c: Client, a) -> int:
+def _cmd_workflow_rerun(c: Client, a) -> int:
     request = {"reRunFromWorkflowId": a.id, "reRunFromTaskId": a.task_id, "correlationId": a.correlation_id,
                "taskInput": _json_object(a.task_input, "--task-input"),
                "workflowInput": _json_object(a.workflow_input, "--workflow-input")}
@@ -287,7 +287,7 @@ def cmd_workflow_rerun(c: Client, a) -> int:
     return 0
 
 
-def cmd_workflow_terminate(c: Client, a) -> int:
+def _cmd_workflow_terminate(c: Client, a) -> int:
     def run(wid: str) -> None:
         c.call("DELETE", f"/workflow/{wid}", params={
             "reason": a.reason, "triggerFailureWorkflow": True if a.trigger_failure_workflow else None})
@@ -295,21 +295,21 @@ def cmd_workflow_terminate(c: Client, a) -> int:
     return _each(a.ids, run)
 
 
-def cmd_workflow_pause(c: Client, a) -> int:
+def _cmd_workflow_pause(c: Client, a) -> int:
     def run(wid: str) -> None:
         c.call("PUT", f"/workflow/{wid}/pause", body={})
         _done(wid, "paused")
     return _each(a.ids, run)
 
 
-def cmd_workflow_resume(c: Client, a) -> int:
+def _cmd_workflow_resume(c: Client, a) -> int:
     def run(wid: str) -> None:
         c.call("PUT", f"/workflow/{wid}/resume", body={})
         _done(wid, "resumed")
     return _each(a.ids, run)
 
 
-def cmd_workflow_delete_execution(c: Client, a) -> int:
+def _cmd_workflow_delete_execution(c: Client, a) -> int:
     def run(wid: str) -> None:
         c.call("DELETE", f"/workflow/{wid}/remove", params={"archiveWorkflow": bool(a.archive)})
         _done(wid, "deleted")
@@ -318,17 +318,17 @@ def cmd_workflow_delete_execution(c: Client, a) -> int:
 
 # --- taskDef and task commands --------------------------------------------------------------------
 
-def cmd_taskdef_list(c: Client, a) -> int:
+def _cmd_taskdef_list(c: Client, a) -> int:
     _print_json(c.call("GET", "/metadata/taskdefs"))
     return 0
 
 
-def cmd_taskdef_get(c: Client, a) -> int:
+def _cmd_taskdef_get(c: Client, a) -> int:
     _print_json(c.call("GET", f"/metadata/taskdefs/{a.name}"))
     return 0
 
 
-def cmd_taskdef_create(c: Client, a) -> int:
+def _cmd_taskdef_create(c: Client, a) -> int:
     data = _load_json_file(a.file, "task definition")
     defs = data if isinstance(data, list) else [data]
     c.call("POST", "/metadata/taskdefs", body=defs)
@@ -337,7 +337,7 @@ def cmd_taskdef_create(c: Client, a) -> int:
     return 0
 
 
-def cmd_task_list(c: Client, a) -> int:
+def _cmd_task_list(c: Client, a) -> int:
     statuses = {s.strip().upper() for s in (a.status or "").split(",") if s.strip()}
     if a.workflow_id:
         wf = c.call("GET", f"/workflow/{a.workflow_id}", params={"includeTasks": True})
@@ -360,12 +360,12 @@ def cmd_task_list(c: Client, a) -> int:
     return 0
 
 
-def cmd_task_get(c: Client, a) -> int:
+def _cmd_task_get(c: Client, a) -> int:
     _print_json(c.call("GET", f"/tasks/{a.task_id}"))
     return 0
 
 
-def cmd_task_queues(c: Client, a) -> int:
+def _cmd_task_queues(c: Client, a) -> int:
     _print_json(c.call("GET", "/tasks/queue/all"))
     return 0
 
@@ -388,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = w.add_parser("create", help="register a WorkflowDef from a JSON file")
     s.add_argument("file")
     s.add_argument("--force", action="store_true", help="overwrite an existing name+version")
-    s.set_defaults(func=cmd_workflow_create)
+    s.set_defaults(func=_cmd_workflow_create)
 
     s = w.add_parser("start", help="start an execution; prints its id")
     s.add_argument("name", nargs="?", help="workflow name (or -w)")
@@ -400,16 +400,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sync", action="store_true", help="wait for the result (POST /workflow/execute)")
     s.add_argument("-u", "--wait-until", help="with --sync: task reference(s) to wait for")
     s.add_argument("--wait-seconds", type=int, default=None, help="with --sync: seconds to wait (server default 10)")
-    s.set_defaults(func=cmd_workflow_start)
+    s.set_defaults(func=_cmd_workflow_start)
 
     s = w.add_parser("get-execution", help="show executions")
     s.add_argument("ids", nargs="+", metavar="ID")
     s.add_argument("-c", "--complete", action="store_true", help="include tasks and the definition")
-    s.set_defaults(func=cmd_workflow_get_execution)
+    s.set_defaults(func=_cmd_workflow_get_execution)
 
     s = w.add_parser("status", help="status, output and variables of executions")
     s.add_argument("ids", nargs="+", metavar="ID")
-    s.set_defaults(func=cmd_workflow_status)
+    s.set_defaults(func=_cmd_workflow_status)
 
     s = w.add_parser("search", help="search executions (newest first)")
     s.add_argument("text", nargs="?", help="free text (default *)")
@@ -423,17 +423,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="started before (epoch ms or date)")
     s.add_argument("-q", "--query", help="extra condition(s) in Conductor's query syntax")
     s.add_argument("--sort", default="startTime:DESC", help="sort, e.g. startTime:DESC (default)")
-    s.set_defaults(func=cmd_workflow_search)
+    s.set_defaults(func=_cmd_workflow_search)
 
     s = w.add_parser("retry", help="retry the failed tasks of terminal executions")
     s.add_argument("ids", nargs="+", metavar="ID")
     s.add_argument("--resume-subworkflow-tasks", action="store_true")
-    s.set_defaults(func=cmd_workflow_retry)
+    s.set_defaults(func=_cmd_workflow_retry)
 
     s = w.add_parser("restart", help="restart terminal executions from the beginning")
     s.add_argument("ids", nargs="+", metavar="ID")
     s.add_argument("--use-latest", action="store_true", help="use the latest workflow and task definitions")
-    s.set_defaults(func=cmd_workflow_restart)
+    s.set_defaults(func=_cmd_workflow_restart)
 
     s = w.add_parser("rerun", help="re-run an execution, optionally from one task")
     s.add_argument("id", metavar="ID")
@@ -441,38 +441,38 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-i", "--task-input", help="new input of that task (JSON object)")
     s.add_argument("--workflow-input", help="new workflow input (JSON object)")
     s.add_argument("--correlation-id", help="new correlation id")
-    s.set_defaults(func=cmd_workflow_rerun)
+    s.set_defaults(func=_cmd_workflow_rerun)
 
     s = w.add_parser("terminate", help="terminate executions")
     s.add_argument("ids", nargs="+", metavar="ID")
     s.add_argument("--reason", help="reason recorded on the execution")
     s.add_argument("--trigger-failure-workflow", action="store_true", help="start the failureWorkflow")
-    s.set_defaults(func=cmd_workflow_terminate)
+    s.set_defaults(func=_cmd_workflow_terminate)
 
     s = w.add_parser("pause", help="pause executions")
     s.add_argument("ids", nargs="+", metavar="ID")
-    s.set_defaults(func=cmd_workflow_pause)
+    s.set_defaults(func=_cmd_workflow_pause)
 
     s = w.add_parser("resume", help="resume paused executions")
     s.add_argument("ids", nargs="+", metavar="ID")
-    s.set_defaults(func=cmd_workflow_resume)
+    s.set_defaults(func=_cmd_workflow_resume)
 
     s = w.add_parser("delete-execution", help="remove executions")
     s.add_argument("ids", nargs="+", metavar="ID")
     s.add_argument("-a", "--archive", action="store_true", help="archive (only terminal executions)")
-    s.set_defaults(func=cmd_workflow_delete_execution)
+    s.set_defaults(func=_cmd_workflow_delete_execution)
 
     td = groups.add_parser("taskDef", help="task definitions")
     t = td.add_subparsers(dest="command", metavar="COMMAND")
     t.required = True
     s = t.add_parser("list", help="all TaskDefs")
-    s.set_defaults(func=cmd_taskdef_list)
+    s.set_defaults(func=_cmd_taskdef_list)
     s = t.add_parser("get", help="one TaskDef")
     s.add_argument("name")
-    s.set_defaults(func=cmd_taskdef_get)
+    s.set_defaults(func=_cmd_taskdef_get)
     s = t.add_parser("create", help="register TaskDefs from a JSON file (object or list)")
     s.add_argument("file")
-    s.set_defaults(func=cmd_taskdef_create)
+    s.set_defaults(func=_cmd_taskdef_create)
 
     tk = groups.add_parser("task", help="task executions and queues")
     t = tk.add_subparsers(dest="command", metavar="COMMAND")
@@ -482,12 +482,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-s", "--status", help="status(es), comma separated")
     s.add_argument("-t", "--task-type", help="task type or name")
     s.add_argument("-c", "--count", type=int, default=20, help="page size of the search (default 20)")
-    s.set_defaults(func=cmd_task_list)
+    s.set_defaults(func=_cmd_task_list)
     s = t.add_parser("get", help="one task execution")
     s.add_argument("task_id", metavar="TASK_ID")
-    s.set_defaults(func=cmd_task_get)
+    s.set_defaults(func=_cmd_task_get)
     s = t.add_parser("queues", help="size of every task queue")
-    s.set_defaults(func=cmd_task_queues)
+    s.set_defaults(func=_cmd_task_queues)
     return p
 
 
