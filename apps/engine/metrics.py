@@ -53,11 +53,12 @@ re-read. Histograms use fixed buckets (seconds) instead of Micrometer's client-s
 percentiles; ``_count`` and ``_sum`` have the same names, and
 ``histogram_quantile()`` gives the percentiles.
 
-Scrape cost is bounded: three grouped queries over non-terminal rows (the gauges) and
+Scrape cost is bounded: two grouped queries over non-terminal rows (the gauges) and
 four grouped queries over the rows of one window (normally the scrape interval; after a
 long pause at most ``METRICS_LOOKBACK_SECONDS``), each returning one row per label set,
 with the histogram buckets counted in SQL (``COUNT(*) FILTER``/``CASE``). Definition
-owner lookups are cached for a minute. The window queries read ``create_time``,
+owner lookups (two small queries over the TaskDef/WorkflowDef tables) are cached for a
+minute. The window queries read ``create_time``,
 ``end_time`` and ``start_time``; an index on ``end_time`` of both execution tables keeps
 them from scanning history.
 """
