@@ -81,6 +81,8 @@ class WorkflowExecution(models.Model):
             models.Index(fields=["create_time"], name="wf_create_time"),
             models.Index(fields=["correlation_id"], name="wf_correlation"),
             models.Index(fields=["parent_workflow_id"], name="wf_parent"),
+            # metrics and search over ended executions
+            models.Index(fields=["end_time"], name="wf_end_time", condition=Q(end_time__gt=0)),
         ]
         constraints = [
             # StartWorkflowRequest.idempotencyKey: one execution per (workflow name, key)
@@ -142,6 +144,11 @@ class TaskExecution(models.Model):
             models.Index(fields=["workflow", "seq"], name="task_workflow_seq"),
             # search and in-progress listings
             models.Index(fields=["task_def_name", "status"], name="task_def_status"),
+            # metrics over ended / started attempts, and the live gauges
+            models.Index(fields=["end_time"], name="task_end_time", condition=Q(end_time__gt=0)),
+            models.Index(fields=["start_time"], name="task_start_time", condition=Q(start_time__gt=0)),
+            models.Index(fields=["task_def_name"], name="task_pending",
+                         condition=Q(status__in=["SCHEDULED", "IN_PROGRESS"])),
         ]
 
     def __str__(self) -> str:

@@ -28,7 +28,8 @@ def task_json(task: TaskState, wf: WorkflowState | None = None, blueprint: Bluep
         workflow_task = blueprint.get(ref)
     queue_wait = task.start_time - task.scheduled_time if task.start_time and task.scheduled_time else 0
     out = {
-        "taskType": task.task_type,
+        # Conductor's SimpleTaskMapper sets a worker task's taskType to its name
+        "taskType": task.task_def_name if task.task_type == "SIMPLE" else task.task_type,
         "status": task.status,
         "inputData": task.input_data,
         "referenceTaskName": task.reference_task_name,

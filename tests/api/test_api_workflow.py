@@ -63,7 +63,7 @@ def test_start_answers_the_id_as_text_and_decides_at_once(api, flow):
     task = wf["tasks"][0]
     assert task["inputData"] == {"x": 42}
     assert task["taskDefName"] == flow["a"]
-    assert task["taskType"] == "SIMPLE"
+    assert task["taskType"] == flow["a"]  # SimpleTaskMapper: a worker task's taskType is its name
     assert task["workflowInstanceId"] == wf_id
     assert task["workflowPriority"] == 7
     assert task["correlationId"] == "c-1"
