@@ -80,12 +80,9 @@ start() {  # start NAME COMMAND...: run COMMAND in a new session, remember its P
 start daphne "$VENV/bin/daphne" -v "$DAPHNE_VERBOSITY" -b "$HOST" -p "$PORT" conductor_web.asgi:application
 start qcluster "$VENV/bin/python" manage.py qcluster
 
-# Print the banner once the API answers (or say why not).
 base="http://$HOST:$PORT"
-for _ in $(seq 1 100); do
-  if "$VENV/bin/python" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)" \
-      "$base/api/health" 2>/dev/null; then
-    cat <<EOF
+banner() {
+  cat <<EOF
 
 conductor-web is running (Ctrl-C stops it)
   API      $base/api        (Conductor REST; health: $base/api/health)
@@ -98,14 +95,16 @@ Example workers (order_fulfillment, official SDK), in another terminal:
   $VENV/bin/python examples/order_fulfillment.py
 
 EOF
-    break
-  fi
-  kill -0 "${pids[0]}" 2>/dev/null || break
-  sleep 0.2
-done
+}
+api_answers() {
+  "$VENV/bin/python" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)" \
+    "$base/api/health" 2>/dev/null
+}
 
-# Watch: a child that exits, a signal (the traps above) or a parent that went away or
-# was interrupted ends the run.
+# Watch, once a second: print the banner as soon as the API answers; a child that
+# exits, a signal (the traps above) or a parent that went away or was interrupted ends
+# the run.
+up=0
 while :; do
   for i in "${!pids[@]}"; do
     if ! kill -0 "${pids[$i]}" 2>/dev/null; then
@@ -119,6 +118,10 @@ while :; do
   if parent_gone_or_interrupted; then
     stop_children
     exit 130
+  fi
+  if [ "$up" -eq 0 ] && api_answers; then
+    up=1
+    banner
   fi
   sleep 1 &
   wait $!
