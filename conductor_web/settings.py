@@ -177,8 +177,6 @@ else:
 CONDUCTOR = {
     # Identifies this server in error bodies ("instance") and as workerId of system tasks.
     "INSTANCE_ID": os.environ.get("CONDUCTOR_INSTANCE_ID", os.uname().nodename),
-    # How long the sweeper waits before re-deciding a running workflow with nothing due (s).
-    "WORKFLOW_OFFSET_TIMEOUT_SECONDS": envint("CONDUCTOR_WORKFLOW_OFFSET_TIMEOUT_SECONDS", 30),
     # Sweeper tick (ms) and the length of one sweeper job's loop (s).
     "SWEEPER_TICK_MS": envint("CONDUCTOR_SWEEPER_TICK_MS", 250),
     # Kept short so a stopping cluster is not held by a long-running loop job.

@@ -32,17 +32,25 @@ _NOT_FOUND = object()
 _LOOP_SCOPE = re.compile(r"(__\d+)+$")
 
 
+@lru_cache(maxsize=65536)
+def split_ref(reference_task_name: str) -> tuple[str, str]:
+    """``ref__2__3`` -> ``("ref", "__2__3")``: the definition reference and the loop scope."""
+    m = _LOOP_SCOPE.search(reference_task_name)
+    if not m:
+        return reference_task_name, ""
+    return reference_task_name[:m.start()], m.group(0)
+
+
 def strip_iteration(reference_task_name: str) -> str:
     """``ref__3`` (or ``ref__2__3`` in nested loops) -> ``ref``. Only the trailing
     ``__<number>`` parts go, so a reference such as ``send__email`` stays whole (Conductor's
     TaskUtils.removeIterationFromTaskRefName, without its split on any ``__``)."""
-    return _LOOP_SCOPE.sub("", reference_task_name)
+    return split_ref(reference_task_name)[0]
 
 
 def ref_suffix(reference_task_name: str) -> str:
     """The loop scope of a runtime reference: ``ref__2__3`` -> ``__2__3``; ``ref`` -> ``""``."""
-    m = _LOOP_SCOPE.search(reference_task_name)
-    return m.group(0) if m else ""
+    return split_ref(reference_task_name)[1]
 
 
 def loop_scope(task: TaskState) -> str:

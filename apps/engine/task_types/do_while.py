@@ -72,12 +72,11 @@ class DoWhile(TaskType):
         own = params.loop_scope(task)
         out: dict[str, TaskState] = {}
         for t in d.wf.tasks:
-            if t is task:
+            if t is task or not t.iteration:
                 continue
-            base = params.strip_iteration(t.reference_task_name)
+            base, suffix = params.split_ref(t.reference_task_name)
             if base not in nested:
                 continue
-            suffix = params.ref_suffix(t.reference_task_name)
             if scope is not None and not (suffix == scope or suffix.startswith(scope + "__")):
                 continue
             if scope is None and not suffix.startswith(own + "__"):
