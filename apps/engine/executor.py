@@ -199,11 +199,16 @@ def _check_input_schema(definition: dict, wf_input: dict) -> None:
     import jsonschema
 
     validator_cls = jsonschema.validators.validator_for(data)
-    errors = sorted(validator_cls(data).iter_errors(wf_input), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise validation_failed([
-            {"path": "input" + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path),
-             "message": e.message} for e in errors])
+    entries = []
+    for e in validator_cls(data).iter_errors(wf_input):
+        base = "input" + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path)
+        if e.validator == "required" and isinstance(e.instance, dict):
+            entries += [{"path": f"{base}.{k}", "message": f"'{k}' is a required property"}
+                        for k in e.validator_value if k not in e.instance]
+        else:
+            entries.append({"path": base, "message": e.message})
+    if entries:
+        raise validation_failed(sorted(entries, key=lambda x: x["path"]))
 
 
 # --- the decide cycle ----------------------------------------------------------------------
