@@ -19,7 +19,7 @@ VENV=${VENV:-.venv}
 # times a second), 1 = also one line per request.
 DAPHNE_VERBOSITY=${DAPHNE_VERBOSITY:-0}
 # The django-q2 cluster finishes the job in hand before it stops (a sweeper loop lasts
-# CONDUCTOR_SWEEPER_LOOP_SECONDS, 25 s by default).
+# CONDUCTOR_SWEEPER_LOOP_SECONDS, 5 s by default).
 STOP_TIMEOUT=${STOP_TIMEOUT:-45}
 
 pids=()
