@@ -60,6 +60,20 @@ def _with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
     raise AssertionError("unreachable")
 
 
+ACTIVE_WORKER_WINDOW_MS = 10_000
+
+
+def active_domain(task_def_name: str, domains: list[str]) -> str | None:
+    """For a ``taskToDomain`` list: the first domain whose queue a worker polled in the last
+    10 s (Conductor's activeWorkerLastPollTimeout), else None (the caller takes the last)."""
+    from apps.engine.models import PollData
+
+    recent = set(PollData.objects.filter(queue_name=task_def_name, domain__in=domains,
+                                         last_poll_time__gte=now_ms() - ACTIVE_WORKER_WINDOW_MS)
+                 .values_list("domain", flat=True))
+    return next((d for d in domains if d in recent), None)
+
+
 def task_def_lookup(name: str) -> dict | None:
     """Registered TaskDef by name (runtime lookup for dynamic tasks)."""
     row = TaskDef.objects.filter(pk=name).only("definition").first()
@@ -244,7 +258,7 @@ def _decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> Deci
     total = DeciderOutcome()
     for _ in range(20):
         if decider is None:
-            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
+            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup, domain_selector=active_domain)
             part = decider.run()
         else:
             part = decider.outcome

@@ -264,3 +264,18 @@ def test_failure_workflow_started_by_terminate_task_not_by_api(api):  # cases/25
     api.ok(api.delete(f"/workflow/{wid2}"))
     assert "conductor.failure_workflow" not in api.workflow(wid2)["output"]
     assert api.poll(notify) == []
+
+
+def test_task_to_domain_prefers_a_domain_with_live_workers(api):
+    t = unique("t")
+    api.register_task_defs(task_def(t))
+    name = unique("wf")
+    api.register_workflow(workflow_def(name, [simple(t, "a"), simple(t, "b")]))
+    wid = api.start(name, taskToDomain={"*": "blue,green"})
+    # nobody polled either domain: the last one is used
+    task = api.poll_one(t, domain="green")
+    assert task["domain"] == "green"
+    assert api.poll(t, domain="blue", worker_id="blue-worker") == []  # blue now has a live worker
+    api.complete(task)
+    assert api.poll_one(t, domain="blue")["referenceTaskName"] == "b"
+    assert api.workflow(wid)["taskToDomain"] == {"*": "blue,green"}
