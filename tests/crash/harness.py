@@ -143,7 +143,6 @@ class CrashServer(ConductorServer):
         self.restarts: Counter = Counter()
         self.killed_at: dict[str, float] = {}
         self.daphne_downtime: list[float] = []
-        self.last_qcluster_start = 0.0
 
     def argv(self, name: str) -> list[str]:
         if name == "daphne":
@@ -152,13 +151,10 @@ class CrashServer(ConductorServer):
             return [sys.executable, "manage.py", "qcluster"]
         raise ValueError(name)
 
-    def start(self) -> None:
-        super().start()
-        self.last_qcluster_start = time.monotonic()
-
-    def kill(self, name: str) -> None:
+    def kill(self, name: str, *, crash: bool = True) -> None:
         """SIGKILL the process group of the ``name`` process this object started (its
-        PID is the group id: a new session) and wait until that group is empty."""
+        PID is the group id: a new session) and wait until that group is empty.
+        ``crash=False``: the end of the test, not counted as one of its crashes."""
         proc = self.processes.pop(name)
         pgid = proc.pid
         try:
@@ -171,8 +167,9 @@ class CrashServer(ConductorServer):
             if time.monotonic() > deadline:
                 raise ServerStartError(f"process group {pgid} of {name} still has {_group_members(pgid)}")
             time.sleep(0.05)
-        self.kills[name] += 1
-        self.killed_at[name] = time.monotonic()
+        if crash:
+            self.kills[name] += 1
+            self.killed_at[name] = time.monotonic()
         with open(self.log_path(name), "ab") as out:
             out.write(f"\n=== crash test: SIGKILL to process group {pgid} ===\n".encode())
 
@@ -192,7 +189,6 @@ class CrashServer(ConductorServer):
             self.daphne_downtime.append(time.monotonic() - self.killed_at["daphne"])
         else:
             self._spawn(name, self.argv(name))
-            self.last_qcluster_start = time.monotonic()
         self.restarts[name] += 1
 
     def kill_all(self) -> None:
@@ -200,8 +196,7 @@ class CrashServer(ConductorServer):
         database is thrown away next)."""
         for name in list(self.processes):
             if self.processes[name].poll() is None:
-                self.kill(name)
-                self.kills[name] -= 1  # not one of the test's crashes
+                self.kill(name, crash=False)
             else:
                 self.processes.pop(name)
 
