@@ -7,6 +7,7 @@ environment variables; the README lists them.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -108,7 +109,9 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
     _db["ENGINE"] = "django.db.backends.postgresql"
     _db["CONN_MAX_AGE"] = 0
     _db.setdefault("OPTIONS", {})
-    if envbool("DB_POOL", "True"):
+    # No pool in the django-q2 cluster: it forks its workers, and a forked child would
+    # share the parent's pooled connections (close_all() only returns them to the pool).
+    if envbool("DB_POOL", "True") and "qcluster" not in sys.argv:
         _db["OPTIONS"]["pool"] = {
             "min_size": envint("DB_POOL_MIN", 2),
             "max_size": envint("DB_POOL_MAX", 20),

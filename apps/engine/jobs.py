@@ -80,19 +80,28 @@ def _holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+LEASE_MS = 5_000
+
+
 def sweep_loop_job(loop_seconds: float | None = None) -> int:
     """Sweep for up to ``loop_seconds`` (default SWEEPER_LOOP_SECONDS), ticking every
     SWEEPER_TICK_MS, then enqueue the next loop. Returns the number of decides.
-    Only the holder of the sweeper lease loops; others return at once."""
+
+    One loop holds the sweeper lease at a time: a short lease (``LEASE_MS``) renewed on
+    every tick, so the loop of a killed cluster is replaced within seconds. A loop that
+    finds the lease held waits for it (up to ``loop_seconds``) and gives up if the holder
+    stays alive; a loop that loses its lease stops without a successor."""
     from apps.engine.models import SweeperLease
 
     conf = settings.CONDUCTOR
     loop_seconds = conf["SWEEPER_LOOP_SECONDS"] if loop_seconds is None else loop_seconds
     tick = conf["SWEEPER_TICK_MS"] / 1000
     holder = _holder()
-    lease_ms = int(loop_seconds * 1000) + 15_000
-    if not SweeperLease.acquire("sweeper", holder, lease_ms):
-        return 0
+    give_up = time.monotonic() + loop_seconds
+    while not SweeperLease.acquire("sweeper", holder, LEASE_MS):
+        if time.monotonic() >= give_up:
+            return 0  # another live loop keeps the chain going
+        time.sleep(tick)
     decided = 0
     deadline = time.monotonic() + loop_seconds
     try:
@@ -101,11 +110,29 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
             decided += n
             if n == 0:
                 time.sleep(tick)
-            SweeperLease.acquire("sweeper", holder, lease_ms)
-    finally:
+            if not SweeperLease.acquire("sweeper", holder, LEASE_MS):
+                return decided  # lost the lease (we stalled): the new holder carries on
+    except BaseException:
         SweeperLease.release("sweeper", holder)
-        _async_task("apps.engine.jobs.sweep_loop_job", task_name=f"sweeper-{now_ms()}")
+        raise
+    SweeperLease.release("sweeper", holder)
+    _async_task("apps.engine.jobs.sweep_loop_job", task_name=f"sweeper-{now_ms()}")
     return decided
+
+
+def start_sweeper_on_cluster_start() -> None:
+    """Queue a sweeper loop when a cluster process starts (``manage.py qcluster``), so
+    timers resume within seconds of a restart instead of waiting for the one-minute
+    schedule. Database connections are closed afterwards: the cluster forks its workers
+    next and they must not share this process's connection."""
+    from django.db import connections
+
+    try:
+        _async_task("apps.engine.jobs.sweep_loop_job", task_name=f"sweeper-start-{now_ms()}")
+    except Exception:  # noqa: BLE001 - e.g. not migrated yet; the schedule will start it
+        log.warning("could not queue the sweeper at cluster start", exc_info=True)
+    finally:
+        connections.close_all()
 
 
 def ensure_sweeper_job() -> None:
