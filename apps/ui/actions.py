@@ -165,6 +165,8 @@ def perform(user, action: str, target: str, params: dict | None = None, *, bulk:
         ok, message = True, "done"
     except ConductorError as exc:
         ok, message = False, exc.message
+        if exc.validation_errors:  # name each offending field, as the API does
+            message += " " + "; ".join(f"{e.get('path')}: {e.get('message')}" for e in exc.validation_errors)
     except Exception as exc:  # noqa: BLE001 - recorded and shown; the operator must see it failed
         log.exception("operator action %s on %s failed", action, target)
         ok, message = False, f"{type(exc).__name__}: {exc}"
