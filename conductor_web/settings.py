@@ -103,6 +103,8 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     _db["TEST"] = {"NAME": os.environ.get("SQLITE_TEST_NAME") or str(VAR_DIR / "test_db.sqlite3")}
+    # Keep each thread's SQLite connection open between requests (no server to pool).
+    _db["CONN_MAX_AGE"] = None
     if not os.environ.get("DATABASE_URL"):
         VAR_DIR.mkdir(parents=True, exist_ok=True)
 elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"):
@@ -118,6 +120,11 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
             "timeout": 30,
         }
     _db["OPTIONS"].setdefault("application_name", os.environ.get("DB_APPLICATION_NAME", "conductor-web"))
+    # DB_SYNCHRONOUS_COMMIT=off trades durability of the last few hundred ms of commits
+    # after a PostgreSQL crash (a task is then re-delivered, as at-least-once allows) for
+    # commits that do not wait for the WAL flush. Default: PostgreSQL's own (on).
+    if os.environ.get("DB_SYNCHRONOUS_COMMIT"):
+        _db["OPTIONS"]["options"] = f"-c synchronous_commit={os.environ['DB_SYNCHRONOUS_COMMIT']}"
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 _queue_cond = threading.Condition()
 _queue_versions: dict[str, int] = {}
 _listeners: list[Callable[[str], None]] = []
+_queue_listeners: list[Callable[[list[str]], None]] = []
 
 
 def queue_version(queue_name: str) -> int:
@@ -37,6 +38,14 @@ def tasks_queued(queue_names: Iterable[str]) -> None:
         for name in names:
             _queue_versions[name] = _queue_versions.get(name, 0) + 1
         _queue_cond.notify_all()
+    for fn in list(_queue_listeners):
+        fn(names)
+
+
+def add_queue_listener(fn: Callable[[list[str]], None]) -> None:
+    """Register ``fn(queue_names)``, called (in the committing thread) when tasks became
+    pollable on those queues in this process."""
+    _queue_listeners.append(fn)
 
 
 def add_listener(fn: Callable[[str], None]) -> None:

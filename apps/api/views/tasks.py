@@ -14,6 +14,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
 
+from apps.api import fastpath
 from apps.api.exceptions import error_response
 from apps.api.params import qint, qstr
 from apps.api.parsers import require_json
@@ -47,18 +48,6 @@ def hot_path(methods: tuple[str, ...]):
     return decorate
 
 
-def _body(request) -> dict:
-    if not request.body:
-        raise InvalidInput("TaskResult body is required")
-    try:
-        data = json.loads(request.body)
-    except ValueError:
-        raise InvalidInput("TaskResult body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("TaskResult must be a JSON object")
-    return data
-
-
 def _poll(request, task_type: str, count: int, timeout_ms: int):
     q = request.GET
     if timeout_ms > MAX_LONG_POLL_MS:
@@ -88,9 +77,7 @@ def single_poll(request, task_type: str):
 @hot_path(("POST",))
 def update_task(request):
     """``POST /tasks`` with a TaskResult -> the task id as text."""
-    result = _body(request)
-    executor.task_update(task_result=result)
-    return HttpResponse(result.get("taskId") or "", content_type="text/plain")
+    return _as_response(fastpath.update_call(request.body, v2=False))
 
 
 @hot_path(("POST",))
@@ -98,15 +85,12 @@ def update_task_v2(request):
     """``POST /tasks/update-v2``: update, then hand the same worker its next task of the
     same type and domain (already IN_PROGRESS) or 204 when there is none. Never the task
     just updated. Source: TaskResource.updateTaskV2."""
-    result = _body(request)
-    task = executor.task_update(task_result=result)
-    if task is None or not task.terminal or not task.queue_name:
-        return HttpResponse(status=204)
-    worker_id = result.get("workerId") or task.worker_id
-    nxt = queue.claim(task.queue_name, 1, worker_id)
-    if not nxt:
-        return HttpResponse(status=204)
-    return _json(task_json(nxt[0]))
+    return _as_response(fastpath.update_call(request.body, v2=True))
+
+
+def _as_response(answer: tuple[int, str, bytes]) -> HttpResponse:
+    status, content_type, body = answer
+    return HttpResponse(body, status=status, content_type=content_type)
 
 
 class UpdateByRefApi(ConductorApi):

@@ -44,16 +44,21 @@ def start_from_request(req: dict, *, name: str | None = None, version: int | Non
     )
 
 
+def validate_start_request(req: dict) -> None:
+    """Conductor's checks of a StartWorkflowRequest before the start itself."""
+    if not req.get("name") and not (req.get("workflowDef") or {}).get("name"):
+        raise InvalidInput("Validation failed, check below errors for detail.", validation_errors=[
+            {"path": "startWorkflow.arg0.name", "message": "Workflow name cannot be null or empty"}])
+    if req.get("input") is None and "input" in req:
+        raise InvalidInput("NULL input passed when starting workflow")
+
+
 class StartWorkflowApi(ConductorApi):
     """``POST /workflow`` with a StartWorkflowRequest; answers the id as text."""
 
     def post(self, request):
         req = _start_request(request.data)
-        if not req.get("name") and not (req.get("workflowDef") or {}).get("name"):
-            raise InvalidInput("Validation failed, check below errors for detail.", validation_errors=[
-                {"path": "startWorkflow.arg0.name", "message": "Workflow name cannot be null or empty"}])
-        if req.get("input") is None and "input" in req:
-            raise InvalidInput("NULL input passed when starting workflow")
+        validate_start_request(req)
         return text(start_from_request(req))
 
 

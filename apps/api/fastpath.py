@@ -1,0 +1,241 @@
+"""The worker protocol served straight from ASGI: batch/single poll, ``POST /api/tasks``,
+``POST /api/tasks/update-v2`` and ``POST /api/workflow`` (start).
+
+Why: under ASGI, Django runs synchronous views and middleware in one shared thread
+(asgiref's ``thread_sensitive`` mode) with a thread hop per middleware, so one process
+serves one request at a time and a long poll (``timeout=100`` ms from every SDK worker)
+blocks everybody. These endpoints carry no session, cookie or CSRF, so ``worker_fast_path``
+answers them before Django's stack: the engine call runs in a thread pool
+(``thread_sensitive=False``: real concurrency, one database connection per thread) and a
+long poll waits on the event loop, holding no thread. Every other path goes to Django.
+The answers are the same as the Django views in ``apps.api.views`` give (those serve the
+test client and WSGI deployments and share the functions below).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from urllib.parse import parse_qs
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+
+from apps.api.exceptions import body_for_exception
+from apps.core.clock import now_ms
+from apps.core.errors import InvalidInput
+from apps.engine import events, executor, queue
+from apps.engine.representation import task_json
+
+MAX_LONG_POLL_MS = 5000
+# A waiting poll is woken at once by a commit in this process; tasks queued by other
+# processes (the cluster, other servers) are noticed by this re-check.
+LONG_POLL_RECHECK_S = 0.05
+_ABSENT = ("", "none", "null", "undefined")
+
+_BATCH = re.compile(r"^/api/tasks/poll/batch/([^/]+)$")
+_SINGLE = re.compile(r"^/api/tasks/poll/([^/]+)$")
+
+JSON = "application/json"
+TEXT = "text/plain"
+
+
+def _q(query: dict, name: str) -> str | None:
+    values = query.get(name)
+    if not values:
+        return None
+    value = values[0]
+    return None if value.strip().lower() in _ABSENT else value
+
+
+def _qint(query: dict, name: str, default: int) -> int:
+    value = _q(query, name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidInput(f"Invalid integer value for query parameter '{name}': {value}") from None
+
+
+def _dumps(data) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _json_object(body: bytes, what: str) -> dict:
+    if not body or not body.strip():
+        raise InvalidInput(f"{what} body is required")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise InvalidInput(f"{what} body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{what} must be a JSON object")
+    return data
+
+
+# --- the calls (synchronous; one transaction each) ---------------------------------------------
+
+def poll_params(query: dict, single: bool) -> tuple[str | None, str | None, int, int]:
+    """``(workerid, domain, count, timeout ms)`` of a poll; InvalidInput past 5000 ms."""
+    count = 1 if single else max(1, _qint(query, "count", 1))
+    timeout_ms = 100 if single else max(0, _qint(query, "timeout", 100))
+    if timeout_ms > MAX_LONG_POLL_MS:
+        raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
+    return _q(query, "workerid"), _q(query, "domain"), count, timeout_ms
+
+
+def poll_call(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[dict]:
+    """Claim up to ``count`` tasks now (no waiting) and record the poll; Task JSON list."""
+    queue.record_poll(task_type, domain, worker_id, now_ms())
+    return [task_json(t) for t in queue.claim(queue.queue_name_for(task_type, domain), count, worker_id)]
+
+
+def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
+    """``POST /api/tasks`` (the task id as text) or ``/update-v2`` (the same worker's next
+    task of that type and domain, already IN_PROGRESS, or 204)."""
+    result = _json_object(body, "TaskResult")
+    task = executor.task_update(task_result=result)
+    if not v2:
+        return 200, TEXT, (result.get("taskId") or "").encode()
+    if task is None or not task.terminal or not task.queue_name:
+        return 204, TEXT, b""
+    nxt = queue.claim(task.queue_name, 1, result.get("workerId") or task.worker_id)
+    if not nxt:
+        return 204, TEXT, b""
+    return 200, JSON, _dumps(task_json(nxt[0]))
+
+
+def start_call(body: bytes) -> tuple[int, str, bytes]:
+    """``POST /api/workflow`` with a StartWorkflowRequest: the workflow id as text."""
+    from apps.api.views.workflow import start_from_request, validate_start_request
+
+    req = _json_object(body, "StartWorkflowRequest")
+    validate_start_request(req)
+    return 200, TEXT, start_from_request(req).encode()
+
+
+def _guarded(fn, *args):
+    """Run a call in a pool thread: Conductor's error body on failure; the thread's
+    database connection is closed or returned to its pool afterwards, as Django does at
+    the end of a request."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
+        status, body = body_for_exception(exc)
+        return status, JSON, _dumps(body)
+    finally:
+        close_old_connections()
+
+
+def _poll_guarded(task_type, worker_id, domain, count):
+    try:
+        return 200, JSON, poll_call(task_type, worker_id, domain, count)
+    except Exception as exc:  # noqa: BLE001
+        status, body = body_for_exception(exc)
+        return status, JSON, _dumps(body)
+    finally:
+        close_old_connections()
+
+
+_run = sync_to_async(_guarded, thread_sensitive=False)
+_run_poll = sync_to_async(_poll_guarded, thread_sensitive=False)
+
+
+_waiters: dict[str, set[asyncio.Event]] = {}
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _wake(queue_names: list[str]) -> None:
+    """events.add_queue_listener hook (any thread): wake the polls waiting on these queues."""
+    loop = _loop
+    if loop is None:
+        return
+    for name in queue_names:
+        for event in list(_waiters.get(name, ())):
+            loop.call_soon_threadsafe(event.set)
+
+
+events.add_queue_listener(_wake)
+
+
+async def _wait_for_tasks(queue_name: str, seconds: float) -> None:
+    global _loop
+    _loop = asyncio.get_running_loop()
+    event = asyncio.Event()
+    _waiters.setdefault(queue_name, set()).add(event)
+    try:
+        await asyncio.wait_for(event.wait(), timeout=seconds)
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        _waiters[queue_name].discard(event)
+
+
+async def _long_poll(task_type: str, query: dict, single: bool) -> tuple[int, str, bytes]:
+    try:
+        worker_id, domain, count, timeout_ms = poll_params(query, single)
+    except InvalidInput as exc:
+        status, body = body_for_exception(exc)
+        return status, JSON, _dumps(body)
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        status, ctype, tasks = await _run_poll(task_type, worker_id, domain, count)
+        if status != 200:
+            return status, ctype, tasks
+        if tasks or time.monotonic() >= deadline:
+            break
+        await _wait_for_tasks(queue.queue_name_for(task_type, domain),
+                              min(LONG_POLL_RECHECK_S, max(deadline - time.monotonic(), 0)))
+    if single:
+        return (200, JSON, _dumps(tasks[0])) if tasks else (204, TEXT, b"")
+    return 200, JSON, _dumps(tasks)
+
+
+# --- ASGI ------------------------------------------------------------------------------------------
+
+async def _read_body(receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+async def _respond(send, status: int, content_type: str, body: bytes) -> None:
+    headers = [(b"content-length", str(len(body)).encode())]
+    if status != 204:
+        headers.append((b"content-type", content_type.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body if status != 204 else b""})
+
+
+def worker_fast_path(django_app):
+    """Wrap the Django ASGI app: the worker protocol and workflow start are answered
+    here; everything else goes to ``django_app``."""
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return await django_app(scope, receive, send)
+        path, method = scope["path"], scope["method"]
+        if method == "GET":
+            m = _BATCH.match(path) or _SINGLE.match(path)
+            if m:
+                query = parse_qs(scope.get("query_string", b"").decode(), keep_blank_values=True)
+                await _respond(send, *await _long_poll(m.group(1), query, single=m.re is _SINGLE))
+                return
+        elif method == "POST" and path in ("/api/tasks", "/api/tasks/update-v2", "/api/workflow"):
+            body = await _read_body(receive)
+            if path == "/api/workflow":
+                await _respond(send, *await _run(start_call, body))
+            else:
+                await _respond(send, *await _run(update_call, body, path.endswith("update-v2")))
+            return
+        return await django_app(scope, receive, send)
+
+    return app
