@@ -369,6 +369,13 @@ class Decider:
             raise TerminateWorkflow(
                 f"Task {task.task_id} failed with status: {status} and reason: '{task.reason_for_incompletion}'",
                 status, task)
+        total_s = int(task_def.get("totalTimeoutSeconds") or 0)
+        first = task.first_scheduled_time or task.scheduled_time
+        if total_s > 0 and first > 0 and self.now - first >= total_s * 1000:
+            raise TerminateWorkflow(
+                f"Task {task.task_id}/{task.task_def_name} exceeded total timeout of {total_s} seconds "
+                f"(elapsed {(self.now - first) // 1000} seconds across all attempts). No further retries will be attempted.",
+                "TIMED_OUT" if task.status == "TIMED_OUT" else "FAILED", task)
         delay = retry_delay_ms(task_def, task.retry_count, self.rng)
         retry = self.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
                               reference_task_name=task.reference_task_name, task_def=task_def,
@@ -393,6 +400,15 @@ class Decider:
         """Task timeoutSeconds, pollTimeoutSeconds and responseTimeoutSeconds; returns
         whether the task changed. Raises TerminateWorkflow for policy TIME_OUT_WF."""
         policy = task_def.get("timeoutPolicy") or "TIME_OUT_WF"
+        total_s = int(task_def.get("totalTimeoutSeconds") or 0)
+        first = task.first_scheduled_time or task.scheduled_time
+        if total_s > 0 and first > 0 and self.now - first >= total_s * 1000:
+            elapsed = (self.now - first) // 1000
+            reason = (f"Task {task.task_def_name}/{task.task_id} exceeded total timeout of {total_s} seconds "
+                      f"(elapsed {elapsed} seconds across all attempts including retry delays). "
+                      f"Timeout policy: {policy}")
+            if self._timeout_with_policy(task, policy, reason):
+                return True
         timeout_s = int(task_def.get("timeoutSeconds") or 0)
         if timeout_s > 0 and task.start_time > 0:
             elapsed = self.now - (task.start_time + task.start_delay_seconds * 1000)
@@ -592,6 +608,10 @@ def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool, now: in
     clock): at that check the real deadline ``update_time + responseTimeout`` is known."""
     out = []
     policy = task_def.get("timeoutPolicy") or "TIME_OUT_WF"
+    total_s = int(task_def.get("totalTimeoutSeconds") or 0)
+    first = task.first_scheduled_time or task.scheduled_time
+    if total_s > 0 and first > 0 and policy != "ALERT_ONLY":
+        out.append(first + total_s * 1000)
     timeout_s = int(task_def.get("timeoutSeconds") or 0)
     if timeout_s > 0 and task.start_time > 0 and policy != "ALERT_ONLY":
         out.append(task.start_time + task.start_delay_seconds * 1000 + timeout_s * 1000)

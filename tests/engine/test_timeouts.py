@@ -174,3 +174,26 @@ def test_wait_task_fires_on_time(api, clock):
     wf = api.workflow(wid)
     assert wf["tasks"][0]["status"] == "COMPLETED"
     assert api.poll_one(after)["referenceTaskName"] == "after"
+
+
+def test_total_timeout_across_attempts(api, clock):
+    t = unique("total")
+    api.register_task_defs(task_def(t, retryCount=5, retryDelaySeconds=2, totalTimeoutSeconds=5, timeoutSeconds=5,
+                                    timeoutPolicy="TIME_OUT_WF"))
+    name = unique("wf")
+    api.register_workflow(workflow_def(name, [simple(t, "t")]))
+    wid = api.start(name)
+    api.ok(api.update(api.poll_one(t), "FAILED", reasonForIncompletion="flaky"))
+    clock.advance(2)
+    api.ok(api.update(api.poll_one(t), "FAILED", reasonForIncompletion="flaky"))
+    clock.advance(2)
+    task = api.poll_one(t)
+    assert task["retryCount"] == 2
+    clock.advance(1)
+    sweeper.sweep_once()
+    wf = api.workflow(wid)
+    assert wf["status"] == "TIMED_OUT"
+    assert refs(wf)[-1] == ("t", "TIMED_OUT", 2)
+    assert wf["tasks"][-1]["reasonForIncompletion"] == (
+        f"Task {t}/{task['taskId']} exceeded total timeout of 5 seconds (elapsed 5 seconds across all attempts "
+        "including retry delays). Timeout policy: TIME_OUT_WF")
