@@ -17,7 +17,8 @@ What it does
      waits until the last one completes: workflows/s, task transitions/s (completed task
      updates per second) and start-to-completion latency (server ``endTime - createTime``
      from ``GET /api/workflow/{id}?includeTasks=false``, and client submit -> last update).
-  5. "lone workflow": L workflows run one at a time with the workers idle-polling; p50/p99.
+  5. the server's CPU while the workers idle-poll (``--idle-s``), then the "lone workflow":
+     L workflows run one at a time with the workers idle-polling; p50/p99.
   6. stops exactly the processes it started (by PID) and drops what it created.
 
 Every wait is bounded; ``--deadline`` is a hard limit for the whole run.
@@ -46,6 +47,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+
+from cpu_meter import _children_map, postmaster_pid, tree_cpu_s
 
 REPO = Path(__file__).resolve().parent.parent
 TASK_TYPES = ("bench_a", "bench_b", "bench_c")
@@ -81,15 +84,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def proc_cpu_s(pid: int) -> float:
-    """utime + stime of one process, in seconds (0 if it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def machine_cpu() -> tuple[float, float]:
@@ -421,6 +415,8 @@ class Bench:
         self._local = threading.local()
         self.on_main = lambda starting: None  # hook around the main run (profiling)
         self.cpu: dict = {}
+        self.load_before: list[str] = []
+        self.idle_server_cpu_pct: float | None = None
 
     def remaining(self) -> float:
         return self.deadline - time.time()
@@ -533,24 +529,43 @@ class Bench:
 
         # main run
         self.phase.value = PHASE_MAIN
+        self.load_before = Path("/proc/loadavg").read_text().split()[:3]
         self.on_main(True)
-        server_pids = self.server.pids() if self.server else []
-        client_pids = [os.getpid()] + [pr.pid for pr in self.procs]
-        cpu0 = ([proc_cpu_s(x) for x in server_pids], [proc_cpu_s(x) for x in client_pids], machine_cpu())
+        server_pids = [pr.pid for pr in self.server.procs] if self.server else []
+        client_pids = [pr.pid for pr in self.procs]
+        pm = postmaster_pid(a.pg_data) if a.db == "postgres" else None
+
+        def snapshot():
+            kids = _children_map()
+            return (sum(tree_cpu_s(x, kids) for x in server_pids), sum(tree_cpu_s(x, kids) for x in client_pids),
+                    tree_cpu_s(pm, kids) if pm else 0.0, machine_cpu(), os.times())
+        cpu0 = snapshot()
         main = self.run_batch(a.workflows, a.start_concurrency, self.deadline - a.lone * 0.5 - 30)
-        cpu1 = ([proc_cpu_s(x) for x in server_pids], [proc_cpu_s(x) for x in client_pids], machine_cpu())
+        cpu1 = snapshot()
         self.on_main(False)
-        busy = cpu1[2][0] - cpu0[2][0]
-        total = cpu1[2][1] - cpu0[2][1]
-        self.cpu = {"server_s": round(sum(cpu1[0]) - sum(cpu0[0]), 2),
-                    "client_s": round(sum(cpu1[1]) - sum(cpu0[1]), 2),
+        busy = cpu1[3][0] - cpu0[3][0]
+        total = cpu1[3][1] - cpu0[3][1]
+        own = (cpu1[4].user + cpu1[4].system) - (cpu0[4].user + cpu0[4].system)  # this process (the starter)
+        self.cpu = {"server_s": round(cpu1[0] - cpu0[0], 2),
+                    "client_s": round(cpu1[1] - cpu0[1] + own, 2),
+                    "postgres_s": round(cpu1[2] - cpu0[2], 2) if pm else None,
                     "machine_busy_pct": round(100 * busy / total, 1) if total else None}
         wall = main["t_end"] - main["t0"]
         main_ids = [s[1] for s in main["started"]]
         n_done = sum(1 for i in main_ids if i in self.done_at)
 
-        # lone workflows: one at a time, workers idle-polling
+        # idle cost: server CPU while the M workers long-poll empty queues
         time.sleep(0.5)
+        server_pids = [pr.pid for pr in self.server.procs] if self.server else []
+        kids = _children_map()
+        idle0 = (sum(tree_cpu_s(x, kids) for x in server_pids), time.monotonic())
+        time.sleep(a.idle_s)
+        kids = _children_map()
+        idle1 = (sum(tree_cpu_s(x, kids) for x in server_pids), time.monotonic())
+        self.idle_server_cpu_pct = (round(100 * (idle1[0] - idle0[0]) / (idle1[1] - idle0[1]), 1)
+                                    if server_pids else None)
+
+        # lone workflows: one at a time, workers idle-polling
         self.phase.value = PHASE_LONE
         lone: list[tuple[int, str, float]] = []
         lone_client_ms: list[float] = []
@@ -578,6 +593,21 @@ class Bench:
         lone_srv = [recs[w]["endTime"] - recs[w]["createTime"] for _, w, _ in lone
                     if recs[w].get("status") == "COMPLETED"]
         return self.report(main, wall, n_done, srv_lat, cli_lat, lone_client_ms, lone_srv, bad, worker_stats)
+
+    def cpu_report(self, transitions: int) -> dict:
+        """CPU seconds of the main run by group, and ms per task transition (total = server +
+        client + PostgreSQL cluster when measured; the figure to compare across engines on a
+        shared machine, see bench/README.md)."""
+        c = dict(self.cpu)
+        if not c:
+            return c
+        total = c["server_s"] + c["client_s"] + (c["postgres_s"] or 0.0)
+        c["total_s"] = round(total, 2)
+        c["server_ms_per_transition"] = _per(c["server_s"], transitions)
+        c["client_ms_per_transition"] = _per(c["client_s"], transitions)
+        c["postgres_ms_per_transition"] = _per(c["postgres_s"], transitions)
+        c["total_ms_per_transition"] = _per(total, transitions)
+        return c
 
     def report(self, main, wall, n_done, srv_lat, cli_lat, lone_cli, lone_srv, bad, worker_stats) -> dict:
         a = self.a
@@ -613,18 +643,36 @@ class Bench:
             "lat_create_to_end_ms": summary(srv_lat),
             "lat_submit_to_done_ms": summary(cli_lat),
             "lone": {"runs": len(lone_cli), "client_ms": summary(lone_cli), "server_ms": summary(lone_srv)},
+            "idle_server_cpu_pct": self.idle_server_cpu_pct,
             "client": {"polls": merged["polls"][PHASE_MAIN], "empty_polls": merged["empty_polls"][PHASE_MAIN],
                        "updates": transitions, "update_v2_next": merged["v2_next"][PHASE_MAIN],
                        "errors": merged["errors"], "last_error": last_error or None,
                        "poll_with_tasks_ms": summary(poll_ms), "update_v2_ms": summary(upd_ms),
                        "lone_update_v2_ms": summary(lone_upd_ms)},
-            "cpu_main_run": {**self.cpu, "server_ms_per_transition":
-                             round(1000 * self.cpu["server_s"] / transitions, 2) if self.cpu and transitions else None,
-                             "client_ms_per_transition":
-                             round(1000 * self.cpu["client_s"] / transitions, 2) if self.cpu and transitions else None},
+            "cpu_main_run": self.cpu_report(transitions),
+            "loadavg_before": " ".join(self.load_before),
+            "app_commit": _app_commit(self.server.app_dir if self.server else None),
             "machine": machine_info(),
         }
         return out
+
+
+def _per(x: float | None, n: int) -> float | None:
+    return round(1000 * x / n, 2) if x is not None and n else None
+
+
+def _app_commit(app_dir: Path | None) -> str | None:
+    """The commit of the served tree: ``.commit`` of a `git archive` copy, else git's HEAD."""
+    if app_dir is None:
+        return None
+    marker = app_dir / ".commit"
+    if marker.exists():
+        return marker.read_text().strip()
+    try:
+        return subprocess.run(["git", "-C", str(app_dir), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def human(o: dict) -> str:
@@ -633,7 +681,10 @@ def human(o: dict) -> str:
             f"{o['completed']}/{o['n']} workflows in {o['wall_s']} s = {o['workflows_per_s']} wf/s, "
             f"{o['step_transitions_per_s']} task transitions/s; latency p50 {o['lat_create_to_end_ms']['p50']} ms "
             f"p99 {o['lat_create_to_end_ms']['p99']} ms; lone workflow p50 {lone['client_ms']['p50']} ms "
-            f"(server {lone['server_ms']['p50']} ms, n={lone['runs']}); bad={o['bad']} errors={o['client']['errors']}")
+            f"(server {lone['server_ms']['p50']} ms, n={lone['runs']}); "
+            f"CPU {o['cpu_main_run'].get('total_ms_per_transition')} ms/transition; "
+            f"idle polling {o['idle_server_cpu_pct']} % CPU; bad={o['bad']} errors={o['client']['errors']}; "
+            f"load {o['loadavg_before']}")
 
 
 def parse_args(argv=None):
@@ -645,6 +696,8 @@ def parse_args(argv=None):
     g.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     g.add_argument("--pg-url", help="PostgreSQL server URL with an existing database to connect to "
                                     "(default $PG_URL or $DATABASE_URL); a new database is created beside it")
+    g.add_argument("--pg-data", default=os.environ.get("BENCH_PG_DATA"),
+                   help="data dir of the PostgreSQL cluster, to count its CPU (bench/with_pg.sh sets BENCH_PG_DATA)")
     g.add_argument("--server", choices=("daphne", "uvicorn", "gunicorn", "gunicorn-wsgi"), default="daphne",
                    help="gunicorn = gunicorn with UvicornWorker (ASGI); gunicorn-wsgi = gthread WSGI workers "
                         "(API only, for comparison); uvicorn/gunicorn need --server-python of a venv that has them")
@@ -670,6 +723,8 @@ def parse_args(argv=None):
     g.add_argument("--warmup", type=int, default=20)
     g.add_argument("--lone", type=int, default=50, help="lone-workflow runs (sequential)")
     g.add_argument("--lone-gap-ms", type=int, default=100, help="idle time before each lone workflow")
+    g.add_argument("--idle-s", type=float, default=3.0,
+                   help="seconds of idle polling over which the server's CPU is measured (before the lone runs)")
     g.add_argument("--deadline", type=float, default=900, help="hard limit for the whole run, s")
     g = p.add_argument_group("output")
     g.add_argument("--json-out", help="append the JSON line to this file")

@@ -11,6 +11,7 @@
 # proc_bench that the peer benchmarks expect. COMMAND sees:
 #   BENCH_PG_URL=postgresql://bench:bench@127.0.0.1:PORT        (server, no database)
 #   PG_URL=postgresql://bench:bench@127.0.0.1:PORT/postgres     (for bench.py --pg-url)
+#   BENCH_PG_DATA=the data dir                                  (to count the cluster's CPU)
 # The postmaster started here is stopped (pg_ctl stop, by its data dir) on exit, whatever
 # COMMAND's outcome; nothing else is touched.
 set -euo pipefail
@@ -55,5 +56,6 @@ as_pg "$PGBIN/psql" -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STO
 
 export BENCH_PG_URL="postgresql://bench:bench@127.0.0.1:$PORT"
 export PG_URL="$BENCH_PG_URL/postgres"
+export BENCH_PG_DATA="$DATA"
 echo "# PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT (data in $DATA)" >&2
 "$@"

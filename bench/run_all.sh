@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The whole comparison in one session: peers, then our server in several set-ups on SQLite
+# and PostgreSQL, then the peers again (the machine may be shared: the two peer rounds
+# bracket ours). Run it under bench/with_pg.sh, from the repository root:
+#
+#   bench/with_pg.sh bench/run_all.sh [OUT_DIR]
+#
+# Env: APP_DIR     tree to serve (default: this checkout; use a `git archive` copy to pin a commit)
+#      PG_APP_DIR  tree to serve on PostgreSQL (default APP_DIR)
+#      SERVER_PY   python of a venv that also has uvicorn, gunicorn and uvicorn-worker
+#                  (default /tmp/srv-venv/bin/python; set-ups that need it are skipped without it)
+#      N, LONE     workflows per run (1000) and lone-workflow runs (50)
+#      PEERS=0     skip the peer rounds
+#      QUICK=1     only the main set-ups (PostgreSQL: daphne M=6 and 12, daphne x2, gunicorn-wsgi x2;
+#                  SQLite: daphne M=6, daphne x2), then one peer round
+# Results: OUT_DIR/ours.jsonl and OUT_DIR/peers.jsonl (default bench/results/run-DATE);
+# bench/summarize.py OUT_DIR prints the tables of bench/README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${PG_URL:?run under bench/with_pg.sh}"
+OUT=${1:-bench/results/run-$(date -u +%Y%m%d-%H%M)}
+APP_DIR=${APP_DIR:-$PWD}
+PG_APP_DIR=${PG_APP_DIR:-$APP_DIR}
+SERVER_PY=${SERVER_PY:-/tmp/srv-venv/bin/python}
+N=${N:-1000}
+LONE=${LONE:-50}
+PY=${PY:-.venv/bin/python}
+mkdir -p "$OUT"
+
+have_srv=0
+if [ -x "$SERVER_PY" ] && "$SERVER_PY" -c 'import uvicorn, gunicorn, uvicorn_worker' 2>/dev/null; then
+    have_srv=1
+fi
+
+ours() {  # ours DB APP ARGS...: one run of bench.py, JSON appended to OUT/ours.jsonl
+    local db=$1 app=$2
+    shift 2
+    if [[ " $* " == *" --server-python "* ]] && [ "$have_srv" -eq 0 ]; then
+        echo "# skipped (no uvicorn/gunicorn venv at $SERVER_PY): $db $*"
+        return 0
+    fi
+    "$PY" bench/bench.py --start-server --app-dir "$app" --db "$db" --pg-url "$PG_URL" \
+        -n "$N" --lone "$LONE" --json-out "$OUT/ours.jsonl" "$@" 2>"$OUT/last-bench.err" | grep '^#' \
+        || { echo "# FAILED: $db $*"; tail -n 5 "$OUT/last-bench.err"; }
+}
+
+if [ "${QUICK:-0}" = 1 ]; then
+    echo "## ours, main set-ups"
+    ours postgres "$PG_APP_DIR" --workers 6
+    ours postgres "$PG_APP_DIR" --workers 12
+    ours postgres "$PG_APP_DIR" --workers 6 --server-procs 2
+    ours postgres "$PG_APP_DIR" --workers 6 --server gunicorn-wsgi --server-procs 2 --server-python "$SERVER_PY"
+    ours sqlite "$APP_DIR" --workers 6
+    ours sqlite "$APP_DIR" --workers 6 --server-procs 2
+    if [ "${PEERS:-1}" != 0 ]; then
+        echo "## peers"
+        bench/run_peers.sh "$OUT/peers.jsonl"
+    fi
+    echo "## results in $OUT"
+    exit 0
+fi
+
+if [ "${PEERS:-1}" != 0 ]; then
+    echo "## peers, round 1"
+    bench/run_peers.sh "$OUT/peers.jsonl"
+fi
+
+echo "## ours on PostgreSQL ($PG_APP_DIR)"
+for m in 3 6 12; do
+    ours postgres "$PG_APP_DIR" --workers "$m"
+done
+ours postgres "$PG_APP_DIR" --workers 6 --asgi-threads 32
+ours postgres "$PG_APP_DIR" --workers 6 --server-procs 2
+ours postgres "$PG_APP_DIR" --workers 6 --server uvicorn --server-procs 2 --server-python "$SERVER_PY"
+ours postgres "$PG_APP_DIR" --workers 6 --server gunicorn --server-procs 2 --server-python "$SERVER_PY"
+ours postgres "$PG_APP_DIR" --workers 6 --server gunicorn-wsgi --server-procs 2 --server-python "$SERVER_PY"
+
+echo "## ours on SQLite ($APP_DIR)"
+for m in 3 6 12; do
+    ours sqlite "$APP_DIR" --workers "$m"
+done
+ours sqlite "$APP_DIR" --workers 6 --server-procs 2
+ours sqlite "$APP_DIR" --workers 6 --server uvicorn --server-procs 2 --server-python "$SERVER_PY"
+ours sqlite "$APP_DIR" --workers 6 --server gunicorn-wsgi --server-procs 2 --server-python "$SERVER_PY"
+
+if [ "${PEERS:-1}" != 0 ]; then
+    echo "## peers, round 2"
+    bench/run_peers.sh "$OUT/peers.jsonl"
+fi
+echo "## results in $OUT"
