@@ -88,8 +88,12 @@ def poll_params(query: dict, single: bool) -> tuple[str | None, str | None, int,
 
 def poll_call(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[dict]:
     """Claim up to ``count`` tasks now (no waiting) and record the poll; Task JSON list."""
-    queue.record_poll(task_type, domain, worker_id, now_ms())
-    return [task_json(t) for t in queue.claim(queue.queue_name_for(task_type, domain), count, worker_id)]
+    now = now_ms()
+    queue.record_poll(task_type, domain, worker_id, now)
+    queue_name = queue.queue_name_for(task_type, domain)
+    if not queue.has_pollable(queue_name, now):
+        return []  # a plain read: an idle poll takes no write lock
+    return [task_json(t) for t in queue.claim(queue_name, count, worker_id)]
 
 
 def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
