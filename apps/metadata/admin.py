@@ -36,8 +36,19 @@ class TaskDefForm(forms.ModelForm):
         return data
 
 
+class StampedAdmin(admin.ModelAdmin):
+    """Sets ``create_time``/``update_time`` (epoch ms) of a definition saved in the admin."""
+
+    def save_model(self, request, obj, form, change):
+        now = now_ms()
+        obj.update_time = now
+        if not obj.create_time:
+            obj.create_time = now
+        super().save_model(request, obj, form, change)
+
+
 @admin.register(TaskDef)
-class TaskDefAdmin(admin.ModelAdmin):
+class TaskDefAdmin(StampedAdmin):
     form = TaskDefForm
     list_display = ("name", "retry_count", "timeout_policy", "update_time")
     search_fields = ("name",)
@@ -50,12 +61,6 @@ class TaskDefAdmin(admin.ModelAdmin):
     def timeout_policy(self, obj):
         return obj.definition.get("timeoutPolicy")
 
-    def save_model(self, request, obj, form, change):
-        now = now_ms()
-        obj.update_time = now
-        if not obj.create_time:
-            obj.create_time = now
-        super().save_model(request, obj, form, change)
 
 
 class WorkflowDefForm(forms.ModelForm):
@@ -76,7 +81,7 @@ class WorkflowDefForm(forms.ModelForm):
 
 
 @admin.register(WorkflowDef)
-class WorkflowDefAdmin(admin.ModelAdmin):
+class WorkflowDefAdmin(StampedAdmin):
     form = WorkflowDefForm
     list_display = ("name", "version", "task_count", "update_time")
     list_filter = ("name",)
@@ -86,12 +91,6 @@ class WorkflowDefAdmin(admin.ModelAdmin):
     def task_count(self, obj):
         return len(obj.definition.get("tasks") or [])
 
-    def save_model(self, request, obj, form, change):
-        now = now_ms()
-        obj.update_time = now
-        if not obj.create_time:
-            obj.create_time = now
-        super().save_model(request, obj, form, change)
 
 
 

@@ -98,13 +98,16 @@ class UpdateByRefApi(ConductorApi):
     answers the updated task id as text, or an empty 200 when no pending task matches."""
 
     def post(self, request, workflow_id, task_ref_name, status):
-        output = require_json(request.data) or {}
-        if not isinstance(output, dict):
-            raise InvalidInput("The request body must be the task output (a JSON object)")
-        task_id = executor.task_update_by_ref(workflow_id=workflow_id, task_ref_name=task_ref_name,
-                                              status=status, output=output,
-                                              worker_id=qstr(request.query_params, "workerid"))
-        return text(task_id)
+        return text(_update_by_ref(request, workflow_id, task_ref_name, status))
+
+
+def _update_by_ref(request, workflow_id: str, task_ref_name: str, status: str) -> str | None:
+    """Apply the output-map body to the pending task with that reference; its id or None."""
+    output = require_json(request.data) or {}
+    if not isinstance(output, dict):
+        raise InvalidInput("The request body must be the task output (a JSON object)")
+    return executor.task_update_by_ref(workflow_id=workflow_id, task_ref_name=task_ref_name, status=status,
+                                       output=output, worker_id=qstr(request.query_params, "workerid"))
 
 
 class TaskApi(ConductorApi):
@@ -182,12 +185,7 @@ class UpdateByRefSyncApi(ConductorApi):
     def post(self, request, workflow_id, task_ref_name, status):
         from apps.engine.representation import workflow_json
 
-        output = require_json(request.data) or {}
-        if not isinstance(output, dict):
-            raise InvalidInput("The request body must be the task output (a JSON object)")
-        task_id = executor.task_update_by_ref(workflow_id=workflow_id, task_ref_name=task_ref_name,
-                                              status=status, output=output,
-                                              worker_id=qstr(request.query_params, "workerid"))
+        task_id = _update_by_ref(request, workflow_id, task_ref_name, status)
         if task_id is None:
             raise NotFound(f"Found no running task {task_ref_name} of workflow {workflow_id} to update")
         return Response(workflow_json(selectors.workflow_get(workflow_id=workflow_id)))
