@@ -65,12 +65,13 @@ test-pg: $(INSTALLED) test-packages
 	@$(call pytest,scripts/with_postgres.sh,)
 
 # Debian packages the tests use, installed (as root, with apt-get) only when missing:
-# PostgreSQL's server binaries (required by the PostgreSQL pass) and chromium (the
-# browser tests skip without it).
+# PostgreSQL's server binaries (required by the PostgreSQL pass), chromium (the browser
+# tests skip without it) and redis-server (the channels-redis live-update test).
 test-packages:
 	@pkgs=""; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs="$$pkgs postgresql"; \
 	[ -x /usr/bin/chromium ] || pkgs="$$pkgs chromium"; \
+	command -v redis-server >/dev/null 2>&1 || pkgs="$$pkgs redis-server"; \
 	if [ -n "$$pkgs" ]; then \
 	  if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian packages:$$pkgs"; \
@@ -78,7 +79,7 @@ test-packages:
 	  elif ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 	    echo "PostgreSQL server binaries are missing: run as root, or apt-get install postgresql" >&2; exit 1; \
 	  else \
-	    echo "chromium is missing: the browser tests will be skipped (apt-get install chromium)"; \
+	    echo "chromium or redis-server is missing: their tests will be skipped (apt-get install$$pkgs)"; \
 	  fi; \
 	fi
 

@@ -1,0 +1,76 @@
+"""Live updates across processes through channels-redis (the scaled-out set-up): a change
+committed by another process reaches this process's WebSocket consumer through Redis,
+with the consumer's own polling slowed to 30 s so only the channel layer can explain it.
+Needs Debian's redis-server (``make test`` installs it) and the ``redis`` extra."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from channels.db import database_sync_to_async
+from django.db import connection
+
+from tests.ui.test_consumer import connect, receive, setup, ui_settings
+
+pytestmark = [pytest.mark.django_db(transaction=True),
+              pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    pytest.importorskip("channels_redis")
+    port = _free_port()
+    proc = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                             "--appendonly", "no", "--dir", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _database_url() -> str:
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    return f"postgres://{s['USER']}:{s.get('PASSWORD') or ''}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
+async def test_a_change_in_another_process_arrives_through_redis(settings, redis_url):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                           "CONFIG": {"hosts": [redis_url]}}}
+    ui_settings(settings, LIVE_POLL_SECONDS=30)
+    user, name, wf_id = await setup()
+    comm = await connect(wf_id, user)
+    await receive(comm, "snapshot")
+    db_url = await database_sync_to_async(_database_url)()
+    env = {**os.environ, "DATABASE_URL": db_url, "CHANNEL_REDIS_URL": redis_url, "PYTHONPATH": str(ROOT),
+           "DJANGO_SETTINGS_MODULE": "conductor_web.settings"}
+    script = ("import django; django.setup(); from apps.engine import executor; "
+              f"executor.workflow_terminate(workflow_id={wf_id!r}, reason='from another process')")
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, check=True, timeout=60)
+    delta = await receive(comm, "delta", timeout=5)
+    assert delta["data"]["header"]["status"] == "TERMINATED"
+    assert time.monotonic() - started < 15  # the subprocess's own start-up dominates; polling is 30 s
+    await comm.disconnect()
