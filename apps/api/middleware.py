@@ -1,0 +1,29 @@
+"""Django middleware of the REST API.
+
+``ChunkedBodyMiddleware``: a request body sent with ``Transfer-Encoding: chunked`` (no
+``Content-Length``; undici, the transport of the official TypeScript SDK, sends every
+body so) must reach the views in full, as in any HTTP/1.1 server and in Conductor's.
+Under ASGI, Django has already buffered the de-chunked body, but Django REST framework
+reads ``CONTENT_LENGTH`` and treats a missing one as an empty body: the SDK's
+registrations answered 400 and a started workflow silently lost its input.
+"""
+from __future__ import annotations
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class ChunkedBodyMiddleware:
+    """Give a body-carrying request without ``Content-Length`` the length of the body
+    the server received (``request.META["CONTENT_LENGTH"]``, in bytes), so every parser
+    downstream (DRF's included) reads it whole. Requests that carry a length are left
+    as they are."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method in _BODY_METHODS and not request.META.get("CONTENT_LENGTH"):
+            # ASGIRequest streams from the buffered body file: reading it is cheap and
+            # keeps it readable again (request.body caches it).
+            request.META["CONTENT_LENGTH"] = str(len(request.body))
+        return self.get_response(request)
