@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "apps.engine",
     "apps.api",
     "apps.ui",
+    "apps.scheduler",
 ]
 
 MIDDLEWARE = [
@@ -197,6 +198,10 @@ CONDUCTOR = {
     "MAX_LONG_POLL_MS": 5000,
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
     "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
+    # Workflow scheduler (fires from the sweeper loop, within SWEEPER_TICK_MS of a slot):
+    # the zone of /nextFewSchedules and the execution records kept per schedule.
+    "SCHEDULER_TIME_ZONE": os.environ.get("CONDUCTOR_SCHEDULER_TIME_ZONE", "UTC"),
+    "SCHEDULER_EXECUTION_RECORDS_KEPT": envint("CONDUCTOR_SCHEDULER_EXECUTION_RECORDS_KEPT", 100),
 }
 
 LOGGING = {
