@@ -175,13 +175,20 @@ if envbool("Q_SYNC", "False"):
     Q_CLUSTER["sync"] = True
 
 # --- Channels: live updates ----------------------------------------------------------
+def redis_channel_layer(url: str, socket_timeout: float | None = None) -> dict:
+    """The channels-redis layer on ``url``. redis-py 8 reads with a 5 s socket timeout by
+    default, the length of channels-redis's blocking BZPOPMIN, so an idle consumer's
+    receive loop would fail after 5 s (the WebSocket closes with 1011). The socket timeout
+    (seconds, CHANNEL_REDIS_SOCKET_TIMEOUT, default 30) is set above the blocking read, so
+    a dead Redis is still noticed; a ``socket_timeout`` in the URL's query string wins."""
+    if socket_timeout is None:
+        socket_timeout = float(os.environ.get("CHANNEL_REDIS_SOCKET_TIMEOUT") or 30)
+    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": url, "socket_timeout": socket_timeout}]}}
+
+
 if os.environ.get("CHANNEL_REDIS_URL"):
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["CHANNEL_REDIS_URL"]]},
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(os.environ["CHANNEL_REDIS_URL"])}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
