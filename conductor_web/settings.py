@@ -204,7 +204,15 @@ CONDUCTOR = {
     "MAX_LONG_POLL_MS": 5000,
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
     "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
+    # Request bodies nested deeper than this are refused (400) before anything walks them.
+    "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
+    # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
+    "MAX_TASK_LOG_BYTES": envint("CONDUCTOR_MAX_TASK_LOG_BYTES", 64 * 1024),
 }
+
+# Any API request body above this many bytes answers 413 (the fast path included). Above
+# the task output limit, so an oversize output still fails its task with Conductor's reason.
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CONDUCTOR_MAX_REQUEST_BODY_BYTES", 16 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,
