@@ -7,6 +7,7 @@ environment variables; the README lists them.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -54,6 +55,7 @@ INSTALLED_APPS = [
     "apps.engine",
     "apps.api",
     "apps.ui",
+    "apps.ai",
 ]
 
 MIDDLEWARE = [
@@ -175,13 +177,20 @@ if envbool("Q_SYNC", "False"):
     Q_CLUSTER["sync"] = True
 
 # --- Channels: live updates ----------------------------------------------------------
+def redis_channel_layer(url: str, socket_timeout: float | None = None) -> dict:
+    """The channels-redis layer on ``url``. redis-py 8 reads with a 5 s socket timeout by
+    default, the length of channels-redis's blocking BZPOPMIN, so an idle consumer's
+    receive loop would fail after 5 s (the WebSocket closes with 1011). The socket timeout
+    (seconds, CHANNEL_REDIS_SOCKET_TIMEOUT, default 30) is set above the blocking read, so
+    a dead Redis is still noticed; a ``socket_timeout`` in the URL's query string wins."""
+    if socket_timeout is None:
+        socket_timeout = float(os.environ.get("CHANNEL_REDIS_SOCKET_TIMEOUT") or 30)
+    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": url, "socket_timeout": socket_timeout}]}}
+
+
 if os.environ.get("CHANNEL_REDIS_URL"):
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["CHANNEL_REDIS_URL"]]},
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(os.environ["CHANNEL_REDIS_URL"])}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
@@ -197,7 +206,49 @@ CONDUCTOR = {
     "MAX_LONG_POLL_MS": 5000,
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
     "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
+    # Request bodies nested deeper than this are refused (400) before anything walks them.
+    "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
+    # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
+    "MAX_TASK_LOG_BYTES": envint("CONDUCTOR_MAX_TASK_LOG_BYTES", 64 * 1024),
 }
+
+# --- AI and agent tasks (apps.ai) ----------------------------------------------------
+# LLM providers by ``llmProvider`` name. ``openai`` (any OpenAI-compatible endpoint) is
+# enabled when its API key or base URL is set, ``ollama`` when its base URL is set.
+# More OpenAI-compatible or Ollama endpoints: CONDUCTOR_AI_PROVIDERS="name=openai,other=ollama"
+# with CONDUCTOR_AI_<NAME>_BASE_URL / CONDUCTOR_AI_<NAME>_API_KEY. Keys stay here: they are
+# never written to a task's input or output.
+def _ai_providers() -> dict:
+    kinds = {"openai": "openai", "ollama": "ollama"}
+    for item in os.environ.get("CONDUCTOR_AI_PROVIDERS", "").split(","):
+        name, _, kind = item.strip().partition("=")
+        if name:
+            kinds[name.strip()] = (kind.strip() or "openai").lower()
+    providers = {}
+    for name, kind in kinds.items():
+        prefix = "CONDUCTOR_AI_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+        base_url = os.environ.get(prefix + "_BASE_URL", "").strip()
+        api_key = os.environ.get(prefix + "_API_KEY", "").strip()
+        if name == "openai" and api_key and not base_url:
+            base_url = "https://api.openai.com/v1"
+        if base_url:
+            providers[name] = {"kind": kind, "base_url": base_url, "api_key": api_key}
+    return providers
+
+
+CONDUCTOR_AI = {
+    "PROVIDERS": _ai_providers(),
+    # Origins (scheme://host[:port]) MCP servers may be called at; none by default.
+    # Provider base URLs above are allowed because the operator configured them.
+    "ALLOWED_ORIGINS": [o.strip().rstrip("/") for o in os.environ.get("CONDUCTOR_AI_ALLOWED_ORIGINS", "").split(",")
+                        if o.strip()],
+    # One provider or MCP call (s); below the cluster's job timeout (Q_CLUSTER["timeout"]).
+    "TIMEOUT_SECONDS": envint("CONDUCTOR_AI_TIMEOUT_SECONDS", 45),
+}
+
+# Any API request body above this many bytes answers 413 (the fast path included). Above
+# the task output limit, so an oversize output still fails its task with Conductor's reason.
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CONDUCTOR_MAX_REQUEST_BODY_BYTES", 16 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,
