@@ -122,7 +122,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
     deadline = time.monotonic() + loop_seconds
     try:
         while time.monotonic() < deadline:
-            n = sweeper.sweep_once() + event_handlers.event_messages_sweep()
+            n = sweeper.sweep_once() + event_handlers.event_messages_sweep() + sweeper.run_tick_hooks()
             decided += n
             if n == 0:
                 time.sleep(tick)
