@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "apps.api",
     "apps.ui",
     "apps.ai",
+    "apps.scheduler",
 ]
 
 MIDDLEWARE = [
@@ -210,6 +211,10 @@ CONDUCTOR = {
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
     "MAX_TASK_LOG_BYTES": envint("CONDUCTOR_MAX_TASK_LOG_BYTES", 64 * 1024),
+    # Workflow scheduler (fires from the sweeper loop, within SWEEPER_TICK_MS of a slot):
+    # the zone of /nextFewSchedules and the execution records kept per schedule.
+    "SCHEDULER_TIME_ZONE": os.environ.get("CONDUCTOR_SCHEDULER_TIME_ZONE", "UTC"),
+    "SCHEDULER_EXECUTION_RECORDS_KEPT": envint("CONDUCTOR_SCHEDULER_EXECUTION_RECORDS_KEPT", 100),
 }
 
 # --- AI and agent tasks (apps.ai) ----------------------------------------------------
