@@ -66,7 +66,7 @@ class SweeperThread(threading.Thread):
                     if not self.holding:
                         self.stopping.wait(STANDBY_SECONDS)
                         continue
-                    n = sweeper.sweep_once() + event_handlers.event_messages_sweep()
+                    n = sweeper.sweep_once() + event_handlers.event_messages_sweep() + sweeper.run_tick_hooks()
                     self.ticks += 1
                     self.decided += n
                     if n == 0:

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 
 from apps.core.clock import now_ms
 from apps.engine import event_handlers, executor, store, sweeper
@@ -85,6 +85,8 @@ def _run_system_task(task_id: str, lease: str, token: str) -> None:
     if row is None or row["status"] not in ("SCHEDULED", "IN_PROGRESS"):
         return
     task = store.TaskState(**row)
+    if not task.workflow_task:
+        task.workflow_task = _workflow_task_of(task)
     ttype = get_type(task.task_type)
     if not executor.system_task_claim(task_id):
         return
@@ -99,18 +101,38 @@ def _run_system_task(task_id: str, lease: str, token: str) -> None:
 
 
 def _renewing(lease: str, token: str, fn, *args):
-    """``fn(*args)`` run in a helper thread (it must not touch the database) while this
+    """``fn(*args)`` run in a helper thread (which sees committed data only) while this
     thread renews ``lease`` every ``SYSTEM_TASK_RENEW_SECONDS``; returns its result or
     raises its exception."""
     from apps.engine.models import SweeperLease
 
+    def call():
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()  # this helper thread's own connections, if it opened any
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="system-task") as pool:
-        future = pool.submit(fn, *args)
+        future = pool.submit(call)
         while True:
             try:
                 return future.result(timeout=SYSTEM_TASK_RENEW_SECONDS)
             except FutureTimeout:
                 SweeperLease.acquire(lease, token, SYSTEM_TASK_LEASE_MS)
+
+
+def _workflow_task_of(task) -> dict:
+    """The WorkflowTask a task was made from, read from its execution's definition
+    snapshot (``run_async`` reads settings such as ``asyncComplete`` from it)."""
+    from apps.engine import params
+    from apps.engine.blueprint import Blueprint
+    from apps.engine.models import WorkflowExecution
+
+    definition = (WorkflowExecution.objects.filter(pk=task.workflow_id)
+                  .values_list("definition", flat=True).first())
+    if not isinstance(definition, dict):
+        return {}
+    return Blueprint(definition).get(params.definition_ref(task)) or {}
 
 
 def decide_job(workflow_id: str) -> None:
@@ -144,7 +166,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
     deadline = time.monotonic() + loop_seconds
     try:
         while time.monotonic() < deadline:
-            n = sweeper.sweep_once() + event_handlers.event_messages_sweep()
+            n = sweeper.sweep_once() + event_handlers.event_messages_sweep() + sweeper.run_tick_hooks()
             decided += n
             if n == 0:
                 time.sleep(tick)
