@@ -125,6 +125,13 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
                                        defaults={"last_poll_time": now})
 
 
+def _announce(tasks: list[TaskState]) -> None:
+    """Tell the listeners (live pages on every server, through the channel layer) that
+    these tasks' executions changed: a poll moves a task to IN_PROGRESS."""
+    ids = sorted({t.workflow_id for t in tasks})
+    transaction.on_commit(lambda: [events.workflow_changed(wf_id) for wf_id in ids], robust=True)
+
+
 def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
               timeout_ms: int = 0, max_timeout_ms: int = 5000) -> list[TaskState]:
     """Poll up to ``count`` tasks of ``task_type`` (and ``domain``), waiting up to
@@ -144,6 +151,7 @@ def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | Non
         version = events.queue_version(queue_name)
         tasks = claim(queue_name, count, worker_id)
         if tasks:
+            _announce(tasks)
             return tasks
         remaining = deadline - time.monotonic()
         if remaining <= 0:
