@@ -208,6 +208,11 @@ CONDUCTOR = {
     "MAX_LONG_POLL_MS": 5000,
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
     "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
+    # Retention of terminal executions per status, e.g. "COMPLETED=30d,FAILED=90d"
+    # (apps.engine.retention); empty keeps everything.
+    "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
+    # How often the cluster's retention job runs (minutes).
+    "RETENTION_EVERY_MINUTES": envint("CONDUCTOR_RETENTION_EVERY_MINUTES", 10),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
