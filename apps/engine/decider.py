@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.core.ids import new_id
-from apps.engine import params
+from apps.engine import limits, params
 from apps.engine.blueprint import Blueprint
 from apps.engine.retries import expected_retry_count, retry_delay_ms
 from apps.engine.state import BUILT_IN_TYPES, RETRIABLE_TASK, TaskState, WorkflowState
@@ -177,6 +177,7 @@ class Decider:
             first_scheduled_time=self.now,
             visible_at=self.now,
             response_timeout_seconds=int((task_def or {}).get("responseTimeoutSeconds") or 0),
+            **limits.task_limit_fields(task_def),
             workflow_task=workflow_task if (store_workflow_task or self.blueprint.get(
                 workflow_task.get("taskReferenceName", "")) is not workflow_task) else {},
         )
