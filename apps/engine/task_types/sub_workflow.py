@@ -9,7 +9,7 @@ RUNNING/PAUSED -> IN_PROGRESS, COMPLETED -> COMPLETED (child output merged into 
 output with ``subWorkflowId``), FAILED -> FAILED, TIMED_OUT -> TIMED_OUT, TERMINATED ->
 CANCELED, with reason ``Sub workflow <name.version/id> failure reason: <reason>``.
 Ending the parent terminates a running child (``Parent workflow has been terminated with
-status %s``). START_WORKFLOW starts an unrelated workflow (fire and forget) and completes
+reason: %s`` with the parent's reasonForIncompletion, else ``... with status %s``). START_WORKFLOW starts an unrelated workflow (fire and forget) and completes
 with ``{"workflowId"}``.
 Sources: SubWorkflowTaskMapper, SubWorkflow, StartWorkflow (conductor-reference §5).
 """
@@ -34,6 +34,20 @@ REPAIR_MS = 30_000
 MAX_INLINE_NESTING = 16
 _nesting = contextvars.ContextVar("sub_workflow_nesting", default=0)
 _STATUS = {"COMPLETED": "COMPLETED", "FAILED": "FAILED", "TIMED_OUT": "TIMED_OUT", "TERMINATED": "CANCELED"}
+
+
+def resolved_param(wf, param: dict) -> dict:
+    """``subWorkflowParam`` with ``${...}`` expressions in ``name``, ``version``,
+    ``priority``, ``taskToDomain`` and ``workflowDefinition`` resolved against the parent
+    (Conductor's SubWorkflowTaskMapper resolves them with ``getTaskInputV2``)."""
+    out = dict(param)
+    doc = None
+    for key in ("name", "version", "priority", "taskToDomain", "workflowDefinition"):
+        value = out.get(key)
+        if isinstance(value, (str, dict)) and "${" in str(value):
+            doc = doc or params.Document(wf)
+            out[key] = params.resolve_value(value, doc)
+    return out
 
 
 def _started(task: TaskState, now: int) -> None:
@@ -79,7 +93,10 @@ class SubWorkflow(TaskType):
 
     def cancel(self, d, task: TaskState) -> None:
         if task.sub_workflow_id:
-            d.act("terminate_sub_workflow", task, reason=f"Parent workflow has been terminated with status {d.wf.status}")
+            reason = (f"Parent workflow has been terminated with reason: {d.wf.reason_for_incompletion}"
+                      if d.wf.reason_for_incompletion else
+                      f"Parent workflow has been terminated with status {d.wf.status}")
+            d.act("terminate_sub_workflow", task, reason=reason)
 
     # --- executor side (inside the parent's transaction) ------------------------------------
 
@@ -98,15 +115,14 @@ class SubWorkflow(TaskType):
         if task.status != "SCHEDULED" or task.sub_workflow_id:
             return False
         wt = task.workflow_task or self._workflow_task(wf, task)
-        param = dict(wt.get("subWorkflowParam") or {})
+        param = resolved_param(wf, wt.get("subWorkflowParam") or {})
         inline = param.get("workflowDefinition")
-        if isinstance(inline, str):
-            inline = params.resolve_value(inline, params.Document(wf))
         child_id = sub_workflow_id(wf.workflow_id, task.task_id, task.retry_count)
         if not WorkflowExecution.objects.filter(pk=child_id).exists():
             priority = param.get("priority")
-            if isinstance(priority, str):
-                priority = params.resolve_value(priority, params.Document(wf))
+            version = param.get("version")
+            if isinstance(version, str) and version.strip().lstrip("-").isdigit():
+                version = int(version)
             depth = _nesting.get()
             if depth >= MAX_INLINE_NESTING:
                 task.status = "FAILED_WITH_TERMINAL_ERROR"
@@ -118,7 +134,7 @@ class SubWorkflow(TaskType):
             try:
                 executor.workflow_start(
                     name=param.get("name") or (inline or {}).get("name"),
-                    version=param.get("version") if not inline else None,
+                    version=version if not inline else None,
                     input=dict(task.input_data),
                     correlation_id=wf.correlation_id,
                     priority=priority if isinstance(priority, int) else wf.priority,
