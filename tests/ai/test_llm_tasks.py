@@ -89,6 +89,7 @@ def test_chat_complete_tool_calls_and_tool_results(api, cluster, ai_settings, ll
     assert assistant["role"] == "assistant" and assistant["tool_calls"][0]["id"] == "call_1"
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"])["city"] == "Paris"
     assert tool == {"role": "tool", "tool_call_id": "call_1", "content": json.dumps({"tempC": 21})}
+    assert second["messages"][3] == {"role": "user", "content": "Please continue where you left off."}
 
 
 def test_text_complete_and_embeddings_through_ollama(api, cluster, ai_settings, llm):
@@ -219,8 +220,11 @@ def test_chat_in_a_loop_gets_earlier_answers_as_history(api, cluster, ai_setting
         "loopCondition": "$.loop['iteration'] < 3",
         "loopOver": [chat("talk", messages=[{"role": "user", "message": "go on"}])]}])
     assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
+    # the last answer is sent as a user turn asking to continue it (Conductor's
+    # ensureLastMessageIsFromUser), earlier ones as assistant turns
+    resume = "You were saying:\n\n{}\n\nPlease continue where you left off."
     assert [[(m["role"], m["content"]) for m in c["messages"]] for c in llm.chats()] == [
         [("user", "go on")],
-        [("user", "go on"), ("assistant", "first")],
-        [("user", "go on"), ("assistant", "first"), ("assistant", '{"n": 2}')],
+        [("user", "go on"), ("user", resume.format("first"))],
+        [("user", "go on"), ("assistant", "first"), ("user", resume.format('{"n": 2}'))],
     ]
