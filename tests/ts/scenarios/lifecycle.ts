@@ -72,9 +72,11 @@ try {
   assert.equal(status.status, "COMPLETED");
   assert.deepEqual(status.output, { n: 20 });
 
-  // terminate a running one (stopped workers leave it waiting on `first`)
-  await manager.stopPolling();
-  const other = await wf.startWorkflow({ n: 5 }, correlationId);
+  // terminate a running one (nobody polls its task type)
+  const idle = new ConductorWorkflow(executor, unique("ts_life_idle"), 1)
+    .add(simpleTask("first", unique("ts_nobody_polls"), {}));
+  await idle.register(true);
+  const other = await idle.startWorkflow({ n: 5 }, correlationId);
   await executor.terminate(other, "stopped by the suite");
   const terminated = await executor.getWorkflow(other, true);
   assert.equal(terminated.status, "TERMINATED");
@@ -95,7 +97,7 @@ try {
   assert.equal(terminatedOnly.totalHits, 1);
 
   // get by correlation ids
-  const byCorrelation = await executor.getByCorrelationIds({ workflowNames: [name], correlationIds: [correlationId] }, true, false);
+  const byCorrelation = await executor.getByCorrelationIds({ workflowNames: [name, idle.getName()], correlationIds: [correlationId] }, true, false);
   assert.equal(byCorrelation[correlationId].length, 2);
   console.log("lifecycle: ok");
 } finally {

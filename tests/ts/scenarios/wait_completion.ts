@@ -88,11 +88,11 @@ await assert.rejects(executor.signal(second, TaskResultStatusEnum.COMPLETED, {})
 
 // A WAIT with a duration completes by itself; execute returns when time runs out first.
 const timed = new ConductorWorkflow(executor, unique("ts_timed_wait"), 1)
-  .add(waitTaskDuration("nap", "2s"))
+  .add(waitTaskDuration("nap", "1s"))
   .add(simpleTask("nobody_polls", unique("ts_unpolled"), {}));
 await timed.register(true);
 const timedRun = await executor.executeWorkflow({ name: timed.getName(), version: 1, input: {} },
-  timed.getName(), 1, unique("req"), "", 4, "SYNCHRONOUS" as any, ReturnStrategy.TARGET_WORKFLOW);
+  timed.getName(), 1, unique("req"), "", 6, "SYNCHRONOUS" as any, ReturnStrategy.TARGET_WORKFLOW);
 assert.equal(timedRun.status, "RUNNING");
 assert.equal((timedRun as any).signalTimeout, true);
 assert.equal(byRef(timedRun.getWorkflow()).nap.status, "COMPLETED");
