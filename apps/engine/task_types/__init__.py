@@ -26,7 +26,7 @@ def get_type(type_name: str) -> TaskType:
     return found
 
 
-MODULES = ["simple", "operators", "wait", "switch", "fork_join", "do_while", "dynamic", "sub_workflow", "http", "event"]
+MODULES = ["simple", "operators", "wait", "switch", "fork_join", "do_while", "dynamic", "sub_workflow", "http", "event", "ai"]
 
 for _module in MODULES:
     importlib.import_module(f"apps.engine.task_types.{_module}")
