@@ -17,18 +17,19 @@ pytestmark = pytest.mark.django_db
 
 
 def _api_paths():
-    """Every /api route with its parameters filled in."""
+    """Every /api route (Conductor's and the scheduler's) with its parameters filled in."""
     from apps.api.urls import urlpatterns
+    from apps.scheduler.urls import urlpatterns as scheduler
 
     out = []
-    for p in urlpatterns:
+    for prefix, p in [("", p) for p in urlpatterns] + [("scheduler/", p) for p in scheduler]:
         assert isinstance(p, URLPattern) and not isinstance(p, URLResolver)
         route = str(p.pattern)
         for conv, value in (("<str:", "x"), ("<int:", "1")):
             while conv in route:
                 start = route.index(conv)
                 route = route[:start] + value + route[route.index(">", start) + 1:]
-        out.append("/api/" + route)
+        out.append("/api/" + prefix + route)
     return out
 
 
