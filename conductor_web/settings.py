@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "apps.ui",
     "apps.ai",
     "apps.scheduler",
+    "apps.listeners",
 ]
 
 MIDDLEWARE = [
@@ -214,6 +215,11 @@ CONDUCTOR = {
     "API_AUTH": envbool("CONDUCTOR_API_AUTH", "on"),
     # Lifetime of a token from POST /api/token (s); the SDKs renew theirs every 45 minutes.
     "API_TOKEN_TTL_SECONDS": envint("CONDUCTOR_API_TOKEN_TTL_SECONDS", 3600),
+    # Retention of terminal executions per status, e.g. "COMPLETED=30d,FAILED=90d"
+    # (apps.engine.retention); empty keeps everything.
+    "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
+    # How often the cluster's retention job runs (minutes).
+    "RETENTION_EVERY_MINUTES": envint("CONDUCTOR_RETENTION_EVERY_MINUTES", 10),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
@@ -222,6 +228,26 @@ CONDUCTOR = {
     # the zone of /nextFewSchedules and the execution records kept per schedule.
     "SCHEDULER_TIME_ZONE": os.environ.get("CONDUCTOR_SCHEDULER_TIME_ZONE", "UTC"),
     "SCHEDULER_EXECUTION_RECORDS_KEPT": envint("CONDUCTOR_SCHEDULER_EXECUTION_RECORDS_KEPT", 100),
+    # Status listeners (apps.listeners.config): Conductor's listener types, comma-separated
+    # (workflow_publisher, queue_publisher, archive), and task_publisher for tasks.
+    "WORKFLOW_STATUS_LISTENER": os.environ.get("CONDUCTOR_WORKFLOW_STATUS_LISTENER", ""),
+    "TASK_STATUS_LISTENER": os.environ.get("CONDUCTOR_TASK_STATUS_LISTENER", ""),
+    "STATUS_NOTIFIER_URL": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_URL", ""),
+    "STATUS_NOTIFIER_ENDPOINT_WORKFLOW": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_ENDPOINT_WORKFLOW", ""),
+    "STATUS_NOTIFIER_ENDPOINT_TASK": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_ENDPOINT_TASK", ""),
+    "STATUS_NOTIFIER_SUBSCRIBED_WORKFLOW_STATUSES": os.environ.get(
+        "CONDUCTOR_STATUS_NOTIFIER_SUBSCRIBED_WORKFLOW_STATUSES", "COMPLETED,TERMINATED"),
+    "STATUS_NOTIFIER_SUBSCRIBED_TASK_STATUSES": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_SUBSCRIBED_TASK_STATUSES", ""),
+    "STATUS_NOTIFIER_HEADER_PREFER": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_HEADER_PREFER", ""),
+    "STATUS_NOTIFIER_HEADER_PREFER_VALUE": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_HEADER_PREFER_VALUE", ""),
+    "STATUS_NOTIFIER_TIMEOUT_MS": envint("CONDUCTOR_STATUS_NOTIFIER_TIMEOUT_MS", 2000),
+    "STATUS_NOTIFIER_MAX_ATTEMPTS": envint("CONDUCTOR_STATUS_NOTIFIER_MAX_ATTEMPTS", 10),
+    "STATUS_NOTIFIER_RETRY_DELAY_MS": envint("CONDUCTOR_STATUS_NOTIFIER_RETRY_DELAY_MS", 1000),
+    "QUEUE_PUBLISHER_SUCCESS_QUEUE": os.environ.get("CONDUCTOR_QUEUE_PUBLISHER_SUCCESS_QUEUE", "_callbackSuccessQueue"),
+    "QUEUE_PUBLISHER_FAILURE_QUEUE": os.environ.get("CONDUCTOR_QUEUE_PUBLISHER_FAILURE_QUEUE", "_callbackFailureQueue"),
+    "QUEUE_PUBLISHER_FINALIZE_QUEUE": os.environ.get("CONDUCTOR_QUEUE_PUBLISHER_FINALIZE_QUEUE",
+                                                     "_callbackFinalizeQueue"),
+    "ARCHIVE_DELAY_SECONDS": envint("CONDUCTOR_ARCHIVE_DELAY_SECONDS", 60),
 }
 
 # --- AI and agent tasks (apps.ai) ----------------------------------------------------
