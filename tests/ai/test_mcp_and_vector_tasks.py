@@ -51,9 +51,12 @@ def test_mcp_over_sse_with_a_session_handshake(api, cluster, ai_settings, mcp_ss
 
 def test_mcp_failures_name_the_cause(api, cluster, ai_settings, mcp, settings):
     url = mcp.origin + "/mcp"
-    wf = run(api, cluster, [mcp_task("call", "CALL_MCP_TOOL", url, method="no_such_tool", arguments={})])
+    task = mcp_task("call", "CALL_MCP_TOOL", url, method="no_such_tool", arguments={})
+    task["taskDefinition"] = {"name": "call", "retryCount": 0}  # raised to 3, as Conductor's mapper does
+    wf = run(api, cluster, [task])
     first = wf["tasks"][0]
     assert first["status"] == "FAILED"
+    assert [(t["status"], t["retryCount"]) for t in wf["tasks"]] == [("FAILED", 0), ("SCHEDULED", 1)]
     assert first["reasonForIncompletion"] == (f"Failed to call MCP tool 'no_such_tool' on {url}: JSON-RPC error: "
                                               '{"code": -32602, "message": "Unknown tool: no_such_tool"}')
     # denied by default: an origin not on the allow-list is never contacted
