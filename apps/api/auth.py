@@ -12,7 +12,7 @@
   (definitions and event handlers).
 
 Auth is on unless ``CONDUCTOR_API_AUTH=off`` (``settings.CONDUCTOR["API_AUTH"]``);
-``/api/health`` stays open. When auth is off, ``/api/token`` answers 404, which the SDKs
+``/api/health`` and ``/api/health/ready`` stay open. When auth is off, ``/api/token`` answers 404, which the SDKs
 read as "open server" (Conductor OSS) and stop sending credentials.
 The checks run in front of every /api path: ``ApiAuthMiddleware`` for Django and the ASGI
 fast path (``apps/api/fastpath.py``) call ``authorize`` alike.
@@ -32,7 +32,7 @@ from apps.core.errors import ConductorError, NotFound
 
 ALGORITHM = "HS256"
 ISSUER = "conductor-web"
-OPEN_PATHS = frozenset({"/api/health", "/api/token"})
+OPEN_PATHS = frozenset({"/api/health", "/api/health/ready", "/api/token"})
 # A revoked key or a changed role takes effect within this many seconds.
 KEY_CACHE_SECONDS = 5.0
 

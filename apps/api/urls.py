@@ -8,6 +8,7 @@ urlpatterns = [
     # --- authentication (apps/api/auth.py)
     path("token", token.TokenApi.as_view()),
     path("token/userInfo", token.UserInfoApi.as_view()),
+    path("health/ready", health.ReadyApi.as_view()),
     # --- metadata
     path("metadata/taskdefs", metadata.TaskDefsApi.as_view()),
     path("metadata/taskdefs/<str:name>", metadata.TaskDefApi.as_view()),

@@ -17,7 +17,10 @@ from apps.engine.models import WorkflowExecution
 
 log = logging.getLogger(__name__)
 
-LEASE_MS = 30_000
+# How long a claimed execution is left to its sweeper (ms). Short: a sweeper killed
+# mid-batch delays the executions it had claimed by this much. A decide that outlasts it
+# is harmless: deciding takes the workflow's row lock, a second decide finds nothing to do.
+LEASE_MS = 5_000
 
 _tick_hooks: list[Callable[[], int]] = []
 

@@ -111,3 +111,19 @@ def test_vector_task_input_errors_are_terminal(api, cluster, ai_settings):
     wf = run(api, cluster, [{"name": "e", "taskReferenceName": "e", "type": "LLM_GENERATE_EMBEDDINGS",
                              "inputParameters": {"llmProvider": "openai", "model": "m", "text": " "}}])
     assert wf["tasks"][0]["reasonForIncompletion"] == "No input text provided to generate embeddings"
+
+
+def test_an_sse_stream_left_open_is_read_up_to_the_answer(api, cluster, ai_settings, settings):
+    from tests.ai.conftest import _tools
+    from tests.ai.stubs import MCPStub
+
+    stub = MCPStub(_tools(), sse=True, keep_open=True)
+    try:
+        settings.CONDUCTOR_AI = {**ai_settings, "ALLOWED_ORIGINS": [stub.origin], "TIMEOUT_SECONDS": 3}
+        wf = run(api, cluster, [mcp_task("call", "CALL_MCP_TOOL", stub.origin + "/mcp", method="echo",
+                                         arguments={"text": "hi"})])
+        # had the client waited for the stream's end it would have timed out after 3 s
+        assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
+        assert only(wf, "call")["outputData"]["content"][0]["text"] == "hi"
+    finally:
+        stub.close()

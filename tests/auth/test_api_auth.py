@@ -33,7 +33,7 @@ def _api_paths():
     return out
 
 
-OPEN = {"/api/health", "/api/token"}
+OPEN = {"/api/health", "/api/health/ready", "/api/token"}
 
 
 @pytest.mark.parametrize("method", ["get", "post", "put", "delete"])
