@@ -288,11 +288,16 @@ CONDUCTOR_AI = {
 # the task output limit, so an oversize output still fails its task with Conductor's reason.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CONDUCTOR_MAX_REQUEST_BODY_BYTES", 16 * 1024 * 1024)
 
+# LOG_FORMAT=json: one JSON object per line with workflowId/taskId/taskType/workerId
+# (apps.core.logs); default: plain text lines.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "apps.core.logs.ContextFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+                   "json": {"()": "apps.core.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["context"],
+                             "formatter": "json" if os.environ.get("LOG_FORMAT", "").lower() == "json" else "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
     "loggers": {
         "apps": {"level": os.environ.get("APP_LOG_LEVEL", "INFO"), "propagate": True},

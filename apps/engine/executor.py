@@ -26,6 +26,7 @@ from django.db import IntegrityError, OperationalError, transaction
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
+from apps.core.logs import log_context
 from apps.engine import events, retention, store
 from apps.engine.decider import Decider, DeciderOutcome
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
@@ -317,7 +318,8 @@ def workflow_decide(workflow_id: str) -> None:
             if loaded.wf.terminal:
                 return
             _decide_and_save(loaded, now_ms())
-    _with_retries(run)
+    with log_context(workflowId=workflow_id):
+        _with_retries(run)
 
 
 # --- task updates ----------------------------------------------------------------------
@@ -388,7 +390,10 @@ def task_update(*, task_result: dict) -> TaskState | None:
             _decide_and_save(loaded, now, touched={task_id})
             return task
 
-    return _with_retries(run)
+    with log_context(workflowId=str(task_result.get("workflowInstanceId") or "") or None,
+                     taskId=str(task_result.get("taskId") or "") or None,
+                     workerId=str(task_result.get("workerId") or "") or None):
+        return _with_retries(run)
 
 
 MAX_REASON_CHARS = 500
