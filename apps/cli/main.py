@@ -2,7 +2,9 @@
 
 It talks to the REST API only (httpx), so it works against any Conductor-compatible
 server; it never imports Django. Base URL: ``--server``, else ``CONDUCTOR_SERVER_URL``,
-else ``http://127.0.0.1:8080/api``.
+else ``http://127.0.0.1:8080/api``. With ``CONDUCTOR_AUTH_KEY`` and ``CONDUCTOR_AUTH_SECRET``
+set (an access key, as the SDKs read it), it trades them at ``POST /token`` for a token and
+sends it as ``X-Authorization``, renewing it once when the server answers EXPIRED_TOKEN.
 
 Commands (JSON on stdout unless noted)::
 
@@ -49,6 +51,7 @@ import httpx
 
 DEFAULT_SERVER = "http://127.0.0.1:8080/api"
 ENV_SERVER = "CONDUCTOR_SERVER_URL"
+ENV_KEY, ENV_SECRET = "CONDUCTOR_AUTH_KEY", "CONDUCTOR_AUTH_SECRET"
 
 
 class CliError(Exception):
@@ -78,14 +81,39 @@ def _error_message(resp: httpx.Response) -> str:
     return text or f"HTTP {resp.status_code}"
 
 
+def _error_code(resp: httpx.Response) -> str | None:
+    try:
+        body = resp.json()
+    except ValueError:
+        return None
+    return body.get("error") if isinstance(body, dict) else None
+
+
 class Client:
     """Thin REST client: every call returns the decoded JSON, the text body, or None for
     an empty one; a non-2xx answer raises CliError with Conductor's message."""
 
-    def __init__(self, server: str, timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
+    def __init__(self, server: str, timeout: float = 30.0, transport: httpx.BaseTransport | None = None,
+                 key_id: str | None = None, key_secret: str | None = None):
         self.base = server.rstrip("/")
         self.http = httpx.Client(timeout=timeout, transport=transport,
                                  headers={"Accept": "application/json, text/plain, */*"})
+        self.key = (key_id, key_secret) if key_id and key_secret else None
+        self.token: str | None = None
+
+    def _authenticate(self) -> None:
+        """Trade the access key for a token (``POST /token``); CliError when refused."""
+        try:
+            resp = self.http.post(self.base + "/token", json={"keyId": self.key[0], "keySecret": self.key[1]})
+        except httpx.HTTPError as exc:
+            raise CliError(f"Cannot reach the Conductor server at {self.base}: {exc}") from None
+        if resp.status_code == 404:  # an open server: no credentials needed
+            self.key = None
+            return
+        if resp.status_code >= 400:
+            raise CliError(f"Authentication failed ({ENV_KEY}/{ENV_SECRET}): {_error_message(resp)}")
+        self.token = resp.json()["token"]
+        self.http.headers["X-Authorization"] = self.token
 
     def close(self) -> None:
         self.http.close()
@@ -100,8 +128,13 @@ class Client:
         if body is not None:
             kwargs["content"] = json.dumps(body) if json_body else body
             kwargs["headers"] = {"Content-Type": "application/json"}
+        if self.key and self.token is None:
+            self._authenticate()
         try:
             resp = self.http.request(method, self.base + path, **kwargs)
+            if resp.status_code == 401 and self.key and _error_code(resp) == "EXPIRED_TOKEN":
+                self._authenticate()
+                resp = self.http.request(method, self.base + path, **kwargs)
         except httpx.HTTPError as exc:
             raise CliError(f"Cannot reach the Conductor server at {self.base}: {exc}") from None
         if resp.status_code >= 400:
@@ -605,7 +638,8 @@ def main(argv: list[str] | None = None, *, transport: httpx.BaseTransport | None
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)
     server = args.server or os.environ.get(ENV_SERVER) or DEFAULT_SERVER
-    client = Client(server, timeout=args.timeout, transport=transport)
+    client = Client(server, timeout=args.timeout, transport=transport,
+                    key_id=os.environ.get(ENV_KEY), key_secret=os.environ.get(ENV_SECRET))
     try:
         return args.func(client, args)
     except CliError as exc:
