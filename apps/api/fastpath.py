@@ -25,7 +25,7 @@ from django.db import close_old_connections
 from apps.api.exceptions import body_for_exception
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
-from apps.engine import events, executor, queue
+from apps.engine import executor, notify, queue
 from apps.engine.representation import task_json
 
 MAX_LONG_POLL_MS = 5000
@@ -152,7 +152,7 @@ _loop: asyncio.AbstractEventLoop | None = None
 
 
 def _wake(queue_names: list[str]) -> None:
-    """events.add_queue_listener hook (any thread): wake the polls waiting on these queues."""
+    """notify.add_queue_listener hook (any thread): wake the polls waiting on these queues."""
     loop = _loop
     if loop is None:
         return
@@ -161,7 +161,7 @@ def _wake(queue_names: list[str]) -> None:
             loop.call_soon_threadsafe(event.set)
 
 
-events.add_queue_listener(_wake)
+notify.add_queue_listener(_wake)
 
 
 async def _wait_for_tasks(queue_name: str, seconds: float) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from apps.engine.decider import Action, DeciderOutcome
+from apps.engine.outcome import Action, DeciderOutcome
 from apps.engine.state import WorkflowState
 
 log = logging.getLogger(__name__)

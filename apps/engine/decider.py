@@ -15,58 +15,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from apps.core.ids import new_id
 from apps.engine import params
 from apps.engine.blueprint import Blueprint
+from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
 from apps.engine.state import BUILT_IN_TYPES, RETRIABLE_TASK, TaskState, WorkflowState
+from apps.engine.task_types import get_type
 
 # Rounds of the decide loop before giving up for this call (a sync system task loop that
 # never settles); the sweeper decides again later.
 MAX_ROUNDS = 1000
 DEFAULT_REPAIR_MS = 30_000
-
-
-class TerminateWorkflow(Exception):
-    """Raised inside the decider to end the workflow (Conductor's TerminateWorkflowException).
-
-    ``status`` is the workflow status to set (FAILED, TIMED_OUT, TERMINATED, COMPLETED);
-    ``task`` the task that caused it, if any.
-    """
-
-    def __init__(self, reason: str, status: str = "FAILED", task: TaskState | None = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-        self.task = task
-
-
-@dataclass(slots=True)
-class Action:
-    """A side effect for the executor. ``kind`` is one of:
-    ``start_sub_workflow`` (task), ``terminate_sub_workflow`` (task, reason),
-    ``run_system_task`` (task: an async system task to run in the cluster),
-    ``start_failure_workflow`` (reason), ``notify_parent`` (workflow ended),
-    ``start_workflow`` (task: START_WORKFLOW), ``publish_event`` (task)."""
-
-    kind: str
-    task: TaskState | None = None
-    data: dict = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class DeciderOutcome:
-    """What one decide changed. ``new_tasks`` are to insert, ``updated_tasks`` to update
-    (keyed by task_id), ``workflow_changed`` says the workflow row must be written."""
-
-    new_tasks: list[TaskState] = field(default_factory=list)
-    updated_tasks: dict[str, TaskState] = field(default_factory=dict)
-    removed_task_ids: list[str] = field(default_factory=list)
-    workflow_changed: bool = False
-    actions: list[Action] = field(default_factory=list)
 
 
 TaskDefLookup = Callable[[str], "dict | None"]
@@ -103,8 +65,6 @@ class Decider:
 
     def get_type(self, type_name: str):
         """The task type object for a type string (see apps.engine.task_types)."""
-        from apps.engine.task_types import get_type
-
         return get_type(type_name)
 
     def remove_task(self, task: TaskState) -> None:
@@ -185,8 +145,6 @@ class Decider:
     def tasks_to_schedule(self, workflow_task: dict, retry_count: int = 0) -> list[TaskState]:
         """Map one WorkflowTask to the task executions it creates (Conductor's TaskMapper
         for its type), skipping references already present in the workflow."""
-        from apps.engine.task_types import get_type
-
         mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
         existing = {t.reference_task_name for t in self.wf.tasks}
         return [t for t in mapped if t.reference_task_name not in existing]
@@ -195,8 +153,6 @@ class Decider:
         """Add new tasks to the workflow (assigning ``seq``) and start them: worker tasks
         become pollable, synchronous system tasks run their ``start``, async system tasks
         are handed to the cluster."""
-        from apps.engine.task_types import get_type
-
         seq = max((t.seq for t in self.wf.tasks), default=0)
         for task in tasks:
             if any(t.reference_task_name == task.reference_task_name and not t.retried and t.task_id != task.task_id
@@ -231,8 +187,6 @@ class Decider:
 
     def next_tasks_after(self, task: TaskState) -> list[TaskState]:
         """Tasks to schedule after a finished task (Conductor's DeciderService.getNextTask)."""
-        from apps.engine.task_types import get_type
-
         ref = params.definition_ref(task)
         workflow_task = self.workflow_task_of(task)
         if workflow_task.get("type") == "TERMINATE" or task.task_type == "TERMINATE":
@@ -257,8 +211,6 @@ class Decider:
         """Map a WorkflowTask inside a DO_WHILE body: every new task gets the loop scope
         ``suffix`` (``__N``, or ``__M__N`` in nested loops) appended to its reference and
         ``iteration`` N (Conductor's filterNextLoopOverTasks / appendIteration)."""
-        from apps.engine.task_types import get_type
-
         mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
         existing = {t.reference_task_name for t in self.wf.tasks}
         out = []
@@ -293,8 +245,6 @@ class Decider:
 
     def _decide_once(self) -> bool:
         """One pass of DeciderService.decide; returns whether anything changed."""
-        from apps.engine.task_types import get_type
-
         wf = self.wf
         self._check_workflow_timeout()
         if wf.status == "PAUSED":
@@ -427,8 +377,6 @@ class Decider:
                     return True
         response_timeout = int(task_def.get("responseTimeoutSeconds") or 0)
         if response_timeout > 0 and task.status == "IN_PROGRESS" and not self.workflow_task_of(task).get("asyncComplete"):
-            from apps.engine.task_types import get_type
-
             if get_type(task.task_type).is_worker:
                 silent = self.now - task.update_time
                 if silent >= (response_timeout + task.callback_after_seconds) * 1000:
@@ -500,8 +448,6 @@ class Decider:
         return True
 
     def _continues(self, task: TaskState) -> bool:
-        from apps.engine.task_types import get_type
-
         return get_type(task.task_type).continues_after(self, task)
 
     def workflow_output(self, last: TaskState | None = None) -> dict:
@@ -533,8 +479,6 @@ class Decider:
         """End the workflow with a non-success status (or COMPLETED from a TERMINATE task):
         cancel what is still running, set output and reason, ask for the failure
         workflow and the parent notification. Source: WorkflowExecutorOps.terminateWorkflow."""
-        from apps.engine.task_types import get_type
-
         wf = self.wf
         if wf.terminal:
             return
@@ -571,8 +515,6 @@ class Decider:
         needed); timeouts (task, response, poll, workflow) and timers of system tasks
         (``TaskType.due_at``) are; an execution with async work in flight gets a repair
         deadline so a lost job is re-dispatched."""
-        from apps.engine.task_types import get_type
-
         wf = self.wf
         if wf.terminal:
             if wf.next_decide_at is not None:

@@ -53,8 +53,8 @@ from django.db.models import F
 from apps.core.clock import now_ms
 from apps.core.errors import ConductorError, InvalidInput, NotFound, Transient
 from apps.core.ids import new_id
-from apps.engine import events, executor, params, store
-from apps.engine.decider import DeciderOutcome
+from apps.engine import executor, notify, params, store
+from apps.engine.outcome import DeciderOutcome
 from apps.engine.evaluators import EvaluationError, evaluate, evaluate_js, truthy
 from apps.engine.models import EventExecution, EventMessage, TaskExecution
 
@@ -495,7 +495,7 @@ def workflow_variables_update(*, workflow_id: str, variables: dict, append_array
             wf.update_time = now
             if wf.terminal:
                 store.save(loaded, DeciderOutcome(), workflow_changed=True)
-                transaction.on_commit(lambda: events.workflow_changed(workflow_id), robust=True)
+                transaction.on_commit(lambda: notify.workflow_changed(workflow_id), robust=True)
             else:
                 executor._decide_and_save(loaded, now, workflow_changed=True)
             return merged

@@ -26,8 +26,9 @@ from django.db import IntegrityError, OperationalError, transaction
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
-from apps.engine import events, store
-from apps.engine.decider import Decider, DeciderOutcome
+from apps.engine import notify, store
+from apps.engine.decider import Decider
+from apps.engine.outcome import DeciderOutcome
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
 from apps.engine.state import TERMINAL_TASK, TaskState, WorkflowState
 from apps.engine.task_types import get_type
@@ -302,8 +303,8 @@ def _after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
     def on_commit() -> None:
         for action in deferred:
             actions.run_deferred(workflow_id, action)
-        events.tasks_queued(queues)
-        events.workflow_changed(workflow_id)
+        notify.tasks_queued(queues)
+        notify.workflow_changed(workflow_id)
 
     transaction.on_commit(on_commit, robust=True)
 
@@ -477,7 +478,7 @@ def workflow_pause(*, workflow_id: str) -> None:
             wf.status = "PAUSED"
             wf.update_time = now_ms()
             store.save(loaded, DeciderOutcome(), workflow_changed=True)
-            transaction.on_commit(lambda: events.workflow_changed(workflow_id), robust=True)
+            transaction.on_commit(lambda: notify.workflow_changed(workflow_id), robust=True)
     _with_retries(run)
 
 

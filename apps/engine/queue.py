@@ -20,7 +20,7 @@ from django.db import connection, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
-from apps.engine import events
+from apps.engine import notify
 from apps.engine.models import PollData, TaskExecution
 from apps.engine.state import TASK_FIELDS, TaskState
 from apps.engine.store import task_from_row
@@ -115,7 +115,7 @@ def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | Non
     record_poll(task_type, domain, worker_id, start)
     deadline = time.monotonic() + max(timeout_ms, 0) / 1000
     while True:
-        version = events.queue_version(queue_name)
+        version = notify.queue_version(queue_name)
         tasks = claim(queue_name, count, worker_id)
         if tasks:
             return tasks
@@ -123,7 +123,7 @@ def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | Non
         if remaining <= 0:
             return []
         # wake on a local enqueue at once; re-check the database (other processes) every 50 ms
-        events.wait_for_queue(queue_name, version, min(remaining, 0.05))
+        notify.wait_for_queue(queue_name, version, min(remaining, 0.05))
 
 
 def queue_sizes(task_types: list[str]) -> dict[str, int]:

@@ -14,8 +14,9 @@ from django.db import transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
-from apps.engine import executor, store
-from apps.engine.decider import Decider, DeciderOutcome
+from apps.engine import executor, notify, store
+from apps.engine.decider import Decider
+from apps.engine.outcome import DeciderOutcome
 from apps.engine.models import TaskExecution
 from apps.engine.state import TERMINAL_WORKFLOW, TaskState, WorkflowState
 from apps.engine.task_types import get_type
@@ -55,7 +56,7 @@ def _reopen_parents(child: WorkflowState, now: int) -> None:
         if parent.terminal:
             _reopen(parent, now)
         store.save(loaded, outcome, workflow_changed=True)
-        transaction.on_commit(lambda wid=parent.workflow_id: executor.events.workflow_changed(wid), robust=True)
+        transaction.on_commit(lambda wid=parent.workflow_id: notify.workflow_changed(wid), robust=True)
         child = parent
 
 

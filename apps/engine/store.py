@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from django.db import connection
 
-from apps.engine.decider import DeciderOutcome
+from apps.engine.outcome import DeciderOutcome
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
 
 WF_TABLE = "engine_workflow_execution"

@@ -220,7 +220,7 @@ def _layer_is_local(layer) -> bool:
 
 
 def on_workflow_changed(workflow_id: str) -> None:
-    """Engine listener (``apps.engine.events.add_listener``): tell the consumers of this
+    """Engine listener (``apps.engine.notify.add_listener``): tell the consumers of this
     execution to look now. With the in-process layer only consumers of this process can
     hear it, so it is sent only when one is watching; with a shared layer
     (channels-redis) it is always sent. Consumers also poll, so a lost wake-up only

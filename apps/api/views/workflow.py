@@ -12,7 +12,7 @@ from apps.api.params import qbool, qint, qstr
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput
-from apps.engine import events, executor, selectors
+from apps.engine import executor, notify, selectors
 from apps.engine.representation import workflow_json
 
 
@@ -83,7 +83,7 @@ def _on_change(_workflow_id: str) -> None:
         _changed.notify_all()
 
 
-events.add_listener(_on_change)
+notify.add_listener(_on_change)
 
 
 def _blocked(wf, wait_refs: set[str]) -> bool:
@@ -335,7 +335,7 @@ class WorkflowTestApi(ConductorApi):
     decider in memory with mocked task outputs; nothing is stored. Answers a Workflow."""
 
     def post(self, request):
-        from apps.engine.testing import workflow_test
+        from apps.engine.simulator import workflow_test
 
         req = _start_request(request.data)
         return Response(workflow_test(req))

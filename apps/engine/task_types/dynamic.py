@@ -4,7 +4,7 @@ Source: DynamicTaskMapper (messages verbatim)."""
 from __future__ import annotations
 
 from apps.engine import params
-from apps.engine.decider import TerminateWorkflow
+from apps.engine.outcome import TerminateWorkflow
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 

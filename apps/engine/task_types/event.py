@@ -27,7 +27,7 @@ from __future__ import annotations
 from apps.engine import params
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
-from apps.engine.task_types.operators import SystemTask, finish
+from apps.engine.task_types.base import SystemTask, finish
 
 PUBLISH = "publish_event"
 INTERNAL_QUEUE_TYPE = "conductor"

@@ -1,4 +1,4 @@
-"""SUB_WORKFLOW and START_WORKFLOW: operators that start other workflow executions.
+"""SUB_WORKFLOW: run another workflow as a child and mirror its end.
 
 SUB_WORKFLOW starts a child (deterministic id from parent id, task id and retry count,
 so a repeated start finds the same child) with the task's input, the parent's
@@ -9,9 +9,8 @@ RUNNING/PAUSED -> IN_PROGRESS, COMPLETED -> COMPLETED (child output merged into 
 output with ``subWorkflowId``), FAILED -> FAILED, TIMED_OUT -> TIMED_OUT, TERMINATED ->
 CANCELED, with reason ``Sub workflow <name.version/id> failure reason: <reason>``.
 Ending the parent terminates a running child (``Parent workflow has been terminated with
-status %s``). START_WORKFLOW starts an unrelated workflow (fire and forget) and completes
-with ``{"workflowId"}``.
-Sources: SubWorkflowTaskMapper, SubWorkflow, StartWorkflow (conductor-reference §5).
+status %s``).
+Sources: SubWorkflowTaskMapper, SubWorkflow.
 """
 from __future__ import annotations
 
@@ -134,38 +133,3 @@ class SubWorkflow(TaskType):
         from apps.engine.blueprint import Blueprint
 
         return Blueprint(wf.definition).get(params.definition_ref(task)) or {}
-
-
-@register
-class StartWorkflow(TaskType):
-    type_name = "START_WORKFLOW"
-
-    def start(self, d, task: TaskState) -> None:
-        d.act("start_workflow", task)
-
-    def apply_inline(self, wf, outcome, action, now: int) -> bool:
-        from apps.engine import executor
-
-        task = action.task
-        if task.status != "SCHEDULED":
-            return False
-        request = task.input_data.get("startWorkflow")
-        task.start_time = now
-        task.end_time = now
-        if not isinstance(request, dict):
-            task.status = "FAILED"
-            task.reason_for_incompletion = "Missing 'startWorkflow' in input data."
-            return True
-        try:
-            started = executor.workflow_start(
-                name=request.get("name"), version=request.get("version"), input=request.get("input") or {},
-                correlation_id=request.get("correlationId") or wf.correlation_id,
-                priority=request.get("priority"), task_to_domain=request.get("taskToDomain") or wf.task_to_domain,
-                workflow_def=request.get("workflowDef"), not_found="name")
-        except ConductorError as exc:
-            task.status = "FAILED"
-            task.reason_for_incompletion = f"startWorkflow validation failed. {exc.message}"
-            return True
-        task.status = "COMPLETED"
-        task.output_data = {"workflowId": started}
-        return True
