@@ -175,13 +175,20 @@ if envbool("Q_SYNC", "False"):
     Q_CLUSTER["sync"] = True
 
 # --- Channels: live updates ----------------------------------------------------------
+def redis_channel_layer(url: str, socket_timeout: float | None = None) -> dict:
+    """The channels-redis layer on ``url``. redis-py 8 reads with a 5 s socket timeout by
+    default, the length of channels-redis's blocking BZPOPMIN, so an idle consumer's
+    receive loop would fail after 5 s (the WebSocket closes with 1011). The socket timeout
+    (seconds, CHANNEL_REDIS_SOCKET_TIMEOUT, default 30) is set above the blocking read, so
+    a dead Redis is still noticed; a ``socket_timeout`` in the URL's query string wins."""
+    if socket_timeout is None:
+        socket_timeout = float(os.environ.get("CHANNEL_REDIS_SOCKET_TIMEOUT") or 30)
+    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": url, "socket_timeout": socket_timeout}]}}
+
+
 if os.environ.get("CHANNEL_REDIS_URL"):
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["CHANNEL_REDIS_URL"]]},
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(os.environ["CHANNEL_REDIS_URL"])}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
@@ -197,7 +204,15 @@ CONDUCTOR = {
     "MAX_LONG_POLL_MS": 5000,
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
     "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
+    # Request bodies nested deeper than this are refused (400) before anything walks them.
+    "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
+    # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
+    "MAX_TASK_LOG_BYTES": envint("CONDUCTOR_MAX_TASK_LOG_BYTES", 64 * 1024),
 }
+
+# Any API request body above this many bytes answers 413 (the fast path included). Above
+# the task output limit, so an oversize output still fails its task with Conductor's reason.
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CONDUCTOR_MAX_REQUEST_BODY_BYTES", 16 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,

@@ -22,13 +22,16 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from apps.api.exceptions import body_for_exception
+from apps.api.exceptions import logged_body_for_exception
+from apps.api.parsers import check_body_size, parse_json
+from apps.api.shapes import check_task_result
 from apps.core.clock import now_ms
-from apps.core.errors import InvalidInput
+from apps.core.errors import InvalidInput, PayloadTooLarge
 from apps.engine import executor, notify, queue
 from apps.engine.representation import task_json
 
 MAX_LONG_POLL_MS = 5000
+MAX_INT = 2**31 - 1  # count and timeout are Java ints
 # A waiting poll is woken at once by a commit in this process; tasks queued by other
 # processes (the cluster, other servers) are noticed by this re-check.
 LONG_POLL_RECHECK_S = 0.05
@@ -54,9 +57,12 @@ def _qint(query: dict, name: str, default: int) -> int:
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise InvalidInput(f"Invalid integer value for query parameter '{name}': {value}") from None
+    if not -MAX_INT - 1 <= number <= MAX_INT:
+        raise InvalidInput(f"Invalid integer value for query parameter '{name}': {value} (out of range)")
+    return number
 
 
 def _dumps(data) -> bytes:
@@ -64,12 +70,11 @@ def _dumps(data) -> bytes:
 
 
 def _json_object(body: bytes, what: str) -> dict:
-    if not body or not body.strip():
+    """The body as a JSON object through ``parsers.parse_json`` (the one request-parsing
+    gate); InvalidInput (400) when empty, not JSON or not an object; 413 when too big."""
+    data = parse_json(body)
+    if data is None:
         raise InvalidInput(f"{what} body is required")
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise InvalidInput(f"{what} body is not valid JSON") from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{what} must be a JSON object")
     return data
@@ -100,6 +105,7 @@ def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
     """``POST /api/tasks`` (the task id as text) or ``/update-v2`` (the same worker's next
     task of that type and domain, already IN_PROGRESS, or 204)."""
     result = _json_object(body, "TaskResult")
+    check_task_result(result)
     task = executor.task_update(task_result=result)
     if not v2:
         return 200, TEXT, (result.get("taskId") or "").encode()
@@ -127,7 +133,7 @@ def _guarded(fn, *args):
     try:
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
-        status, body = body_for_exception(exc)
+        status, body = logged_body_for_exception(exc)
         return status, JSON, _dumps(body)
     finally:
         close_old_connections()
@@ -137,7 +143,7 @@ def _poll_guarded(task_type, worker_id, domain, count):
     try:
         return 200, JSON, poll_call(task_type, worker_id, domain, count)
     except Exception as exc:  # noqa: BLE001
-        status, body = body_for_exception(exc)
+        status, body = logged_body_for_exception(exc)
         return status, JSON, _dumps(body)
     finally:
         close_old_connections()
@@ -181,7 +187,7 @@ async def _long_poll(task_type: str, query: dict, single: bool) -> tuple[int, st
     try:
         worker_id, domain, count, timeout_ms = poll_params(query, single)
     except InvalidInput as exc:
-        status, body = body_for_exception(exc)
+        status, body = logged_body_for_exception(exc)
         return status, JSON, _dumps(body)
     deadline = time.monotonic() + timeout_ms / 1000
     while True:
@@ -200,12 +206,16 @@ async def _long_poll(task_type: str, query: dict, single: bool) -> tuple[int, st
 # --- ASGI ------------------------------------------------------------------------------------------
 
 async def _read_body(receive) -> bytes:
-    chunks = []
+    """The whole request body; PayloadTooLarge (413) as soon as it passes the limit."""
+    chunks, size = [], 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        check_body_size(size)
+        chunks.append(chunk)
         if not message.get("more_body"):
             break
     return b"".join(chunks)
@@ -234,7 +244,12 @@ def worker_fast_path(django_app):
                 await _respond(send, *await _long_poll(m.group(1), query, single=m.re is _SINGLE))
                 return
         elif method == "POST" and path in ("/api/tasks", "/api/tasks/update-v2", "/api/workflow"):
-            body = await _read_body(receive)
+            try:
+                body = await _read_body(receive)
+            except PayloadTooLarge as exc:
+                status, error = logged_body_for_exception(exc)
+                await _respond(send, status, JSON, _dumps(error))
+                return
             if path == "/api/workflow":
                 await _respond(send, *await _run(start_call, body))
             else:

@@ -9,6 +9,8 @@ registrations answered 400 and a started workflow silently lost its input.
 """
 from __future__ import annotations
 
+from django.core.exceptions import RequestDataTooBig
+
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -16,7 +18,8 @@ class ChunkedBodyMiddleware:
     """Give a body-carrying request without ``Content-Length`` the length of the body
     the server received (``request.META["CONTENT_LENGTH"]``, in bytes), so every parser
     downstream (DRF's included) reads it whole. Requests that carry a length are left
-    as they are."""
+    as they are. A body above ``DATA_UPLOAD_MAX_MEMORY_SIZE`` answers 413 with
+    Conductor's error body."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -25,5 +28,10 @@ class ChunkedBodyMiddleware:
         if request.method in _BODY_METHODS and not request.META.get("CONTENT_LENGTH"):
             # ASGIRequest streams from the buffered body file: reading it is cheap and
             # keeps it readable again (request.body caches it).
-            request.META["CONTENT_LENGTH"] = str(len(request.body))
+            try:
+                request.META["CONTENT_LENGTH"] = str(len(request.body))
+            except RequestDataTooBig as exc:
+                from apps.api.exceptions import error_response
+
+                return error_response(exc)
         return self.get_response(request)

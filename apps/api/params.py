@@ -9,6 +9,7 @@ from __future__ import annotations
 from apps.core.errors import InvalidInput
 
 _ABSENT = ("", "none", "null", "undefined")
+MAX_LONG = 2**63 - 1  # query integers are Java longs at most
 
 
 def qbool(params, name: str, default: bool) -> bool:
@@ -28,9 +29,12 @@ def qint(params, name: str, default: int | None) -> int | None:
     if value is None or value.strip().lower() in _ABSENT:
         return default
     try:
-        return int(value.strip())
+        number = int(value.strip())
     except ValueError:
         raise InvalidInput(f"Invalid integer value for query parameter '{name}': {value}") from None
+    if not -MAX_LONG - 1 <= number <= MAX_LONG:
+        raise InvalidInput(f"Invalid integer value for query parameter '{name}': {value} (out of range)")
+    return number
 
 
 def qstr(params, name: str, default: str | None = None) -> str | None:

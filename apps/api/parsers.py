@@ -1,38 +1,125 @@
-"""Request parsing tolerant of what Conductor clients send.
+"""Request parsing: one strict JSON reader for every API body, tolerant of what Conductor
+clients send.
 
 The SDK sends ``Content-Type: application/json`` on every request, with ``{}`` or an
 empty body on void calls and a raw (not JSON-quoted) string on ``POST /tasks/{id}/log``.
 ``LenientJSONParser`` returns None for an empty body and the raw text when the body is
 not JSON, leaving each view to decide what it accepts.
+
+``parse_json`` is the single gate every JSON body passes (DRF views and the ASGI fast
+path alike). It refuses, with Conductor's error body, what JSON parsers commonly accept
+but nothing downstream can store or walk:
+
+* ``NaN``, ``Infinity``, ``-Infinity`` (not JSON; Jackson refuses them too) -> 400;
+* nesting deeper than ``CONDUCTOR["MAX_JSON_DEPTH"]`` (default 64) -> 400;
+* lone UTF-16 surrogates (``"\\ud800"``: not encodable as UTF-8, so not storable) and
+  bytes that are not UTF-8 -> 400;
+* a body above ``DATA_UPLOAD_MAX_MEMORY_SIZE`` -> 413 (``PayloadTooLarge``).
 """
 from __future__ import annotations
 
 import json
+import re
 
-from rest_framework.exceptions import ParseError
+from django.conf import settings
 from rest_framework.parsers import BaseParser
+
+from apps.core.errors import InvalidInput, PayloadTooLarge
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+DEFAULT_MAX_JSON_DEPTH = 64
 
 
 class RawText(str):
     """A request body that was not valid JSON (kept as text)."""
 
 
+class NotJson(InvalidInput):
+    """400: the body is not JSON at all (callers that accept raw text catch this one)."""
+
+
+def max_body_bytes() -> int:
+    """The largest request body accepted (bytes): Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``."""
+    return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+
+
+def check_body_size(size: int) -> None:
+    """PayloadTooLarge (413) when ``size`` (bytes) is above the request body limit."""
+    limit = max_body_bytes()
+    if size > limit:
+        raise PayloadTooLarge(f"Request body of {size} bytes is larger than the limit of {limit} bytes")
+
+
+def _reject_constant(name: str):
+    raise InvalidInput(f"Invalid JSON body: {name} is not a JSON number")
+
+
+def _check_tree(data, max_depth: int) -> None:
+    """Walk parsed JSON iteratively: depth and lone surrogates in keys and strings."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise InvalidInput("Invalid JSON body: a string holds a lone UTF-16 surrogate (not valid Unicode)")
+            continue
+        if isinstance(value, dict):
+            items = value.items()
+        elif isinstance(value, list):
+            items = ((None, v) for v in value)
+        else:
+            continue
+        if depth > max_depth:
+            raise InvalidInput(f"Invalid JSON body: nested deeper than {max_depth} levels")
+        for key, item in items:
+            if key is not None and _SURROGATE.search(key):
+                raise InvalidInput("Invalid JSON body: a key holds a lone UTF-16 surrogate (not valid Unicode)")
+            if isinstance(item, (dict, list, str)):
+                stack.append((item, depth + 1))
+
+
+def parse_json(raw: bytes | str):
+    """Parse one request body strictly; None for an empty body.
+
+    Errors: PayloadTooLarge (413) above the body limit; NotJson (400) for text that is not
+    JSON; InvalidInput (400) for non-JSON numbers, nesting deeper than
+    ``CONDUCTOR["MAX_JSON_DEPTH"]``, lone surrogates and bytes that are not UTF-8.
+    """
+    check_body_size(len(raw))
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput("Invalid JSON body: not UTF-8") from None
+    if not raw.strip():
+        return None
+    max_depth = int(settings.CONDUCTOR.get("MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH))
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:
+        raise InvalidInput(f"Invalid JSON body: nested deeper than {max_depth} levels") from None
+    except ValueError as exc:
+        raise NotJson(f"Invalid JSON body: {exc}") from None
+    _check_tree(data, max_depth)
+    return data
+
+
 class LenientJSONParser(BaseParser):
+    """DRF parser of every API body: ``parse_json``, except that text which is not JSON at
+    all comes back as ``RawText`` (views that accept only JSON call ``require_json``)."""
+
     media_type = "*/*"
 
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read() if stream is not None else b""
-        if not raw or not raw.strip():
-            return None
-        text = raw.decode("utf-8", errors="replace")
         try:
-            return json.loads(text)
-        except ValueError:
-            return RawText(text)
+            return parse_json(raw)
+        except NotJson:
+            return RawText(raw.decode("utf-8"))
 
 
 def require_json(data, what: str = "body"):
-    """The parsed JSON body, or ParseError if it was raw text."""
+    """The parsed JSON body, or InvalidInput (400) if it was raw text."""
     if isinstance(data, RawText):
-        raise ParseError(f"{what} is not valid JSON")
+        raise InvalidInput(f"Invalid JSON body: {what} is not valid JSON")
     return data

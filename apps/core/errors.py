@@ -3,7 +3,8 @@
 Services raise these; ``apps.api.exceptions`` renders them as Conductor's
 ``ErrorResponse`` body ``{status, message, instance, retryable[, validationErrors]}``.
 Source: Conductor's ``ApplicationExceptionMapper`` (NotFoundException -> 404,
-ConflictException -> 409, IllegalArgumentException -> 400, IllegalStateException -> 500).
+ConflictException -> 409, IllegalArgumentException -> 400; IllegalStateException -> 500 in
+Conductor, 409 here: a state a client can see and fix is not a server error).
 """
 from __future__ import annotations
 
@@ -42,10 +43,18 @@ class InvalidInput(ConductorError):
 
 
 class IllegalState(ConductorError):
-    """500: an action not allowed in the current state where Conductor answers 500
-    (an unmapped IllegalStateException, e.g. resume of a workflow that is not PAUSED)."""
+    """409: an action not allowed in the current state (resume of a workflow that is not
+    PAUSED, skip of a task already processed). Conductor answers these with 500 (an
+    unmapped IllegalStateException); a client error deserves a 4xx, so we answer 409 with
+    the same message."""
 
-    status = 500
+    status = 409
+
+
+class PayloadTooLarge(ConductorError):
+    """413: a request body (or one part of it, e.g. a task log line) above its limit."""
+
+    status = 413
 
 
 class Transient(ConductorError):

@@ -83,11 +83,12 @@ class RetryLater(Exception):
 # --- publishing -------------------------------------------------------------------------
 
 def enqueue_event_message(message_id: str) -> None:
-    """Hand one message to the django-q2 cluster (called after commit)."""
-    from django_q.tasks import async_task
+    """Hand one message to the django-q2 cluster (called after commit), through the one
+    door every engine job takes (``jobs._async_task``)."""
+    from apps.engine import jobs
 
-    async_task("apps.engine.event_handlers.process_event_message_job", message_id,
-               task_name=f"event-message-{message_id}")
+    jobs._async_task("apps.engine.event_handlers.process_event_message_job", message_id,
+                     task_name=f"event-message-{message_id}")
 
 
 def event_message_insert(*, message_id: str, event: str, payload: Any, now: int) -> bool:

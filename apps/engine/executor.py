@@ -483,7 +483,7 @@ def workflow_pause(*, workflow_id: str) -> None:
 
 
 def workflow_resume(*, workflow_id: str) -> None:
-    """PAUSED -> RUNNING and decide. Errors: NotFound; IllegalState (500)
+    """PAUSED -> RUNNING and decide. Errors: NotFound; IllegalState (409)
     ``The workflow <id> is not PAUSED so cannot resume. Current status is <STATUS>``."""
     def run() -> None:
         with transaction.atomic():

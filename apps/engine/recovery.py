@@ -4,7 +4,7 @@ Each is one transaction like every engine service: lock the workflow row, change
 state, run the decider, save; a parent whose child is revived is re-opened in the same
 transaction. Errors and their statuses are Conductor's (conductor-reference §4.6-4.7):
 restart/rerun of a running workflow -> 409, retry of a running one -> 404, skip errors ->
-500 (IllegalStateException), reset callbacks of a terminal one -> 409.
+409 (Conductor: 500, an IllegalStateException), reset callbacks of a terminal one -> 409.
 Source: WorkflowExecutorOps.restart / retry / rerun / skipTaskFromWorkflow /
 resetCallbacksForWorkflow.
 """
@@ -267,7 +267,7 @@ def _reset_task(decider: Decider, task: TaskState, task_input: dict | None, now:
 def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | None = None,
               task_output: dict | None = None) -> None:
     """Mark a task that has not been scheduled yet as SKIPPED (with the given input and
-    output); the workflow passes over it. Errors (500, IllegalState, as Conductor):
+    output); the workflow passes over it. Errors (IllegalState, 409; Conductor answers 500):
     ``The workflow %s is not running so the task referenced by %s cannot be skipped``,
     ``The task referenced by %s does not exist in the WorkflowDefinition %s``,
     ``The task referenced %s has already been processed, cannot be skipped``."""

@@ -467,10 +467,13 @@ def _apply_filterset(filterset_class, filters: dict, qs: QuerySet) -> QuerySet:
 
 # --- selectors ---------------------------------------------------------------------------------
 
+MAX_START = 2**31 - 1  # Conductor's start is a Java int
+
+
 def check_paging(start: int | None, size: int | None, *, path: str, what: str = "workflows") -> tuple[int, int]:
     """Validate ``start``/``size``: ``size`` above 5000 is Conductor's bean-validation 400
     (``Cannot return more than 5000 workflows. Please use pagination.`` at ``path``);
-    negative values are 400 too. Returns ``(start, size)`` with defaults 0/100."""
+    negative values and a ``start`` past a Java int are 400 too. Returns ``(start, size)`` with defaults 0/100."""
     start = 0 if start is None else start
     size = DEFAULT_SEARCH_SIZE if size is None else size
     if size > MAX_SEARCH_SIZE:
@@ -480,6 +483,8 @@ def check_paging(start: int | None, size: int | None, *, path: str, what: str = 
         raise InvalidInput(f"size must not be negative: {size}")
     if start < 0:
         raise InvalidInput(f"start must not be negative: {start}")
+    if start > MAX_START:
+        raise InvalidInput(f"start must not be more than {MAX_START}: {start}")
     return start, size
 
 

@@ -60,8 +60,16 @@ def workflow_test(req: dict) -> dict:
 
     if not isinstance(req, dict):
         raise InvalidInput("WorkflowTestRequest must be a JSON object")
-    mocks = {ref: list(items) if isinstance(items, list) else [items]
-             for ref, items in (req.get("taskRefToMockOutput") or {}).items()}
+    raw_mocks = req.get("taskRefToMockOutput") or {}
+    if not isinstance(raw_mocks, dict):
+        raise InvalidInput("taskRefToMockOutput must be a JSON object of taskReferenceName to TaskMock list")
+    mocks = {ref: list(items) if isinstance(items, list) else [items] for ref, items in raw_mocks.items()}
+    for ref, items in mocks.items():
+        if not all(isinstance(m, dict) for m in items):
+            raise InvalidInput(f"taskRefToMockOutput.{ref} must be a list of TaskMock objects")
+    for key in ("input", "subWorkflowTestRequest"):
+        if req.get(key) is not None and not isinstance(req[key], dict):
+            raise InvalidInput(f"{key} must be a JSON object")
     sub_requests = req.get("subWorkflowTestRequest") or {}
     definition = _definition(req)
     now = now_ms()

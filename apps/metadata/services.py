@@ -12,6 +12,7 @@ from apps.core.clock import now_ms
 from apps.core.errors import Conflict, InvalidInput, NotFound, validation_failed
 from apps.metadata.models import TaskDef, WorkflowDef
 from apps.metadata.validation import (
+    iter_workflow_tasks,
     normalize_task_def,
     normalize_workflow_def,
     validate_task_def,
@@ -107,13 +108,72 @@ def workflow_def_validate(*, workflow_def: dict, path: str = "workflowDef") -> d
     return normalize_workflow_def(workflow_def)
 
 
+def _sub_workflow_refs(definition: dict):
+    """``(taskReferenceName, name, version or None, inline def or None)`` of every
+    SUB_WORKFLOW task whose target is known before run time (no ``${...}`` name)."""
+    for task in iter_workflow_tasks(definition.get("tasks")):
+        if task.get("type") != "SUB_WORKFLOW" or not isinstance(task.get("subWorkflowParam"), dict):
+            continue
+        param = task["subWorkflowParam"]
+        inline = param.get("workflowDefinition")
+        if isinstance(inline, dict):
+            yield task.get("taskReferenceName"), None, None, inline
+            continue
+        name = param.get("name")
+        if isinstance(name, str) and name and "${" not in name:
+            version = param.get("version")
+            yield task.get("taskReferenceName"), name, int(version) if isinstance(version, int) else None, None
+
+
+def sub_workflow_cycle_errors(definition: dict, path: str, pending: dict[str, dict] | None = None) -> list[dict]:
+    """Validation errors for each SUB_WORKFLOW of ``definition`` (normalised, about to be
+    stored) that would start ``definition`` again, directly or through the registered
+    definitions (and ``pending``: ``{name: definition}`` stored in the same request): a
+    reference by name with no version (the latest, which this one becomes) or with this
+    version closes the cycle. References computed at run time (``${...}``) are not
+    followed; the engine bounds those (``MAX_INLINE_NESTING`` of SUB_WORKFLOW)."""
+    target, target_version = definition["name"], int(definition.get("version") or 1)
+    pending = pending or {}
+    errors = []
+
+    def reaches(name, version, inline, seen) -> bool:
+        if inline is not None:
+            child = inline
+        else:
+            if name == target and version in (None, target_version):
+                return True
+            key = (name, version)
+            if key in seen:
+                return False
+            seen.add(key)
+            if name in pending and version is None:
+                child = pending[name]
+            else:
+                row = workflow_def_row(name=name, version=version)
+                if row is None:
+                    return False
+                child = row.definition
+        return any(reaches(n, v, i, seen) for _, n, v, i in _sub_workflow_refs(child))
+
+    for ref, name, version, inline in _sub_workflow_refs(definition):
+        if reaches(name, version, inline, set()):
+            errors.append({"path": f"{path}.tasks", "message": (
+                f"SUB_WORKFLOW task {ref} would start workflow {target} again: a workflow cannot start itself, "
+                "directly or through its sub-workflows")})
+    return errors
+
+
 def workflow_def_register(*, workflow_def: dict, overwrite: bool = False) -> None:
     """Create one WorkflowDef version (``POST /api/metadata/workflow``).
 
-    Errors: validation 400; Conflict ``Workflow with {name}.{version} already exists!``
-    when that version exists and ``overwrite`` is false.
+    Errors: validation 400 (a SUB_WORKFLOW that would start this workflow again
+    included); Conflict ``Workflow with {name}.{version} already exists!`` when that
+    version exists and ``overwrite`` is false.
     """
     normalized = workflow_def_validate(workflow_def=workflow_def, path="create.workflowDef")
+    cycles = sub_workflow_cycle_errors(normalized, "create.workflowDef")
+    if cycles:
+        raise validation_failed(cycles)
     now = now_ms()
     name, version = normalized["name"], int(normalized["version"])
     with transaction.atomic():
@@ -144,6 +204,11 @@ def workflow_defs_update(*, workflow_defs: list) -> dict:
     errors = []
     for i, wf in enumerate(workflow_defs):
         errors += validate_workflow_def(wf, f"update.arg0[{i}]")
+    if errors:
+        raise validation_failed(errors)
+    pending = {wf["name"]: normalize_workflow_def(wf) for wf in workflow_defs}
+    for i, wf in enumerate(workflow_defs):
+        errors += sub_workflow_cycle_errors(normalize_workflow_def(wf), f"update.arg0[{i}]", pending)
     if errors:
         raise validation_failed(errors)
     now = now_ms()

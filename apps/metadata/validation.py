@@ -61,11 +61,84 @@ WORKFLOW_DEF_DEFAULTS: dict[str, Any] = {
     "maskedFields": [],
 }
 
+# Conductor's int fields are Java ints: larger values are refused (they would not fit the
+# database columns either, and seconds become milliseconds in the engine).
+MAX_INT = 2**31 - 1
+
+# WorkflowTask fields that are strings in Conductor's model (WorkflowTask.java).
+_TASK_STRING_FIELDS = ("name", "taskReferenceName", "type", "description", "evaluatorType", "expression",
+                       "caseValueParam", "caseExpression", "scriptExpression", "loopCondition",
+                       "dynamicTaskNameParam", "dynamicForkTasksParam", "dynamicForkTasksInputParamName",
+                       "dynamicForkJoinTasksParam", "sink")
+
+
 def _err(path: str, message: str, invalid: Any = None) -> dict:
     entry = {"path": path, "message": message}
     if isinstance(invalid, (str, int, float, bool)):
         entry["invalidValue"] = invalid
     return entry
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+def structure_errors(tasks: Any, path: str) -> list[dict]:
+    """JSON-type errors of a WorkflowTask list and everything nested in it: each task an
+    object, string fields strings, ``decisionCases`` an object of task lists,
+    ``defaultCase``/``loopOver`` task lists, ``forkTasks`` a list of task lists,
+    ``inputParameters``/``taskDefinition``/``subWorkflowParam`` objects. Conductor answers
+    these with 400 at deserialization; checked before anything else reads the tasks."""
+    if not isinstance(tasks, list):
+        return [_err(path, f"must be a list of WorkflowTask objects, not {_type_name(tasks)}")]
+    errors: list[dict] = []
+    for i, task in enumerate(tasks):
+        tpath = f"{path}[{i}]"
+        if not isinstance(task, dict):
+            errors.append(_err(tpath, f"WorkflowTask must be a JSON object, not {_type_name(task)}", task))
+            continue
+        for key in _TASK_STRING_FIELDS:
+            value = task.get(key)
+            if value is not None and not isinstance(value, str):
+                errors.append(_err(f"{tpath}.{key}", f"{key} must be a string, not {_type_name(value)}", value))
+        for key in ("inputParameters", "taskDefinition", "subWorkflowParam"):
+            value = task.get(key)
+            if value is not None and not isinstance(value, dict):
+                errors.append(_err(f"{tpath}.{key}", f"{key} must be a JSON object, not {_type_name(value)}", value))
+        cases = task.get("decisionCases")
+        if cases is not None:
+            if not isinstance(cases, dict):
+                errors.append(_err(f"{tpath}.decisionCases",
+                                   f"decisionCases must be a JSON object of task lists, not {_type_name(cases)}"))
+            else:
+                for case, branch in cases.items():
+                    errors += structure_errors(branch, f"{tpath}.decisionCases.{case}")
+        for key in ("defaultCase", "loopOver"):
+            if task.get(key) is not None:
+                errors += structure_errors(task[key], f"{tpath}.{key}")
+        forks = task.get("forkTasks")
+        if forks is not None:
+            if not isinstance(forks, list):
+                errors.append(_err(f"{tpath}.forkTasks", f"forkTasks must be a list of task lists, not {_type_name(forks)}"))
+            else:
+                for j, branch in enumerate(forks):
+                    errors += structure_errors(branch, f"{tpath}.forkTasks[{j}]")
+        join_on = task.get("joinOn")
+        if join_on is not None and not (isinstance(join_on, list) and all(isinstance(r, str) for r in join_on)):
+            errors.append(_err(f"{tpath}.joinOn", "joinOn must be a list of taskReferenceNames"))
+        sub = task.get("subWorkflowParam")
+        if isinstance(sub, dict):
+            if sub.get("name") is not None and not isinstance(sub["name"], str):
+                errors.append(_err(f"{tpath}.subWorkflowParam.name", "subWorkflowParam name must be a string"))
+            version = sub.get("version")
+            if version is not None and (_int_or_none(version) is None or not 0 <= int(version) <= MAX_INT):
+                errors.append(_err(f"{tpath}.subWorkflowParam.version",
+                                   f"subWorkflowParam version must be an integer between 0 and {MAX_INT}", version))
+            for key in ("taskToDomain",):
+                if sub.get(key) is not None and not isinstance(sub[key], dict):
+                    errors.append(_err(f"{tpath}.subWorkflowParam.{key}", f"{key} must be a JSON object"))
+    return errors
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -140,10 +213,18 @@ def validate_task_def(task_def: Any, path: str = "taskDef") -> list[dict]:
             errors.append(_err(f"{path}.{key}", f"TaskDef {key} must be an integer", value))
         elif int(value) < 0:
             errors.append(_err(f"{path}.{key}", f"TaskDef {key}: {value} must be >= 0", value))
+        elif int(value) > MAX_INT:
+            errors.append(_err(f"{path}.{key}", f"TaskDef {key}: {value} must be <= {MAX_INT}", value))
     scale = task_def.get("backoffScaleFactor")
-    if scale is not None and (_int_or_none(scale) is None or int(scale) < 1):
+    if scale is not None and (_int_or_none(scale) is None or not 1 <= int(scale) <= MAX_INT):
         errors.append(_err(f"{path}.backoffScaleFactor",
                            f"TaskDef backoffScaleFactor: {scale} should be minimum 1", scale))
+    for key in ("inputKeys", "outputKeys"):
+        keys = task_def.get(key)
+        if keys is not None and not (isinstance(keys, list) and all(isinstance(k, str) for k in keys)):
+            errors.append(_err(f"{path}.{key}", f"TaskDef {key} must be a list of strings"))
+    if task_def.get("inputTemplate") is not None and not isinstance(task_def["inputTemplate"], dict):
+        errors.append(_err(f"{path}.inputTemplate", "TaskDef inputTemplate must be a JSON object"))
     policy = task_def.get("timeoutPolicy")
     if policy is not None and policy not in TASK_TIMEOUT_POLICIES:
         errors.append(_err(f"{path}.timeoutPolicy", f"TaskDef timeoutPolicy: {policy} is not one of {list(TASK_TIMEOUT_POLICIES)}", policy))
@@ -184,17 +265,22 @@ def normalize_workflow_def(workflow_def: dict) -> dict:
 
 def iter_workflow_tasks(tasks: list) -> Iterator[dict]:
     """Yield every WorkflowTask of a task list, depth first, nested ones included
-    (SWITCH/DECISION cases, fork branches, DO_WHILE ``loopOver``)."""
-    for task in tasks or []:
+    (SWITCH/DECISION cases, fork branches, DO_WHILE ``loopOver``); parts of the wrong JSON
+    type are passed over (``structure_errors`` reports them)."""
+    if not isinstance(tasks, list):
+        return
+    for task in tasks:
         if not isinstance(task, dict):
             continue
         yield task
-        for branch in (task.get("decisionCases") or {}).values():
+        cases = task.get("decisionCases")
+        for branch in (cases.values() if isinstance(cases, dict) else ()):
             yield from iter_workflow_tasks(branch)
-        yield from iter_workflow_tasks(task.get("defaultCase") or [])
-        for branch in task.get("forkTasks") or []:
+        yield from iter_workflow_tasks(task.get("defaultCase"))
+        forks = task.get("forkTasks")
+        for branch in (forks if isinstance(forks, list) else ()):
             yield from iter_workflow_tasks(branch)
-        yield from iter_workflow_tasks(task.get("loopOver") or [])
+        yield from iter_workflow_tasks(task.get("loopOver"))
 
 
 def _required(task: dict, path: str, field: str, present: bool) -> list[dict]:
@@ -275,16 +361,29 @@ def validate_workflow_def(workflow_def: Any, path: str = "workflowDef") -> list[
     if schema is not None and schema != 2:
         errors.append(_err(f"{path}.schemaVersion", "workflowDef schemaVersion: 2 is only supported", schema))
     version = workflow_def.get("version")
-    if version is not None and (_int_or_none(version) is None):
-        errors.append(_err(f"{path}.version", "WorkflowDef version must be an integer", version))
+    if version is not None and (_int_or_none(version) is None or not 0 <= int(version) <= MAX_INT):
+        errors.append(_err(f"{path}.version", f"WorkflowDef version must be an integer between 0 and {MAX_INT}", version))
     policy = workflow_def.get("timeoutPolicy")
     if policy is not None and policy not in WORKFLOW_TIMEOUT_POLICIES:
         errors.append(_err(f"{path}.timeoutPolicy", f"WorkflowDef timeoutPolicy: {policy} is not one of {list(WORKFLOW_TIMEOUT_POLICIES)}", policy))
     timeout = workflow_def.get("timeoutSeconds")
-    if timeout is not None and (_int_or_none(timeout) is None or int(timeout) < 0):
+    if timeout is not None and (_int_or_none(timeout) is None or not 0 <= int(timeout) <= MAX_INT):
         errors.append(_err(f"{path}.timeoutSeconds", "WorkflowDef timeoutSeconds must be an integer >= 0", timeout))
     if workflow_def.get("outputParameters") is not None and not isinstance(workflow_def.get("outputParameters"), dict):
         errors.append(_err(f"{path}.outputParameters", "outputParameters must be a JSON object"))
+    for key in ("inputTemplate", "variables", "inputSchema", "outputSchema", "metadata"):
+        if workflow_def.get(key) is not None and not isinstance(workflow_def[key], dict):
+            errors.append(_err(f"{path}.{key}", f"{key} must be a JSON object"))
+    for key in ("inputParameters", "maskedFields"):
+        value = workflow_def.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            errors.append(_err(f"{path}.{key}", f"{key} must be a list of strings"))
+    for key in ("failureWorkflow", "description", "ownerEmail"):
+        if workflow_def.get(key) is not None and not isinstance(workflow_def[key], str):
+            errors.append(_err(f"{path}.{key}", f"{key} must be a string"))
+    shape = structure_errors(tasks, f"{path}.tasks")
+    if shape:
+        return errors + shape
 
     seen: set[str] = set()
     for index, task in enumerate(iter_workflow_tasks(tasks)):

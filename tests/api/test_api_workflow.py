@@ -271,9 +271,9 @@ def test_a_failure_while_paused_is_retried_on_resume(api, flow):
     assert [(t["status"], t["retryCount"]) for t in wf["tasks"]] == [("FAILED", 0), ("SCHEDULED", 1)]
 
 
-def test_resume_of_a_running_workflow_is_500(api, flow):
+def test_resume_of_a_running_workflow_is_409(api, flow):
     wf_id = api.start(flow["name"], {"x": 1})
-    body = error(api.put(f"/workflow/{wf_id}/resume"), 500)
+    body = error(api.put(f"/workflow/{wf_id}/resume"), 409)
     assert body["message"] == f"The workflow {wf_id} is not PAUSED so cannot resume. Current status is RUNNING"
 
 

@@ -11,51 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from asgiref.sync import async_to_sync
-from asgiref.testing import ApplicationCommunicator
 
+from tests.asgi_client import asgi_request as chunked
 from tests.factories import Api, simple_task, task_def, unique, workflow_def
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def chunked(method: str, path: str, body, *, query: str = "", content_type: str = "application/json",
-            chunk_size: int = 7) -> tuple[int, bytes]:
-    """Send ``body`` (JSON-encoded unless bytes/str) chunked to the ASGI app; return
-    ``(status, response body)``."""
-    from conductor_web.asgi import application
-
-    if isinstance(body, str):
-        raw = body.encode()
-    elif isinstance(body, bytes):
-        raw = body
-    else:
-        raw = json.dumps(body).encode()
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
-        "root_path": "", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8080),
-        "headers": [(b"host", b"127.0.0.1:8080"), (b"content-type", content_type.encode()),
-                    (b"transfer-encoding", b"chunked"), (b"accept", b"application/json")],
-    }
-
-    async def run():
-        comm = ApplicationCommunicator(application, scope)
-        pieces = [raw[i:i + chunk_size] for i in range(0, len(raw), chunk_size)] or [b""]
-        for i, piece in enumerate(pieces):
-            await comm.send_input({"type": "http.request", "body": piece, "more_body": i < len(pieces) - 1})
-        start = await comm.receive_output(timeout=30)
-        assert start["type"] == "http.response.start"
-        out = b""
-        while True:
-            msg = await comm.receive_output(timeout=30)
-            out += msg.get("body", b"")
-            if not msg.get("more_body"):
-                break
-        await comm.wait(timeout=5)
-        return start["status"], out
-
-    return async_to_sync(run)()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Runs a Conductor semantics case (/work/shared/cases/NN-*.json, see its README) against
+"""Runs a Conductor semantics case (tests/cases/fixtures/NN-*.json, see the README there) against
 the server in-process, through the REST API, the way a worker and an operator would.
 
 Time is virtual: the engine clock (``apps.core.clock``) is frozen and only moves when a
@@ -6,21 +6,20 @@ step waits (``sleep``, a poll that finds nothing, ``poll_empty``); each tick run
 sweeper and the jobs the engine handed to the cluster, so timers, timeouts and retry
 delays behave as on a live server without the suite waiting for them.
 
-Step vocabulary: start, worker, worker_any, poll_only, poll_empty, update_by_remembered_id,
-parallel_updates, external_update, api, sleep, check, mock_http (a loopback HTTP stub whose
-address replaces ``{{mockBaseUrl}}`` in the definitions).
-Expect/check keys: workflowStatus, reasonForIncompletion, reasonForIncompletionContains,
-output, tasks, taskCountByRef, taskCountByDefName, absentRefs, noTaskStatus,
-childWorkflowStatus, childWorkflow, grandchildWorkflow, failureWorkflow. Keys that are
-notes for people (variant_*, notAsserted, note, ...) are ignored; any other key fails the
-case, so a new case never passes by being misunderstood.
+Step vocabulary: start, start_request, remember_workflow_id, worker, worker_any, poll_only,
+poll_empty, update_by_remembered_id, parallel_updates, external_update, api, sleep, check,
+mock_http (a loopback HTTP stub whose address replaces ``{{mockBaseUrl}}`` in the
+definitions). Runs are named by selectors (main, a label, child, child:<ref>[/<ref>...],
+grandchild, failureWorkflow).
+Expect/check keys: see WORKFLOW_KEYS and TASK_KEYS (the README of the fixtures explains
+each). Keys that are notes for people (variant_*, notAsserted, note, ...) are ignored; any
+other key fails the case, so a new case never passes by being misunderstood.
 """
 from __future__ import annotations
 
 import copy
 import importlib
 import json
-import os
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,7 +31,7 @@ from django.db import connection
 
 from tests.factories import Api, FakeClock
 
-CASES_DIR = Path(os.environ.get("CONDUCTOR_CASES_DIR", "/work/shared/cases"))
+CASES_DIR = Path(__file__).resolve().parent / "fixtures"
 
 TICK_SECONDS = 0.25
 DEFAULT_POLL_TIMEOUT_SECONDS = 10
@@ -41,11 +40,16 @@ WORKER_ID = "case-worker"
 NOTE_KEYS = {"notAsserted", "note", "referenceBehaviour", "harness", "serverConfig", "timing"}
 TASK_KEYS = {"ref", "status", "retryCount", "inputData", "outputData", "inputContains", "outputDataContains",
              "outputDataOneOf", "inputMatchesOutputOf", "reasonForIncompletionContains",
-             "reasonForIncompletionNonEmpty", "startDelayInSeconds"}
+             "reasonForIncompletionNonEmpty", "startDelayInSeconds", "seq", "iteration", "callbackAfterSeconds",
+             "retried", "reasonForIncompletion", "inputEqualsOwnTaskId", "retriedTaskIdIsPreviousAttempt", "domain"}
 WORKFLOW_KEYS = {"workflowStatus", "status", "reasonForIncompletion", "reasonForIncompletionContains", "output",
                  "tasks", "taskCountByRef", "taskCountByDefName", "absentRefs", "noTaskStatus",
                  "childWorkflowStatus", "childWorkflow", "grandchildWorkflow", "failureWorkflow",
-                 "ref", "name", "sameWorkflowIdAsBeforeRetry", "action"}
+                 "ref", "name", "sameWorkflowIdAsBeforeRetry", "action", "taskCount", "runs", "outputExact",
+                 "input", "variables", "failedReferenceTaskNames", "failedTaskNames", "workflowVersion",
+                 "lastRetriedTime", "lastRetriedTimeNonZero", "outputHasKey", "noFailureWorkflow",
+                 "sameWorkflowIdAs", "differentWorkflowIdFrom", "reasonForIncompletionContainsTaskIdOf",
+                 "correlationId", "idFromOutputKey", "inputTaskIdOf", "inputHasKey"}
 _LOOP_SUFFIX = re.compile(r"(__\d+)+$")
 
 
@@ -188,6 +192,7 @@ class CaseRunner:
         self.clock = clock
         self.jobs = jobs if jobs is not None else []
         self.workflow_id: str | None = None
+        self.runs: dict[str, str] = {}  # label (start ``as``, remember_workflow_id) -> workflow id
         self.remembered: dict[str, dict] = {}
         self.first_sub_ids: dict[str, str] = {}
         self.type_of_ref: dict[str, str] = {}
@@ -278,20 +283,39 @@ class CaseRunner:
         return task.get("subWorkflowId") or (task.get("outputData") or {}).get("subWorkflowId")
 
     def resolve_workflow(self, which: str | None) -> str | None:
-        """Id of ``None``/main, ``child``, ``grandchild`` or ``failureWorkflow``; None if not
-        there (yet)."""
+        """Id of the run a selector names: ``None``/``main``, a label, ``child``,
+        ``grandchild``, ``failureWorkflow`` or ``child:<ref>[/<ref>...]`` (resolved now, from
+        the latest attempt of each SUB_WORKFLOW task); None if it is not there (yet)."""
         if which in (None, "main"):
             return self.workflow_id
+        if which in self.runs:
+            return self.runs[which]
+        if which.startswith("child:"):
+            current = self.workflow_id
+            for ref in which[len("child:"):].split("/"):
+                if current is None:
+                    return None
+                current = self.sub_workflow_id(self.workflow(current), ref)
+            return current
         main = self.main()
         if which == "failureWorkflow":
-            value = (main.get("output") or {}).get("conductor.failure_workflow")
-            return value if value and not str(value).startswith("Error") else None
+            return self.failure_workflow_id(main)
         child = self.sub_workflow_id(main)
         if which == "child":
             return child
         if which == "grandchild":
             return self.sub_workflow_id(self.workflow(child)) if child else None
         raise AssertionError(f"unknown workflow selector {which!r}")
+
+    def must_resolve(self, which: str | None) -> str:
+        found = self.resolve_workflow(which)
+        assert found, f"no workflow {which!r} (yet)"
+        return found
+
+    @staticmethod
+    def failure_workflow_id(wf: dict, key: str = "conductor.failure_workflow") -> str | None:
+        value = (wf.get("output") or {}).get(key)
+        return value if value and not str(value).startswith("Error") else None
 
     def tree_ids(self, root: str | None) -> set[str]:
         """A workflow and every sub-workflow below it."""
@@ -301,8 +325,11 @@ class CaseRunner:
             wf_id = todo.pop()
             if wf_id in out:
                 continue
+            resp = self.api.get(f"/workflow/{wf_id}", {"includeTasks": True})
+            if resp.status_code == 404:  # a removed run
+                continue
             out.add(wf_id)
-            for task in self.workflow(wf_id)["tasks"]:
+            for task in self.api.ok(resp).json()["tasks"]:
                 sub = task.get("subWorkflowId")
                 if task["taskType"] == "SUB_WORKFLOW" and sub:
                     todo.append(sub)
@@ -331,12 +358,13 @@ class CaseRunner:
             body["callbackAfterSeconds"] = callback
         return self.api.post("/tasks", body)
 
-    def poll_until(self, task_type: str, timeout_s: float, accept=None) -> dict:
-        """Poll ``task_type`` (one at a time) until a task comes, letting virtual time pass
-        between empty polls. ``accept(task)`` may reject a delivered task (assertion)."""
+    def poll_until(self, task_type: str, timeout_s: float, accept=None, domain: str | None = None) -> dict:
+        """Poll ``task_type`` (one at a time, in ``domain`` if given) until a task comes,
+        letting virtual time pass between empty polls. ``accept(task)`` may reject a
+        delivered task (assertion)."""
         waited = 0.0
         while True:
-            tasks = self.api.poll(task_type, count=1, worker_id=WORKER_ID)
+            tasks = self.api.poll(task_type, count=1, worker_id=WORKER_ID, domain=domain)
             if tasks:
                 task = tasks[0]
                 if accept is not None:
@@ -353,61 +381,99 @@ class CaseRunner:
                  for t in wf["tasks"]])
 
     # --- steps ------------------------------------------------------------------------------------
+    def _set_run(self, label: str | None, workflow_id: str) -> None:
+        """The first run started without a label is the main one; a label names another."""
+        if label:
+            self.runs[label] = workflow_id
+        else:
+            assert self.workflow_id is None, "a second unlabelled start"
+            self.workflow_id = workflow_id
+
     def step_start(self, step: dict) -> None:
         definition = self.case["workflowDef"]
-        resp = self.api.ok(self.api.post("/workflow", {"name": definition["name"],
-                                                        "version": definition.get("version", 1),
-                                                        "input": step.get("input", {})}))
-        self.workflow_id = resp.content.decode()
-        assert self.workflow_id, "start answered no id"
+        body = {"name": step.get("name", definition["name"]),
+                "version": step.get("version", definition.get("version", 1) if "name" not in step else None),
+                "input": step.get("input", {})}
+        if step.get("correlationId"):
+            body["correlationId"] = step["correlationId"]
+        resp = self.api.ok(self.api.post("/workflow", {k: v for k, v in body.items() if v is not None}))
+        workflow_id = resp.content.decode()
+        assert workflow_id, "start answered no id"
+        self._set_run(step.get("as"), workflow_id)
+
+    def step_start_request(self, step: dict) -> None:
+        path = self._placeholders(step.get("path", "/api/workflow"))
+        resp = self._call("post", path, self._placeholders(step["body"]))
+        expected = step.get("expectStatus")
+        if expected is not None:
+            assert resp.status_code == expected, (resp.status_code, resp.content)
+            if not 200 <= expected < 300:
+                return
+        else:
+            assert resp.status_code == 200, (resp.status_code, resp.content)
+        text = resp.content.decode()
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            answer = text
+        workflow_id = answer.get("workflowId") if isinstance(answer, dict) else answer
+        assert isinstance(workflow_id, str) and workflow_id, f"no workflow id in {text!r}"
+        self._set_run(step.get("as"), workflow_id)
+        if "expectBody" in step:
+            self._check_body(step["expectBody"], answer)
+
+    def step_remember_workflow_id(self, step: dict) -> None:
+        self.runs[step["as"]] = self.must_resolve(step["selector"])
+
+    def _accept(self, step: dict, ref: str | None):
+        """A check that a polled task is the one the step means (ref, run)."""
+        def accept(task: dict) -> None:
+            if ref is not None:
+                assert task["referenceTaskName"] == ref, \
+                    f"polled {task['taskDefName']!r} expecting {ref!r}, got {task['referenceTaskName']!r}"
+            if step.get("workflow"):
+                allowed = {self.must_resolve(step["workflow"])}
+            else:  # some cases omit ``workflow`` for tasks of a sub-workflow: the run's tree
+                allowed = set().union(*(self.tree_ids(w) for w in [self.workflow_id, *self.runs.values()]))
+            assert task["workflowInstanceId"] in allowed, \
+                f"task {task['referenceTaskName']!r} came from workflow {task['workflowInstanceId']}, " \
+                f"expected one of {allowed}"
+        return accept
 
     def step_worker(self, step: dict) -> None:
         ref = step["taskRef"]
         if step.get("expectIgnored"):
             # the task was taken earlier (poll_only) and has ended since: post the late result
-            target = self.resolve_workflow(step.get("workflow"))
-            assert target, f"no {step.get('workflow')} workflow"
+            target = self.must_resolve(step.get("workflow"))
             task = self.latest_task(self.workflow(target), ref)
             assert task is not None, f"no task {ref!r} in {step.get('workflow')} workflow"
             self._ignored_update(target, task["taskId"], step)
             return
         task_type = self.task_type_for(ref)
         timeout = step.get("pollTimeoutSeconds", DEFAULT_POLL_TIMEOUT_SECONDS)
-
-        def accept(task: dict) -> None:
-            assert task["referenceTaskName"] == ref, \
-                f"polled {task_type!r} expecting {ref!r}, got {task['referenceTaskName']!r}"
-            if step.get("workflow"):
-                allowed = {self.resolve_workflow(step["workflow"])}
-            else:  # some cases omit ``workflow`` for tasks of a sub-workflow: the run's tree
-                allowed = self.tree_ids(self.workflow_id)
-            assert task["workflowInstanceId"] in allowed, \
-                f"task {ref!r} came from workflow {task['workflowInstanceId']}, expected one of {allowed}"
-
-        task = self.poll_until(task_type, timeout, accept)
+        task = self.poll_until(task_type, timeout, self._accept(step, ref), step.get("domain"))
         resp = self.post_result(task["taskId"], task["workflowInstanceId"], step["status"], step.get("outputData"),
                                 step.get("reason"))
         assert resp.status_code == 200, (resp.status_code, resp.content)
 
     def step_worker_any(self, step: dict) -> None:
         for _ in range(step["times"]):
-            task = self.poll_until(step["taskType"], step.get("pollTimeoutSeconds", DEFAULT_POLL_TIMEOUT_SECONDS))
+            task = self.poll_until(step["taskType"], step.get("pollTimeoutSeconds", DEFAULT_POLL_TIMEOUT_SECONDS),
+                                   domain=step.get("domain"))
             resp = self.post_result(task["taskId"], task["workflowInstanceId"], step.get("status", "COMPLETED"),
                                     step.get("outputData"), step.get("reason"))
             assert resp.status_code == 200, (resp.status_code, resp.content)
 
     def step_poll_only(self, step: dict) -> None:
-        task = self.poll_until(step["taskType"], step.get("pollTimeoutSeconds", DEFAULT_POLL_TIMEOUT_SECONDS))
-        if step.get("expectRef"):
-            assert task["referenceTaskName"] == step["expectRef"], \
-                f"expected {step['expectRef']!r}, got {task['referenceTaskName']!r}"
+        task = self.poll_until(step["taskType"], step.get("pollTimeoutSeconds", DEFAULT_POLL_TIMEOUT_SECONDS),
+                               self._accept(step, step.get("expectRef")), step.get("domain"))
         if step.get("remember"):
             self.remembered[step["remember"]] = task
 
     def step_poll_empty(self, step: dict) -> None:
         waited = 0.0
         while True:
-            tasks = self.api.poll(step["taskType"], count=1, worker_id=WORKER_ID)
+            tasks = self.api.poll(step["taskType"], count=1, worker_id=WORKER_ID, domain=step.get("domain"))
             assert tasks == [], f"expected no {step['taskType']!r} task after {waited} s, got {tasks}"
             if waited >= step["withinSeconds"]:
                 return
@@ -459,13 +525,11 @@ class CaseRunner:
         assert statuses == [200] * len(threads), f"parallel updates answered {statuses}"
 
     def step_external_update(self, step: dict) -> None:
-        target = self.resolve_workflow(step.get("workflow"))
-        wf = self.workflow(target)
-        pending = [t for t in wf["tasks"] if t["referenceTaskName"] == step["taskRef"]
-                   and t["status"] in ("SCHEDULED", "IN_PROGRESS")]
-        assert pending, f"no pending task {step['taskRef']!r}"
-        resp = self.post_result(pending[-1]["taskId"], target, step["status"], step.get("outputData"),
-                                step.get("reason"))
+        target = self.must_resolve(step.get("workflow"))
+        task = self.latest_task(self.workflow(target), step["taskRef"])
+        assert task is not None and task["status"] in ("SCHEDULED", "IN_PROGRESS"), \
+            f"no pending task {step['taskRef']!r}: {task and task['status']}"
+        resp = self.post_result(task["taskId"], target, step["status"], step.get("outputData"), step.get("reason"))
         assert resp.status_code == 200, (resp.status_code, resp.content)
 
     def _placeholders(self, value: Any) -> Any:
@@ -478,35 +542,61 @@ class CaseRunner:
 
         def repl(m: re.Match) -> str:
             kind, arg = m.group(1), m.group(2)
+            if kind == "defName":
+                return arg  # definitions are registered under their own names
             if kind == "workflowId":
-                return self.workflow_id or ""
-            main = self.main()
+                return self.must_resolve(arg)
             if kind == "subWorkflowId":
-                sub = self.sub_workflow_id(main, arg)
+                sub = self.sub_workflow_id(self.main(), arg)
                 assert sub, f"no sub-workflow for {arg!r}"
                 return sub
             if kind == "taskId":
-                task = self.latest_task(main, arg)
+                ref, _, which = arg.partition("@")
+                task = self.latest_task(self.workflow(self.must_resolve(which or None)), ref)
                 assert task, f"no task {arg!r}"
                 return task["taskId"]
+            if kind == "taskOutput":
+                ref, _, key = arg.partition(".")
+                task = self.latest_task(self.main(), ref)
+                assert task, f"no task {ref!r}"
+                return str((task.get("outputData") or {}).get(key))
             raise AssertionError(f"unknown placeholder {m.group(0)}")
 
-        return re.sub(r"\{(workflowId|subWorkflowId|taskId)(?::([^}]+))?\}", repl, value)
+        return re.sub(r"\{(workflowId|subWorkflowId|taskId|taskOutput|defName)(?::([^}]+))?\}", repl, value)
 
-    def step_api(self, step: dict) -> None:
-        path = self._placeholders(step["path"])
+    def _call(self, method: str, path: str, body: Any = None):
         assert path.startswith("/api/"), path
         path, _, query = path.partition("?")
         url = "/api" + quote(path[len("/api"):]) + (f"?{query}" if query else "")
-        body = json.dumps(self._placeholders(step.get("body", {})))
-        method = step["method"].lower()
-        resp = getattr(self.api.client, method)(url, data=body, content_type="application/json") \
-            if method != "get" else self.api.client.get(url, content_type="application/json")
+        method = method.lower()
+        if method == "get":
+            return self.api.client.get(url, content_type="application/json")
+        return getattr(self.api.client, method)(url, data=json.dumps(body if body is not None else {}),
+                                                content_type="application/json")
+
+    def _check_body(self, expected: Any, answer: Any) -> None:
+        expected = self._placeholders(expected)
+        if isinstance(expected, str):
+            assert answer == expected, f"answer {answer!r}, expected {expected!r}"
+            return
+        problems = subset_mismatches(expected, answer)
+        assert not problems, "answer body: " + "; ".join(problems)
+
+    def step_api(self, step: dict) -> None:
+        path = self._placeholders(step["path"])
+        resp = self._call(step["method"], path, self._placeholders(step.get("body", {})))
         expected = step.get("expectStatus")
         if expected is not None:
             assert resp.status_code == expected, (resp.status_code, resp.content)
         else:
-            assert 200 <= resp.status_code < 300, (step["method"], url, resp.status_code, resp.content)
+            assert 200 <= resp.status_code < 300, (step["method"], path, resp.status_code, resp.content)
+        if "expectBody" in step:
+            text = resp.content.decode()
+            try:
+                answer = json.loads(text)
+            except ValueError:
+                answer = text
+            self._check_body(step["expectBody"], answer)
 
     def step_mock_http(self, step: dict) -> None:
         assert self.mock is not None
@@ -519,7 +609,18 @@ class CaseRunner:
             remaining -= TICK_SECONDS
 
     def step_check(self, step: dict) -> None:
-        self.verify({k: v for k, v in step.items() if k != "action"}, "check")
+        """``withinSeconds``: the check may become true while virtual time passes."""
+        spec = {k: v for k, v in step.items() if k not in ("action", "withinSeconds")}
+        waited = 0.0
+        while True:
+            try:
+                self.verify(spec, "check")
+                return
+            except AssertionError:
+                if waited >= float(step.get("withinSeconds", 0)):
+                    raise
+            self.tick()
+            waited += TICK_SECONDS
 
     # --- expectations ----------------------------------------------------------------------------
     def verify(self, spec: dict, where: str) -> None:
@@ -581,14 +682,64 @@ class CaseRunner:
                                               f"{where}.grandchildWorkflow")
         if "failureWorkflow" in spec:
             fw_spec = spec["failureWorkflow"]
-            fw_id = (wf.get("output") or {}).get("conductor.failure_workflow")
-            if not fw_id or str(fw_id).startswith("Error"):
+            fw_id = self.failure_workflow_id(wf, fw_spec.get("idFromOutputKey", "conductor.failure_workflow"))
+            if not fw_id:
                 out.append(f"{where}: no failure workflow started (output: {wf.get('output')!r})")
             else:
                 fw = self.workflow(fw_id)
                 if fw_spec.get("name") and fw["workflowName"] != fw_spec["name"]:
                     out.append(f"{where}: failure workflow is {fw['workflowName']!r}, expected {fw_spec['name']!r}")
-                out += self.workflow_problems(fw, fw_spec, f"{where}.failureWorkflow")
+                for key, ref in (fw_spec.get("inputTaskIdOf") or {}).items():
+                    task = self.latest_task(wf, ref)
+                    if task is None or (fw.get("input") or {}).get(key) != task["taskId"]:
+                        out.append(f"{where}.failureWorkflow: input {key} is {(fw.get('input') or {}).get(key)!r}, "
+                                   f"expected the taskId of {ref!r}")
+                if "inputHasKey" in fw_spec and fw_spec["inputHasKey"] not in (fw.get("input") or {}):
+                    out.append(f"{where}.failureWorkflow: input has no key {fw_spec['inputHasKey']!r}")
+                out += self.workflow_problems(fw, {k: v for k, v in fw_spec.items()
+                                                   if k not in ("inputTaskIdOf", "inputHasKey", "idFromOutputKey")},
+                                              f"{where}.failureWorkflow")
+        if spec.get("noFailureWorkflow") and self.failure_workflow_id(wf):
+            out.append(f"{where}: a failure workflow was started: {self.failure_workflow_id(wf)}")
+        if "taskCount" in spec and len(wf["tasks"]) != spec["taskCount"]:
+            out.append(f"{where}: {len(wf['tasks'])} task(s), expected {spec['taskCount']}: "
+                       f"{[(t['referenceTaskName'], t['status']) for t in wf['tasks']]}")
+        if "outputExact" in spec and (wf.get("output") or {}) != spec["outputExact"]:
+            out.append(f"{where}: output {wf.get('output')!r}, expected exactly {spec['outputExact']!r}")
+        if "outputHasKey" in spec and spec["outputHasKey"] not in (wf.get("output") or {}):
+            out.append(f"{where}: output has no key {spec['outputHasKey']!r}: {wf.get('output')!r}")
+        if "input" in spec:
+            out += [f"{where}: input{m}" for m in subset_mismatches(spec["input"], wf.get("input") or {})]
+        if "variables" in spec:
+            actual = wf.get("variables") or {}
+            if spec["variables"] == {} and actual:
+                out.append(f"{where}: variables {actual!r}, expected none")
+            out += [f"{where}: variables{m}" for m in subset_mismatches(spec["variables"], actual)]
+        for key in ("failedReferenceTaskNames", "failedTaskNames"):
+            if key in spec and set(wf.get(key) or []) != set(spec[key]):
+                out.append(f"{where}: {key} {sorted(wf.get(key) or [])}, expected {sorted(spec[key])}")
+        for key, field in (("workflowVersion", "version"), ("correlationId", "correlationId"),
+                           ("lastRetriedTime", "lastRetriedTime")):
+            if key in spec and wf.get(field) != spec[key]:
+                out.append(f"{where}: {field} {wf.get(field)!r}, expected {spec[key]!r}")
+        if spec.get("lastRetriedTimeNonZero") and not wf.get("lastRetriedTime"):
+            out.append(f"{where}: lastRetriedTime is {wf.get('lastRetriedTime')!r}, expected non-zero")
+        if "sameWorkflowIdAs" in spec and wf["workflowId"] != self.runs.get(spec["sameWorkflowIdAs"]):
+            out.append(f"{where}: run {wf['workflowId']} is not {spec['sameWorkflowIdAs']!r} "
+                       f"({self.runs.get(spec['sameWorkflowIdAs'])})")
+        if "differentWorkflowIdFrom" in spec and wf["workflowId"] == self.runs.get(spec["differentWorkflowIdFrom"]):
+            out.append(f"{where}: run {wf['workflowId']} is still {spec['differentWorkflowIdFrom']!r}")
+        if "reasonForIncompletionContainsTaskIdOf" in spec:
+            task = self.latest_task(wf, spec["reasonForIncompletionContainsTaskIdOf"])
+            if task is None or task["taskId"] not in (wf.get("reasonForIncompletion") or ""):
+                out.append(f"{where}: reasonForIncompletion {wf.get('reasonForIncompletion')!r} does not name the "
+                           f"taskId of {spec['reasonForIncompletionContainsTaskIdOf']!r}")
+        for selector, run_spec in (spec.get("runs") or {}).items():
+            run_id = self.resolve_workflow(selector)
+            if not run_id:
+                out.append(f"{where}: no run {selector!r}")
+            else:
+                out += self.workflow_problems(self.workflow(run_id), run_spec, f"{where}.runs.{selector}")
         return out
 
     def child_problems(self, wf: dict, spec: dict, where: str) -> list[str]:
@@ -639,9 +790,20 @@ class CaseRunner:
                        f"{entry['reasonForIncompletionContains']!r}")
         if entry.get("reasonForIncompletionNonEmpty") and not task.get("reasonForIncompletion"):
             out.append(f"{label}: reasonForIncompletion is empty")
-        if "startDelayInSeconds" in entry and task.get("startDelayInSeconds") != entry["startDelayInSeconds"]:
-            out.append(f"{label}: startDelayInSeconds {task.get('startDelayInSeconds')}, "
-                       f"expected {entry['startDelayInSeconds']}")
+        for key in ("startDelayInSeconds", "seq", "iteration", "callbackAfterSeconds", "retried",
+                    "reasonForIncompletion", "domain"):
+            if key in entry and not _same_scalar(entry[key], task.get(key)):
+                out.append(f"{label}: {key} {task.get(key)!r}, expected {entry[key]!r}")
+        if "inputEqualsOwnTaskId" in entry and \
+                (task.get("inputData") or {}).get(entry["inputEqualsOwnTaskId"]) != task["taskId"]:
+            out.append(f"{label}: input {entry['inputEqualsOwnTaskId']} is not the task's own id {task['taskId']}")
+        if entry.get("retriedTaskIdIsPreviousAttempt"):
+            attempts = [t for t in wf["tasks"] if t["referenceTaskName"] == ref]
+            index = next(i for i, t in enumerate(attempts) if t["taskId"] == task["taskId"])
+            previous = attempts[index - 1]["taskId"] if index > 0 else None
+            if previous is None or task.get("retriedTaskId") != previous:
+                out.append(f"{label}: retriedTaskId {task.get('retriedTaskId')!r}, expected the previous attempt "
+                           f"{previous!r}")
         return out
 
 

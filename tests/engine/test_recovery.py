@@ -117,9 +117,9 @@ def test_skip_task(api):
     # the SDK sends the request as a Python repr in the query string
     api.ok(api.put(f"/workflow/{wid}/skiptask/b", params={"skipTaskRequest": "{'taskInput': {}, 'taskOutput': {'v': 7}}"}))
     r = api.put(f"/workflow/{wid}/skiptask/a")
-    assert r.status_code == 500 and r.json()["message"] == "The task referenced a has already been processed, cannot be skipped"
+    assert r.status_code == 409 and r.json()["message"] == "The task referenced a has already been processed, cannot be skipped"
     r = api.put(f"/workflow/{wid}/skiptask/zz")
-    assert r.status_code == 500 and "does not exist in the WorkflowDefinition" in r.json()["message"]
+    assert r.status_code == 409 and "does not exist in the WorkflowDefinition" in r.json()["message"]
     api.complete(api.poll_one(a))
     task = api.poll_one(c)
     assert task["inputData"] == {"v": 7}

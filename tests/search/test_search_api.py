@@ -155,7 +155,7 @@ def test_size_above_5000_is_conductors_validation_400(api, fleet):
     assert resp.status_code == 400
     body = resp.json()
     assert body["message"] == "Validation failed, check below errors for detail."
-    assert body["validationErrors"] == [{"path": "searchWorkflows.arg1", "invalidValue": 5001,
+    assert body["validationErrors"] == [{"path": "searchWorkflows.arg1", "invalidValue": "5001",
                                          "message": "Cannot return more than 5000 workflows. Please use pagination."}]
     assert search_ok(api, size=5000)["totalHits"] == 7
     resp = api.get("/workflow/search-v2", {"size": 6000})

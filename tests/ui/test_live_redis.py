@@ -4,6 +4,7 @@ with the consumer's own polling slowed to 30 s so only the channel layer can exp
 Needs Debian's redis-server (``make test`` installs it) and the ``redis`` extra."""
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -16,6 +17,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection
 
+from conductor_web.settings import redis_channel_layer
 from tests.ui.test_consumer import connect, receive, setup, ui_settings
 
 pytestmark = [pytest.mark.django_db(transaction=True),
@@ -56,21 +58,48 @@ def _database_url() -> str:
     return f"postgres://{s['USER']}:{s.get('PASSWORD') or ''}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
 
-async def test_a_change_in_another_process_arrives_through_redis(settings, redis_url):
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [redis_url]}}}
-    ui_settings(settings, LIVE_POLL_SECONDS=30)
-    user, name, wf_id = await setup()
-    comm = await connect(wf_id, user)
-    await receive(comm, "snapshot")
-    db_url = await database_sync_to_async(_database_url)()
+def _terminate_elsewhere(db_url: str, redis_url: str, wf_id: str) -> None:
+    """Terminate ``wf_id`` from a separate Python process (another server's commit)."""
     env = {**os.environ, "DATABASE_URL": db_url, "CHANNEL_REDIS_URL": redis_url, "PYTHONPATH": str(ROOT),
            "DJANGO_SETTINGS_MODULE": "conductor_web.settings"}
     script = ("import django; django.setup(); from apps.engine import executor; "
               f"executor.workflow_terminate(workflow_id={wf_id!r}, reason='from another process')")
-    started = time.monotonic()
     subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, check=True, timeout=60)
+
+
+async def _watching(settings, redis_url):
+    """A consumer on the Redis layer with its own polling slowed to 30 s, past its
+    snapshot: (communicator, workflow id, database URL for another process)."""
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
+    ui_settings(settings, LIVE_POLL_SECONDS=30)
+    user, name, wf_id = await setup()
+    comm = await connect(wf_id, user)
+    await receive(comm, "snapshot")
+    return comm, wf_id, await database_sync_to_async(_database_url)()
+
+
+async def test_a_change_in_another_process_arrives_through_redis(settings, redis_url):
+    comm, wf_id, db_url = await _watching(settings, redis_url)
+    started = time.monotonic()
+    await asyncio.to_thread(_terminate_elsewhere, db_url, redis_url, wf_id)
     delta = await receive(comm, "delta", timeout=5)
     assert delta["data"]["header"]["status"] == "TERMINATED"
     assert time.monotonic() - started < 15  # the subprocess's own start-up dominates; polling is 30 s
+    await comm.disconnect()
+
+
+IDLE_SECONDS = 7  # longer than channels-redis's 5 s blocking read (and redis-py 8's default timeout)
+
+
+async def test_an_idle_consumer_survives_and_still_hears_changes(settings, redis_url):
+    """A page left open with nothing happening for longer than the blocking read keeps
+    its WebSocket: after the idle spell a change made by another process still arrives
+    through Redis (redis-py 8 with a 5 s socket timeout closed it with 1011 here)."""
+    comm, wf_id, db_url = await _watching(settings, redis_url)
+    assert await comm.receive_nothing(timeout=IDLE_SECONDS, interval=0.5)
+    await comm.send_json_to({"type": "ping"})
+    assert (await receive(comm, "pong", timeout=5))["seq"] == 1
+    await asyncio.to_thread(_terminate_elsewhere, db_url, redis_url, wf_id)
+    delta = await receive(comm, "delta", timeout=10)
+    assert delta["data"]["header"]["status"] == "TERMINATED"
     await comm.disconnect()

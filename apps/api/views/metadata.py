@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from apps.api.params import qbool, qint
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty
-from apps.core.errors import InvalidInput
+from apps.core.errors import InvalidInput, validation_failed
 from apps.metadata import services
 
 
@@ -56,7 +56,11 @@ class WorkflowDefsApi(ConductorApi):
 
 class WorkflowDefValidateApi(ConductorApi):
     def post(self, request):
-        services.workflow_def_validate(workflow_def=require_json(request.data), path="validateWorkflowDef.arg0")
+        normalized = services.workflow_def_validate(workflow_def=require_json(request.data),
+                                                    path="validateWorkflowDef.arg0")
+        cycles = services.sub_workflow_cycle_errors(normalized, "validateWorkflowDef.arg0")
+        if cycles:
+            raise validation_failed(cycles)
         return empty()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from functools import wraps
 
+from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
@@ -19,7 +20,7 @@ from apps.api.exceptions import error_response
 from apps.api.params import qint, qstr
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty, text
-from apps.core.errors import InvalidInput, NotFound
+from apps.core.errors import InvalidInput, NotFound, PayloadTooLarge
 from apps.engine import executor, queue, selectors
 from apps.engine.blueprint import Blueprint
 from apps.engine.representation import task_json
@@ -120,7 +121,8 @@ class TaskApi(ConductorApi):
 
 
 class TaskLogApi(ConductorApi):
-    """``GET /tasks/{taskId}/log`` (204 when none) and ``POST`` of one raw-text line."""
+    """``GET /tasks/{taskId}/log`` (204 when none) and ``POST`` of one raw-text line
+    (413 above ``CONDUCTOR["MAX_TASK_LOG_BYTES"]``)."""
 
     def get(self, request, task_id):
         logs = selectors.task_logs(task_id=task_id)
@@ -130,6 +132,9 @@ class TaskLogApi(ConductorApi):
 
     def post(self, request, task_id):
         # The SDK sends the line raw (not JSON-quoted): keep the body's text as is.
+        limit = settings.CONDUCTOR["MAX_TASK_LOG_BYTES"]
+        if len(request.body) > limit:
+            raise PayloadTooLarge(f"Task log line of {len(request.body)} bytes is larger than the limit of {limit} bytes")
         line = request.body.decode("utf-8", errors="replace")
         selectors.task_get(task_id=task_id)
         executor.task_log_add(task_id=task_id, log_line=line)

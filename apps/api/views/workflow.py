@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from apps.api.params import qbool, qint, qstr
 from apps.api.parsers import require_json
+from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput
 from apps.engine import executor, notify, selectors
@@ -39,13 +40,16 @@ def start_from_request(req: dict, *, name: str | None = None, version: int | Non
         task_to_domain=req.get("taskToDomain"),
         workflow_def=workflow_def,
         created_by=req.get("createdBy"),
-        idempotency_key=req.get("idempotencyKey"),
+        # an empty key is no key (Conductor checks StringUtils.isNotBlank)
+        idempotency_key=req.get("idempotencyKey") or None,
         idempotency_strategy=req.get("idempotencyStrategy"),
     )
 
 
 def validate_start_request(req: dict) -> None:
-    """Conductor's checks of a StartWorkflowRequest before the start itself."""
+    """Conductor's checks of a StartWorkflowRequest before the start itself (field types
+    first: ``shapes.check_start_request``)."""
+    check_start_request(req)
     if not req.get("name") and not (req.get("workflowDef") or {}).get("name"):
         raise InvalidInput("Validation failed, check below errors for detail.", validation_errors=[
             {"path": "startWorkflow.arg0.name", "message": "Workflow name cannot be null or empty"}])
@@ -125,6 +129,7 @@ class ExecuteWorkflowApi(ConductorApi):
 
     def post(self, request, name, version):
         req = _start_request(request.data)
+        check_start_request(req)
         q = request.query_params
         wait_s = qint(q, "waitForSeconds", 10) or 10
         wait_refs = {r.strip() for r in (qstr(q, "waitUntilTaskRef") or "").split(",") if r.strip()}
@@ -214,8 +219,8 @@ class CorrelatedBatchApi(ConductorApi):
 
     def post(self, request, name):
         ids = require_json(request.data)
-        if not isinstance(ids, list):
-            raise InvalidInput("Request body must be a list of correlation ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise InvalidInput("Request body must be a list of correlation ids (strings)")
         q = request.query_params
         include_tasks = qbool(q, "includeTasks", False)
         include_closed = qbool(q, "includeClosed", False)

@@ -14,6 +14,7 @@ Sources: SubWorkflowTaskMapper, SubWorkflow.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 
 from apps.core.errors import ConductorError
@@ -26,6 +27,11 @@ from apps.engine.task_types.base import TaskType
 log = logging.getLogger(__name__)
 
 REPAIR_MS = 30_000
+# A child starts inside its parent's transaction, so a chain of sub-workflows that start
+# one another at once (a cycle through a dynamic name) nests calls: past this depth the
+# SUB_WORKFLOW task fails with a reason instead of exhausting the stack.
+MAX_INLINE_NESTING = 16
+_nesting = contextvars.ContextVar("sub_workflow_nesting", default=0)
 _STATUS = {"COMPLETED": "COMPLETED", "FAILED": "FAILED", "TIMED_OUT": "TIMED_OUT", "TERMINATED": "CANCELED"}
 
 
@@ -100,6 +106,14 @@ class SubWorkflow(TaskType):
             priority = param.get("priority")
             if isinstance(priority, str):
                 priority = params.resolve_value(priority, params.Document(wf))
+            depth = _nesting.get()
+            if depth >= MAX_INLINE_NESTING:
+                task.status = "FAILED_WITH_TERMINAL_ERROR"
+                task.reason_for_incompletion = (f"Sub workflow nesting is deeper than {MAX_INLINE_NESTING} levels "
+                                                "(a workflow that starts itself?)")
+                task.end_time = now
+                return True
+            token = _nesting.set(depth + 1)
             try:
                 executor.workflow_start(
                     name=param.get("name") or (inline or {}).get("name"),
@@ -119,6 +133,8 @@ class SubWorkflow(TaskType):
                 task.reason_for_incompletion = exc.message
                 task.end_time = now
                 return True
+            finally:
+                _nesting.reset(token)
         task.sub_workflow_id = child_id
         task.output_data = {**(task.output_data or {}), "subWorkflowId": child_id}
         _started(task, now)
