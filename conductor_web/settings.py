@@ -7,6 +7,7 @@ environment variables; the README lists them.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -54,6 +55,8 @@ INSTALLED_APPS = [
     "apps.engine",
     "apps.api",
     "apps.ui",
+    "apps.ai",
+    "apps.scheduler",
 ]
 
 MIDDLEWARE = [
@@ -208,6 +211,44 @@ CONDUCTOR = {
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
     "MAX_TASK_LOG_BYTES": envint("CONDUCTOR_MAX_TASK_LOG_BYTES", 64 * 1024),
+    # Workflow scheduler (fires from the sweeper loop, within SWEEPER_TICK_MS of a slot):
+    # the zone of /nextFewSchedules and the execution records kept per schedule.
+    "SCHEDULER_TIME_ZONE": os.environ.get("CONDUCTOR_SCHEDULER_TIME_ZONE", "UTC"),
+    "SCHEDULER_EXECUTION_RECORDS_KEPT": envint("CONDUCTOR_SCHEDULER_EXECUTION_RECORDS_KEPT", 100),
+}
+
+# --- AI and agent tasks (apps.ai) ----------------------------------------------------
+# LLM providers by ``llmProvider`` name. ``openai`` (any OpenAI-compatible endpoint) is
+# enabled when its API key or base URL is set, ``ollama`` when its base URL is set.
+# More OpenAI-compatible or Ollama endpoints: CONDUCTOR_AI_PROVIDERS="name=openai,other=ollama"
+# with CONDUCTOR_AI_<NAME>_BASE_URL / CONDUCTOR_AI_<NAME>_API_KEY. Keys stay here: they are
+# never written to a task's input or output.
+def _ai_providers() -> dict:
+    kinds = {"openai": "openai", "ollama": "ollama"}
+    for item in os.environ.get("CONDUCTOR_AI_PROVIDERS", "").split(","):
+        name, _, kind = item.strip().partition("=")
+        if name:
+            kinds[name.strip()] = (kind.strip() or "openai").lower()
+    providers = {}
+    for name, kind in kinds.items():
+        prefix = "CONDUCTOR_AI_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+        base_url = os.environ.get(prefix + "_BASE_URL", "").strip()
+        api_key = os.environ.get(prefix + "_API_KEY", "").strip()
+        if name == "openai" and api_key and not base_url:
+            base_url = "https://api.openai.com/v1"
+        if base_url:
+            providers[name] = {"kind": kind, "base_url": base_url, "api_key": api_key}
+    return providers
+
+
+CONDUCTOR_AI = {
+    "PROVIDERS": _ai_providers(),
+    # Origins (scheme://host[:port]) MCP servers may be called at; none by default.
+    # Provider base URLs above are allowed because the operator configured them.
+    "ALLOWED_ORIGINS": [o.strip().rstrip("/") for o in os.environ.get("CONDUCTOR_AI_ALLOWED_ORIGINS", "").split(",")
+                        if o.strip()],
+    # One provider or MCP call (s); below the cluster's job timeout (Q_CLUSTER["timeout"]).
+    "TIMEOUT_SECONDS": envint("CONDUCTOR_AI_TIMEOUT_SECONDS", 45),
 }
 
 # Any API request body above this many bytes answers 413 (the fast path included). Above

@@ -6,6 +6,7 @@ from apps.api.views.health import HealthApi
 from apps.api.views.metrics import metrics_view
 
 urlpatterns = [
+    path("api/scheduler/", include("apps.scheduler.urls")),
     path("api/", include("apps.api.urls")),
     path("health", HealthApi.as_view()),
     # Prometheus scrape endpoint (Conductor serves it at /actuator/prometheus)

@@ -66,6 +66,9 @@ urlpatterns = [
     path("tasks/queue/requeue/<str:task_type>", tasks.RequeuePendingApi.as_view()),
     path("tasks/<str:task_id>/log", tasks.TaskLogApi.as_view()),
     path("tasks/<str:task_id>", tasks.TaskApi.as_view()),
+    # signal before update-by-reference: ``{wf}/COMPLETED/signal`` would read as ref=COMPLETED
+    path("tasks/<str:workflow_id>/<str:status>/signal", tasks.SignalApi.as_view()),
+    path("tasks/<str:workflow_id>/<str:status>/signal/sync", tasks.SignalSyncApi.as_view()),
     path("tasks/<str:workflow_id>/<str:task_ref_name>/<str:status>", tasks.UpdateByRefApi.as_view()),
     path("tasks/<str:workflow_id>/<str:task_ref_name>/<str:status>/sync", tasks.UpdateByRefSyncApi.as_view()),
 ]

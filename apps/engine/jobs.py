@@ -58,6 +58,8 @@ def system_task_job(task_id: str) -> None:
     if row is None or row["status"] not in ("SCHEDULED", "IN_PROGRESS"):
         return
     task = store.TaskState(**row)
+    if not task.workflow_task:
+        task.workflow_task = _workflow_task_of(task)
     ttype = get_type(task.task_type)
     if not executor.system_task_claim(task_id):
         return
@@ -69,6 +71,20 @@ def system_task_job(task_id: str) -> None:
     result = {**result, "workflowInstanceId": task.workflow_id, "taskId": task_id,
               "workerId": settings.CONDUCTOR["INSTANCE_ID"]}
     executor.system_task_result(task_result=result)
+
+
+def _workflow_task_of(task) -> dict:
+    """The WorkflowTask a task was made from, read from its execution's definition
+    snapshot (``run_async`` reads settings such as ``asyncComplete`` from it)."""
+    from apps.engine import params
+    from apps.engine.blueprint import Blueprint
+    from apps.engine.models import WorkflowExecution
+
+    definition = (WorkflowExecution.objects.filter(pk=task.workflow_id)
+                  .values_list("definition", flat=True).first())
+    if not isinstance(definition, dict):
+        return {}
+    return Blueprint(definition).get(params.definition_ref(task)) or {}
 
 
 def decide_job(workflow_id: str) -> None:
@@ -106,7 +122,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
     deadline = time.monotonic() + loop_seconds
     try:
         while time.monotonic() < deadline:
-            n = sweeper.sweep_once() + event_handlers.event_messages_sweep()
+            n = sweeper.sweep_once() + event_handlers.event_messages_sweep() + sweeper.run_tick_hooks()
             decided += n
             if n == 0:
                 time.sleep(tick)

@@ -142,7 +142,7 @@ def all_queue_sizes() -> dict[str, int]:
 
 def poll_data(task_type: str | None = None) -> list[dict]:
     """Conductor ``PollData`` list (``queueName``, ``domain``, ``workerId``, ``lastPollTime``)."""
-    qs = PollData.objects.all().order_by("queue_name", "domain", "-last_poll_time")
+    qs = PollData.objects.all().order_by("queue_name", "domain", "-last_poll_time", "worker_id")
     if task_type:
         qs = qs.filter(queue_name=task_type)
     out = []

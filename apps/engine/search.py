@@ -344,6 +344,15 @@ def parse_sort(sort: str | list[str] | None, fields: dict[str, _Field]) -> list:
     return out
 
 
+def total_order(order: list, unique_column: str) -> list:
+    """``order`` (ORM order expressions from ``parse_sort``) made a total order: the row's
+    unique ``unique_column`` is appended in the direction of the last sort key (ascending
+    when ``order`` is empty), so rows that tie on every key keep one order on both databases
+    and pages taken with ``start``/``size`` neither repeat nor skip rows."""
+    descending = bool(order) and getattr(order[-1], "descending", False)
+    return [*order, F(unique_column).desc() if descending else F(unique_column).asc()]
+
+
 # --- django-filter FilterSets (explicit parameters) -------------------------------------------
 
 class _ListWidget(forms.TextInput):
@@ -532,7 +541,8 @@ def workflow_search(*, query: str | None = None, free_text: str | None = "*", so
     workflowType, startTime, endTime, updateTime, status, parentWorkflowId (plus version,
     priority). ``free_text``: ``*`` = all, else case-insensitive substring. ``sort``:
     ``"startTime:DESC|workflowId:ASC"`` or a list of such entries; default newest first
-    (``startTime:DESC``), the workflow id always breaks ties so pages are stable.
+    (``startTime:DESC``); the workflow id always breaks ties, in the direction of the last
+    sort key (``total_order``), so pages are stable.
     ``start``/``size``: offset and page size (size 0..5000). ``classifier``: comma list
     matched against the definition's ``metadata.classifier``. ``filters``:
     ``WorkflowExecutionFilter`` fields (camelCase, e.g. ``workflowType=["a", "b"]``,
@@ -547,7 +557,7 @@ def workflow_search(*, query: str | None = None, free_text: str | None = "*", so
     total = qs.count()
     order = parse_sort(sort, WORKFLOW_QUERY_FIELDS) or [F("create_time").desc()]
     fields = WORKFLOW_FIELDS if with_definition else _SUMMARY_FIELDS
-    rows = list(qs.order_by(*order, "workflow_id").values(*fields)[start:start + size]) if size else []
+    rows = list(qs.order_by(*total_order(order, "workflow_id")).values(*fields)[start:start + size]) if size else []
     if not with_definition:
         for r in rows:
             r["definition"] = {}
@@ -590,7 +600,7 @@ def task_search(*, query: str | None = None, free_text: str | None = "*", sort: 
     qs = task_queryset(query=query, free_text=free_text, **filters)
     total = qs.count()
     order = parse_sort(sort, TASK_QUERY_FIELDS) or [F("scheduled_time").desc()]
-    rows = list(qs.order_by(*order, "task_id").values(*TASK_FIELDS, "workflow__correlation_id")[start:start + size]) \
+    rows = list(qs.order_by(*total_order(order, "task_id")).values(*TASK_FIELDS, "workflow__correlation_id")[start:start + size]) \
         if size else []
     hits = []
     for r in rows:
@@ -612,7 +622,7 @@ def workflow_search_by_tasks(*, query: str | None = None, free_text: str | None 
     total = qs.count()
     order = parse_sort(sort, WORKFLOW_QUERY_FIELDS) or [F("create_time").desc()]
     fields = WORKFLOW_FIELDS if with_definition else _SUMMARY_FIELDS
-    rows = list(qs.order_by(*order, "workflow_id").values(*fields)[start:start + size]) if size else []
+    rows = list(qs.order_by(*total_order(order, "workflow_id")).values(*fields)[start:start + size]) if size else []
     if not with_definition:
         for r in rows:
             r["definition"] = {}

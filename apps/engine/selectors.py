@@ -35,7 +35,7 @@ def workflows_by_correlation_id(*, name: str, correlation_id: str, include_close
     qs = WorkflowExecution.objects.filter(workflow_name=name, correlation_id=correlation_id)
     if not include_closed:
         qs = qs.exclude(status__in=TERMINAL)
-    return _with_tasks(list(qs.order_by("-create_time").values(*WORKFLOW_FIELDS)), include_tasks)
+    return _with_tasks(list(qs.order_by("-create_time", "-workflow_id").values(*WORKFLOW_FIELDS)), include_tasks)
 
 
 def running_workflow_ids(*, name: str, version: int = 1, start_time: int | None = None,
@@ -47,7 +47,7 @@ def running_workflow_ids(*, name: str, version: int = 1, start_time: int | None 
         qs = qs.filter(create_time__gte=start_time, create_time__lte=end_time)
     else:
         qs = qs.filter(workflow_version=version)
-    return list(qs.order_by("create_time").values_list("workflow_id", flat=True))
+    return list(qs.order_by("create_time", "workflow_id").values_list("workflow_id", flat=True))
 
 
 def task_get(*, task_id: str) -> tuple[TaskState, WorkflowState]:

@@ -25,9 +25,10 @@ from apps.engine.decider import decide
 from apps.engine.representation import workflow_json
 from apps.engine.state import WorkflowState
 from apps.engine.task_types import get_type
+from apps.engine.task_types.ai import AI_TASK_TYPES
 
 MAX_STEPS = 10_000
-EXTERNAL_TYPES = ("HTTP", "HUMAN", "SUB_WORKFLOW", "WAIT", "EVENT")
+EXTERNAL_TYPES = ("HTTP", "HUMAN", "SUB_WORKFLOW", "WAIT", "EVENT", *AI_TASK_TYPES)
 
 
 def _definition(req: dict) -> dict:

@@ -9,6 +9,7 @@ Source: Conductor's WorkflowSweeper + WorkflowReconciler.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from apps.core.clock import now_ms
 from apps.engine import executor
@@ -17,6 +18,29 @@ from apps.engine.models import WorkflowExecution
 log = logging.getLogger(__name__)
 
 LEASE_MS = 30_000
+
+_tick_hooks: list[Callable[[], int]] = []
+
+
+def add_tick_hook(fn: Callable[[], int]) -> None:
+    """Register ``fn() -> int`` (work done) to run on every tick of the sweeper loop, in
+    the cluster, under the sweeper's lease: how apps outside the engine (the workflow
+    scheduler, status-listener deliveries) get a sub-second timer without a loop job of
+    their own. ``fn`` must be quick and safe to run on several machines at once."""
+    if fn not in _tick_hooks:
+        _tick_hooks.append(fn)
+
+
+def run_tick_hooks() -> int:
+    """Run the registered tick hooks; returns the sum of their counts. A hook that raises
+    is logged and skipped until the next tick."""
+    done = 0
+    for fn in list(_tick_hooks):
+        try:
+            done += fn() or 0
+        except Exception:  # noqa: BLE001 - a hook must never stop the sweeper
+            log.exception("sweeper tick hook %s failed", getattr(fn, "__qualname__", fn))
+    return done
 
 
 def due_workflow_ids(now: int, limit: int = 200) -> list[str]:

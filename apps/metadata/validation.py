@@ -23,8 +23,18 @@ SYSTEM_TASK_TYPES = frozenset(
         "DO_WHILE", "SUB_WORKFLOW", "START_WORKFLOW", "DYNAMIC", "SET_VARIABLE", "TERMINATE",
         "INLINE", "LAMBDA", "JSON_JQ_TRANSFORM", "HTTP", "WAIT", "HUMAN", "NOOP", "EVENT",
         "KAFKA_PUBLISH",
+        # AI and agent tasks (apps.ai), run by the cluster like HTTP
+        "LLM_CHAT_COMPLETE", "LLM_TEXT_COMPLETE", "LLM_GENERATE_EMBEDDINGS", "LLM_INDEX_TEXT",
+        "LLM_STORE_EMBEDDINGS", "LLM_SEARCH_INDEX", "LLM_SEARCH_EMBEDDINGS", "LLM_GET_EMBEDDINGS",
+        "LIST_MCP_TOOLS", "CALL_MCP_TOOL",
     }
 )
+
+# AI tasks Conductor schedules through its AIModelTaskMapper, which gives a TaskDef with
+# retryCount < 1 three LINEAR_BACKOFF retries 2 s apart.
+AI_RETRY_TASK_TYPES = frozenset({"LLM_CHAT_COMPLETE", "LLM_TEXT_COMPLETE", "LLM_GENERATE_EMBEDDINGS",
+                                 "LLM_INDEX_TEXT", "LLM_STORE_EMBEDDINGS", "LLM_SEARCH_INDEX",
+                                 "LLM_GET_EMBEDDINGS", "LIST_MCP_TOOLS"})
 
 TASK_DEF_DEFAULTS: dict[str, Any] = {
     "retryCount": 3,
@@ -170,6 +180,15 @@ def adhoc_task_def(workflow_task: dict) -> dict:
     if (workflow_task.get("type") or "SIMPLE") in SYSTEM_TASK_TYPES:
         task_def["retryCount"] = 0
         task_def["responseTimeoutSeconds"] = 0
+    return ai_task_def(workflow_task, task_def)
+
+
+def ai_task_def(workflow_task: dict, task_def: dict) -> dict:
+    """Conductor's AIModelTaskMapper default for AI tasks: a TaskDef whose retryCount is
+    below 1 gets ``retryCount: 3, retryDelaySeconds: 2, retryLogic: LINEAR_BACKOFF``
+    (a copy; other types are returned unchanged)."""
+    if workflow_task.get("type") in AI_RETRY_TASK_TYPES and int(task_def.get("retryCount") or 0) < 1:
+        return {**task_def, "retryCount": 3, "retryDelaySeconds": 2, "retryLogic": "LINEAR_BACKOFF"}
     return task_def
 
 
@@ -184,9 +203,9 @@ def with_task_definitions(definition: dict, registered: dict[str, dict]) -> dict
             merged = copy.deepcopy(TASK_DEF_DEFAULTS)
             merged.update({k: v for k, v in inline.items() if v is not None})
             merged.setdefault("name", task.get("name"))
-            task["taskDefinition"] = merged
+            task["taskDefinition"] = ai_task_def(task, merged)
         elif task.get("name") in registered:
-            task["taskDefinition"] = registered[task["name"]]
+            task["taskDefinition"] = ai_task_def(task, registered[task["name"]])
         else:
             task["taskDefinition"] = adhoc_task_def(task)
     return definition

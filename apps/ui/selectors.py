@@ -2,6 +2,8 @@
 the database), the task queues overview and definition lists. No writes."""
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -13,7 +15,7 @@ from apps.engine.models import PollData, TaskExecution, WorkflowExecution, Workf
 from apps.metadata.models import WorkflowDef
 
 STATUSES = [s.value for s in WorkflowStatus]
-PAGE_SIZES = (10, 25, 50, 100, 200)
+PAGE_SIZES = (10, 25, 50, 100, 200, 500)
 SORTS = {
     "start": "create_time", "end": "end_time", "update": "update_time", "name": "workflow_name",
     "version": "workflow_version", "status": "status", "id": "workflow_id",
@@ -49,6 +51,8 @@ class SearchQuery:
     sort: str = DEFAULT_SORT
     page: int = 1
     size: int = 25
+    after: tuple | None = None
+    before: tuple | None = None
     errors: list[str] = field(default_factory=list)
 
     @classmethod
@@ -77,11 +81,21 @@ class SearchQuery:
             out.page = max(1, int(q.get("page") or 1))
         except ValueError:
             out.page = 1
+        raw_size = (q.get("size") or "").strip()
         try:
-            size = int(q.get("size") or 25)
+            size = int(raw_size or 25)
         except ValueError:
-            size = 25
+            size = 0
         out.size = size if size in PAGE_SIZES else 25
+        if raw_size and size not in PAGE_SIZES:
+            out.errors.append(f"page size must be one of {', '.join(map(str, PAGE_SIZES))}, not {raw_size!r}: "
+                              f"showing {out.size}")
+        for key in ("after", "before"):
+            if q.get(key):
+                cursor = decode_cursor(q.get(key))
+                if cursor is None:
+                    out.errors.append(f"the {key} page marker is not valid: showing page {out.page}")
+                setattr(out, key, cursor)
         return out
 
     def filters(self) -> Q:
@@ -108,11 +122,92 @@ class SearchQuery:
                      | Q(reason_for_incompletion__icontains=self.text))
         return cond
 
-    def order_by(self) -> list[str]:
-        """ORDER BY columns: the chosen one, then the id for a stable order across pages."""
-        desc = self.sort.startswith("-")
-        column = SORTS[self.sort.lstrip("-")]
-        return [("-" if desc else "") + column, ("-" if desc else "") + "workflow_id"]
+    @property
+    def column(self) -> str:
+        """The sorted model column."""
+        return SORTS[self.sort.lstrip("-")]
+
+    @property
+    def descending(self) -> bool:
+        """Whether the sort is newest/largest first."""
+        return self.sort.startswith("-")
+
+    def order_by(self, reverse: bool = False) -> list[str]:
+        """ORDER BY columns: the chosen one, then the id in the same direction, so the order
+        is total (rows that tie keep one order, on both databases); ``reverse`` flips both."""
+        desc = self.descending != reverse
+        columns = [self.column] if self.column == "workflow_id" else [self.column, "workflow_id"]
+        return [("-" if desc else "") + c for c in columns]
+
+    def beyond(self, cursor: tuple, *, forward: bool) -> Q:
+        """Rows strictly after (``forward``) or before ``cursor`` = (sort value, workflow id)
+        in this search's order: the keyset condition of deep pages."""
+        value, workflow_id = cursor
+        op = "lt" if self.descending == forward else "gt"
+        if self.column == "workflow_id":
+            return Q(**{f"workflow_id__{op}": workflow_id})
+        return Q(**{f"{self.column}__{op}": value}) | Q(**{self.column: value, f"workflow_id__{op}": workflow_id})
+
+
+def encode_marker(values: list) -> str:
+    """A keyset page marker for the URL: JSON ``values`` as URL-safe base64 text."""
+    raw = json.dumps(values, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_marker(text: str, size: int) -> list | None:
+    """``encode_marker``'s text -> its ``size`` values (strings or integers), or None when
+    malformed."""
+    text = (text or "").strip()
+    try:
+        values = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(values, list) or len(values) != size or any(
+            isinstance(v, bool) or not isinstance(v, (str, int)) for v in values):
+        return None
+    return values
+
+
+def encode_cursor(row: dict, column: str) -> str:
+    """An execution page marker: the row's sort value and workflow id."""
+    return encode_marker([row[column], row["workflow_id"]])
+
+
+def decode_cursor(text: str) -> tuple | None:
+    """``encode_cursor``'s text -> (sort value, workflow id), or None when malformed."""
+    values = decode_marker(text, 2)
+    if values is None or not isinstance(values[1], str):
+        return None
+    return values[0], values[1]
+
+
+AUDIT_PAGE_SIZE = 100
+
+
+def audit_page(*, target: str = "", before: str | None = None, size: int = AUDIT_PAGE_SIZE) -> dict:
+    """Audit entries newest first in a total order (time, then id, both descending), one
+    keyset page: ``before`` is the ``older`` marker of the previous page (None: the
+    newest). Returns ``{"entries": [AuditLog], "older": marker or None}`` (None on the
+    last page)."""
+    from apps.ui.models import AuditLog
+
+    qs = AuditLog.objects.order_by("-created_at", "-id")
+    if target:
+        qs = qs.filter(target=target)
+    values = decode_marker(before, 2) if before else None
+    if values is not None and isinstance(values[1], int) and isinstance(values[0], str):
+        try:
+            when = datetime.fromisoformat(values[0])
+        except ValueError:
+            when = None
+        if when is not None:
+            qs = qs.filter(Q(created_at__lt=when) | Q(created_at=when, id__lt=values[1]))
+    entries = list(qs[:size + 1])
+    more = len(entries) > size
+    entries = entries[:size]
+    older = encode_marker([entries[-1].created_at.isoformat(), entries[-1].id]) if more else None
+    return {"entries": entries, "older": older}
 
 
 @dataclass
@@ -123,6 +218,8 @@ class SearchResult:
     total: int
     page: int
     size: int
+    first_cursor: str | None = None
+    last_cursor: str | None = None
 
     @property
     def pages(self) -> int:
@@ -140,20 +237,37 @@ class SearchResult:
         return min(self.page * self.size, self.total)
 
 
+ROW_FIELDS = ("workflow_id", "workflow_name", "workflow_version", "status", "create_time", "update_time", "end_time",
+              "correlation_id", "reason_for_incompletion", "parent_workflow_id")
+
+
 def search_executions(query: SearchQuery) -> SearchResult:
-    """Executions matching ``query``: filtered, counted, sorted and sliced by the database.
-    Each row has the workflow columns plus ``active``: its SCHEDULED/IN_PROGRESS tasks."""
+    """Executions matching ``query``: filtered, counted, sorted (total order: the sort
+    column, then the workflow id) and sliced by the database. A page reached by ``after``
+    or ``before`` (a neighbour page's marker) is read by keyset, so deep pages cost as
+    little as the first and rows started meanwhile neither repeat nor vanish; ``page``
+    alone reads by offset. Each row has the workflow columns plus ``active``: its
+    SCHEDULED/IN_PROGRESS tasks."""
     qs = WorkflowExecution.objects.all()
     if query.text:
         qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
     qs = qs.filter(query.filters())
     total = qs.count()
     pages = max(1, -(-total // query.size))
-    page = min(query.page, pages)
-    offset = (page - 1) * query.size
-    rows = list(qs.order_by(*query.order_by()).values(
-        "workflow_id", "workflow_name", "workflow_version", "status", "create_time", "update_time", "end_time",
-        "correlation_id", "reason_for_incompletion", "parent_workflow_id")[offset:offset + query.size])
+    if query.after or query.before:
+        forward = query.after is not None
+        cursor = query.after if forward else query.before
+        rows = list(qs.filter(query.beyond(cursor, forward=forward)).order_by(*query.order_by(reverse=not forward))
+                    .values(*ROW_FIELDS)[:query.size])
+        if not forward:
+            rows.reverse()
+        preceding = qs.filter(query.beyond((rows[0][query.column], rows[0]["workflow_id"]), forward=False)).count() \
+            if rows else (total if forward else 0)
+        page = min(pages, preceding // query.size + 1)
+    else:
+        page = min(query.page, pages)
+        offset = (page - 1) * query.size
+        rows = list(qs.order_by(*query.order_by()).values(*ROW_FIELDS)[offset:offset + query.size])
     active: dict[str, list[dict]] = {}
     if rows:
         for t in (TaskExecution.objects.filter(workflow_id__in=[r["workflow_id"] for r in rows],
@@ -165,7 +279,9 @@ def search_executions(query: SearchQuery) -> SearchResult:
         reason = r["reason_for_incompletion"] or ""
         r["reason_short"] = reason if len(reason) <= 160 else reason[:160] + "…"
         r["duration_ms"] = (r["end_time"] or now_ms()) - r["create_time"]
-    return SearchResult(rows=rows, total=total, page=page, size=query.size)
+    return SearchResult(rows=rows, total=total, page=page, size=query.size,
+                        first_cursor=encode_cursor(rows[0], query.column) if rows else None,
+                        last_cursor=encode_cursor(rows[-1], query.column) if rows else None)
 
 
 def workflow_names() -> list[str]:
@@ -223,7 +339,7 @@ def queues_overview(now: int | None = None, *, stale_seconds: int = 60, recent_s
                 r_["oldest_ms"] = age if r_["oldest_ms"] is None else max(r_["oldest_ms"], age)
         else:
             r_["in_progress"] += r["n"]
-    for p in PollData.objects.order_by("queue_name", "domain", "-last_poll_time"):
+    for p in PollData.objects.order_by("queue_name", "domain", "-last_poll_time", "worker_id"):
         r = row(p.queue_name, p.domain or "")
         age_s = max(0, (now - p.last_poll_time) // 1000)
         if r["last_poll"] is None or p.last_poll_time > r["last_poll"]:

@@ -23,7 +23,6 @@ from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import WorkflowDef
 from apps.ui import actions, graph, live, selectors
-from apps.ui.models import AuditLog
 from apps.ui.permissions import can_operate, operate_required, ui_context, view_required
 
 
@@ -85,12 +84,14 @@ def executions(request):
     query = selectors.SearchQuery.from_querydict(request.GET)
     result = selectors.search_executions(query)
     base = request.GET.copy()
-    base.pop("page", None)
+    for key in ("page", "after", "before"):
+        base.pop(key, None)
 
-    def page_url(page: int) -> str:
-        """This search's URL at another page."""
+    def page_url(page: int, **cursor: str) -> str:
+        """This search's URL at another page (``after``/``before``: a keyset page marker)."""
         params = base.copy()
         params["page"] = str(page)
+        params.update(cursor)
         return "?" + params.urlencode()
 
     def sort_url(column: str) -> str:
@@ -106,8 +107,9 @@ def executions(request):
     return _render(request, "ui/executions.html", {
         "query": query, "result": result, "names": selectors.workflow_names(), "statuses": selectors.STATUSES,
         "page_sizes": selectors.PAGE_SIZES, "headers": headers,
-        "prev_url": page_url(result.page - 1) if result.page > 1 else None,
-        "next_url": page_url(result.page + 1) if result.page < result.pages else None,
+        "prev_url": (page_url(result.page - 1, before=result.first_cursor) if result.page > 2 else page_url(1))
+        if result.page > 1 else None,
+        "next_url": page_url(result.page + 1, after=result.last_cursor) if result.page < result.pages else None,
         "bulk_actions": [actions.WORKFLOW_ACTIONS[a] for a in actions.BULK_ACTIONS],
         "current_url": request.get_full_path(),
     })
@@ -426,9 +428,14 @@ def start(request):
 @view_required
 @require_GET
 def audit(request):
-    """``/audit/``: the latest operator actions (``?target=`` filters by target)."""
-    qs = AuditLog.objects.all()
+    """``/audit/``: operator actions newest first, 100 a page by keyset (``?before=``
+    marker of the older page; ``?target=`` filters by target)."""
     target = request.GET.get("target", "").strip()
-    if target:
-        qs = qs.filter(target=target)
-    return _render(request, "ui/audit.html", {"entries": qs[:300], "target": target})
+    page = selectors.audit_page(target=target, before=request.GET.get("before"))
+    older_url = None
+    if page["older"]:
+        params = request.GET.copy()
+        params["before"] = page["older"]
+        older_url = "?" + params.urlencode()
+    return _render(request, "ui/audit.html", {**page, "target": target, "older_url": older_url,
+                                               "newest_url": "?" + urlencode({"target": target}) if target else "?"})

@@ -8,6 +8,7 @@ answer, skipping DRF's content negotiation and request wrapping (measured in
 from __future__ import annotations
 
 import json
+import uuid
 from functools import wraps
 
 from django.conf import settings
@@ -21,7 +22,7 @@ from apps.api.params import qint, qstr
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput, NotFound, PayloadTooLarge
-from apps.engine import executor, queue, selectors
+from apps.engine import executor, queue, selectors, signals
 from apps.engine.blueprint import Blueprint
 from apps.engine.representation import task_json
 
@@ -104,11 +105,19 @@ class UpdateByRefApi(ConductorApi):
 
 def _update_by_ref(request, workflow_id: str, task_ref_name: str, status: str) -> str | None:
     """Apply the output-map body to the pending task with that reference; its id or None."""
-    output = require_json(request.data) or {}
+    return executor.task_update_by_ref(workflow_id=workflow_id, task_ref_name=task_ref_name, status=status,
+                                       output=_output_body(request), worker_id=qstr(request.query_params, "workerid"))
+
+
+def _output_body(request) -> dict:
+    """The task output a by-reference update or a signal carries (empty body: ``{}``).
+    Raises InvalidInput when the body is not a JSON object."""
+    output = require_json(request.data)
+    if output is None:
+        return {}
     if not isinstance(output, dict):
         raise InvalidInput("The request body must be the task output (a JSON object)")
-    return executor.task_update_by_ref(workflow_id=workflow_id, task_ref_name=task_ref_name, status=status,
-                                       output=output, worker_id=qstr(request.query_params, "workerid"))
+    return output
 
 
 class TaskApi(ConductorApi):
@@ -194,6 +203,39 @@ class UpdateByRefSyncApi(ConductorApi):
         if task_id is None:
             raise NotFound(f"Found no running task {task_ref_name} of workflow {workflow_id} to update")
         return Response(workflow_json(selectors.workflow_get(workflow_id=workflow_id)))
+
+
+class SignalApi(ConductorApi):
+    """``POST /tasks/{workflowId}/{status}/signal`` with the output map: give the
+    workflow's blocked task (first non-terminal WAIT, also inside running sub-workflows)
+    that status and output; empty 200 whether or not a task was blocked (Conductor's
+    fire-and-forget ``signalWorkflowTaskAsync``). 400 for a status that is not a
+    TaskResult status, 404 for an unknown workflow."""
+
+    def post(self, request, workflow_id, status):
+        signals.signal_task(workflow_id=workflow_id, status=status, output=_output_body(request))
+        return empty()
+
+
+class SignalSyncApi(ConductorApi):
+    """``POST /tasks/{workflowId}/{status}/signal/sync?returnStrategy&timeoutMillis``:
+    signal as above, then wait (``timeoutMillis``, default 5000 ms) until the workflow
+    ends or blocks again and answer the SignalResponse of ``returnStrategy`` (default
+    TARGET_WORKFLOW). 404 ``Found no blocked task in workflow %s to signal`` when nothing
+    was blocked. Source: TaskResource.signalWorkflowTaskSync."""
+
+    def post(self, request, workflow_id, status):
+        from apps.api.views.workflow import await_signal_response
+
+        q = request.query_params
+        strategy = signals.return_strategy(qstr(q, "returnStrategy"))
+        timeout_ms = qint(q, "timeoutMillis", 5000)
+        if timeout_ms is None or timeout_ms < 0:
+            raise InvalidInput("timeoutMillis must be a number of milliseconds >= 0")
+        if signals.signal_task(workflow_id=workflow_id, status=status, output=_output_body(request)) is None:
+            raise NotFound(f"Found no blocked task in workflow {workflow_id} to signal")
+        return Response(await_signal_response(workflow_id, task_refs=set(), strategy=strategy,
+                                              request_id=str(uuid.uuid4()), timeout_s=timeout_ms / 1000))
 
 
 class RequeuePendingApi(ConductorApi):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 from rest_framework.response import Response
 
@@ -13,7 +14,7 @@ from apps.api.parsers import require_json
 from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput
-from apps.engine import executor, notify, selectors
+from apps.engine import executor, notify, selectors, signals
 from apps.engine.representation import workflow_json
 
 
@@ -89,62 +90,52 @@ def _on_change(_workflow_id: str) -> None:
 
 notify.add_listener(_on_change)
 
-
-def _blocked(wf, wait_refs: set[str]) -> bool:
-    """Conductor's execute stops waiting at a WAIT without timer or a listed ref that ended."""
-    for t in wf.tasks:
-        if t.task_type in ("WAIT", "HUMAN") and t.status == "IN_PROGRESS" and \
-                not (t.input_data.get("duration") or t.input_data.get("until")):
-            return True
-        if wait_refs and t.reference_task_name in wait_refs and t.terminal:
-            return True
-    return False
+# How often a waiting request re-reads the execution when no change was signalled in this
+# process (changes made by the cluster or another server process), in seconds.
+SETTLE_POLL_SECONDS = 0.1
 
 
-def workflow_run_json(wf, request_id: str | None) -> dict:
-    """Conductor's ``WorkflowRun`` (a SignalResponse of type TARGET_WORKFLOW)."""
-    full = workflow_json(wf)
-    return {
-        "responseType": "TARGET_WORKFLOW",
-        "targetWorkflowId": wf.workflow_id,
-        "targetWorkflowStatus": wf.status,
-        "requestId": request_id,
-        "workflowId": wf.workflow_id,
-        "correlationId": wf.correlation_id,
-        "input": wf.input,
-        "output": wf.output,
-        "priority": wf.priority,
-        "variables": wf.variables or {},
-        "tasks": full["tasks"],
-        "createdBy": wf.created_by,
-        "createTime": wf.create_time,
-        "updateTime": wf.update_time,
-        "status": wf.status,
-    }
+def await_signal_response(workflow_id: str, *, task_refs: set[str], strategy: str, request_id: str,
+                          timeout_s: float) -> dict:
+    """WorkflowSignalResponder.awaitSignalResponse: re-read ``workflow_id`` until it has
+    ended or blocks (see ``signals.settled``), at most ``timeout_s`` seconds, then render
+    the SignalResponse of ``strategy``; ``signalTimeout`` is true when time ran out first.
+    Nothing is locked while waiting."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        wf = selectors.workflow_get(workflow_id=workflow_id)
+        blocking = signals.settled(wf, task_refs)
+        if blocking is not None:
+            return signals.signal_response(wf, blocking, strategy=strategy, request_id=request_id,
+                                           signal_timeout=False)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return signals.signal_response(wf, None, strategy=strategy, request_id=request_id,
+                                           signal_timeout=True)
+        with _changed:
+            _changed.wait(timeout=min(remaining, SETTLE_POLL_SECONDS))
 
 
 class ExecuteWorkflowApi(ConductorApi):
-    """``POST /workflow/execute/{name}/{version}``: start, then wait until the workflow is
-    terminal or blocked, or ``waitForSeconds`` (default 10) pass; answer a WorkflowRun."""
+    """``POST /workflow/execute/{name}/{version}?requestId&waitUntilTaskRef&waitForSeconds
+    &returnStrategy``: start, then wait until the workflow has ended or blocks (a WAIT
+    without timer, or an ended task named in the comma-separated ``waitUntilTaskRef``),
+    or ``waitForSeconds`` (default 10; 0 means 10) pass. Answers the SignalResponse of
+    ``returnStrategy`` (default TARGET_WORKFLOW: a WorkflowRun) with ``signalTimeout``
+    false when it ended or blocked, true when the time ran out. A missing ``requestId``
+    becomes a random UUID. Source: WorkflowResource.executeWorkflow."""
 
     def post(self, request, name, version):
         req = _start_request(request.data)
         check_start_request(req)
         q = request.query_params
+        strategy = signals.return_strategy(qstr(q, "returnStrategy"))
         wait_s = qint(q, "waitForSeconds", 10) or 10
         wait_refs = {r.strip() for r in (qstr(q, "waitUntilTaskRef") or "").split(",") if r.strip()}
+        request_id = qstr(q, "requestId") or str(uuid.uuid4())
         workflow_id = start_from_request(req, name=name, version=(version or None))
-        deadline = time.monotonic() + wait_s
-        while True:
-            wf = selectors.workflow_get(workflow_id=workflow_id)
-            if wf.terminal or _blocked(wf, wait_refs):
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            with _changed:
-                _changed.wait(timeout=min(remaining, 0.1))
-        return Response(workflow_run_json(wf, qstr(q, "requestId")))
+        return Response(await_signal_response(workflow_id, task_refs=wait_refs, strategy=strategy,
+                                              request_id=request_id, timeout_s=wait_s))
 
 
 class WorkflowApi(ConductorApi):

@@ -15,6 +15,17 @@ from __future__ import annotations
 from apps.engine.state import TaskState
 
 
+def async_complete(task: TaskState, workflow_task: dict | None = None) -> bool:
+    """Conductor's ``TaskModel.isAsyncComplete``: the task input's ``asyncComplete`` when
+    the input has that key (true or "true"), else the WorkflowTask's ``asyncComplete``
+    (default False). An async-complete system task stays IN_PROGRESS after its work until
+    something completes it through the task update API."""
+    if "asyncComplete" in task.input_data:
+        value = task.input_data["asyncComplete"]
+        return value is True or (isinstance(value, str) and value.lower() == "true")
+    return bool((workflow_task or {}).get("asyncComplete"))
+
+
 class TaskType:
     """Base task type. Class attributes:
 

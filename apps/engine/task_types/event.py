@@ -27,7 +27,7 @@ from __future__ import annotations
 from apps.engine import params
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
-from apps.engine.task_types.base import SystemTask, finish
+from apps.engine.task_types.base import SystemTask, async_complete, finish
 
 PUBLISH = "publish_event"
 INTERNAL_QUEUE_TYPE = "conductor"
@@ -61,11 +61,6 @@ def check_queue(name: str, task: TaskState) -> None:
     else:
         return
     raise SinkError(f"Error loading queue:{name}, for task:{task.task_id}, error: {error}")
-
-
-def _async_complete(task: TaskState) -> bool:
-    value = task.input_data.get("asyncComplete")
-    return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
 @register
@@ -120,7 +115,7 @@ class Event(SystemTask):
             return False
         event_handlers.event_message_insert(message_id=task.task_id, event=task.output_data["event_produced"],
                                             payload=task.output_data, now=now)
-        task.status = "IN_PROGRESS" if _async_complete(task) else "COMPLETED"
+        task.status = "IN_PROGRESS" if async_complete(task) else "COMPLETED"
         task.start_time = task.start_time or now
         task.update_time = now
         if task.status == "COMPLETED":

@@ -15,7 +15,7 @@ import httpx
 
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
-from apps.engine.task_types.base import TaskType
+from apps.engine.task_types.base import TaskType, async_complete
 
 DEFAULT_TIMEOUT_MS = 3000
 REDISPATCH_MS = 60_000
@@ -31,7 +31,7 @@ class Http(TaskType):
 
     def execute(self, d, task: TaskState) -> bool:
         # A job lost to a crash: hand the task to the cluster again.
-        if task.status in ("SCHEDULED", "IN_PROGRESS") and not d.workflow_task_of(task).get("asyncComplete") \
+        if task.status in ("SCHEDULED", "IN_PROGRESS") and not async_complete(task, d.workflow_task_of(task)) \
                 and d.now >= self._deadline(task):
             task.update_time = d.now
             d.act("run_system_task", task)
@@ -39,7 +39,7 @@ class Http(TaskType):
         return False
 
     def due_at(self, d, task: TaskState) -> int | None:
-        if d.workflow_task_of(task).get("asyncComplete") and task.status == "IN_PROGRESS":
+        if async_complete(task, d.workflow_task_of(task)) and task.status == "IN_PROGRESS":
             return None
         return self._deadline(task)
 
@@ -87,8 +87,8 @@ class Http(TaskType):
         output = {"response": {"body": parsed, "headers": {k: response.headers.get_list(k) for k in response.headers.keys()},
                                "statusCode": response.status_code, "reasonPhrase": response.reason_phrase}}
         if 200 <= response.status_code < 300:
-            asynchronous = bool((task.workflow_task or {}).get("asyncComplete"))
-            return {"status": "IN_PROGRESS" if asynchronous else "COMPLETED", "outputData": output}
+            return {"status": "IN_PROGRESS" if async_complete(task, task.workflow_task) else "COMPLETED",
+                    "outputData": output}
         detail = response.text if response.content else "No response from the remote service"
         return {"status": "FAILED", "outputData": output,
                 "reasonForIncompletion": f"HTTP {response.status_code} {response.reason_phrase}: {detail}"}

@@ -1,0 +1,69 @@
+"""AI and agent system tasks (Conductor OSS ``ai`` module): LLM_CHAT_COMPLETE,
+LLM_TEXT_COMPLETE, LLM_GENERATE_EMBEDDINGS, LLM_INDEX_TEXT, LLM_STORE_EMBEDDINGS,
+LLM_SEARCH_INDEX, LLM_SEARCH_EMBEDDINGS, LLM_GET_EMBEDDINGS, LIST_MCP_TOOLS and
+CALL_MCP_TOOL.
+
+Async system tasks: scheduling hands them to the django-q2 cluster, which calls the
+provider or MCP server with no workflow lock held (``apps.ai.tasks``) and records the
+result like a worker's update. A retry waits for its delay (``visible_at``: the sweeper
+decides then and dispatches it); a job lost to a crash is dispatched again once
+``TIMEOUT_SECONDS + 30 s`` pass without an update. Default retries: see
+``apps.metadata.validation.ai_task_def``.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+
+from apps.engine.state import TaskState
+from apps.engine.task_types import register
+from apps.engine.task_types.base import TaskType
+
+AI_TASK_TYPES = ("LLM_CHAT_COMPLETE", "LLM_TEXT_COMPLETE", "LLM_GENERATE_EMBEDDINGS", "LLM_INDEX_TEXT",
+                 "LLM_STORE_EMBEDDINGS", "LLM_SEARCH_INDEX", "LLM_SEARCH_EMBEDDINGS", "LLM_GET_EMBEDDINGS",
+                 "LIST_MCP_TOOLS", "CALL_MCP_TOOL")
+REDISPATCH_GRACE_MS = 30_000
+
+
+class AiTask(TaskType):
+    """One AI system task type; ``type_name`` selects the runner in ``apps.ai.tasks``."""
+
+    is_async = True
+
+    @staticmethod
+    def _dispatch(d, task: TaskState) -> None:
+        task.visible_at = 0
+        task.update_time = d.now
+        d.act("run_system_task", task)
+
+    def start(self, d, task: TaskState) -> None:
+        if task.visible_at and task.visible_at > d.now:
+            return  # a retry waiting for its delay: ``due_at`` brings the sweeper back
+        self._dispatch(d, task)
+
+    def execute(self, d, task: TaskState) -> bool:
+        if task.status not in ("SCHEDULED", "IN_PROGRESS"):
+            return False
+        if task.status == "SCHEDULED" and task.visible_at and d.now >= task.visible_at:
+            self._dispatch(d, task)
+            return True
+        if not task.visible_at and d.now >= self._deadline(task):
+            self._dispatch(d, task)  # the job was lost (cluster crash): hand it out again
+            return True
+        return False
+
+    def due_at(self, d, task: TaskState) -> int | None:
+        return task.visible_at if task.visible_at else self._deadline(task)
+
+    @staticmethod
+    def _deadline(task: TaskState) -> int:
+        budget_ms = int(settings.CONDUCTOR_AI.get("TIMEOUT_SECONDS") or 45) * 1000
+        return max(task.update_time, task.scheduled_time) + budget_ms + REDISPATCH_GRACE_MS
+
+    def run_async(self, task: TaskState) -> dict:
+        from apps.ai.tasks import run
+
+        return run(self.type_name, task.input_data)
+
+
+for _name in AI_TASK_TYPES:
+    register(type(_name.title().replace("_", ""), (AiTask,), {"type_name": _name, "__module__": __name__}))
