@@ -240,7 +240,7 @@ class Decider:
                     break
         except TerminateWorkflow as exc:
             self.end_workflow(exc.status, exc.reason, exc.task)
-        self._set_next_decide_at()
+        self.set_next_decide_at()
         return self.outcome
 
     def _decide_once(self) -> bool:
@@ -303,6 +303,24 @@ class Decider:
 
     # --- retries and timeouts -----------------------------------------------------------
 
+    def new_attempt(self, task: TaskState, workflow_task: dict, task_def: dict | None = None) -> TaskState:
+        """The next attempt of ``task`` (the one place a retry attempt is built): same type,
+        reference, iteration and TaskDef name, ``retryCount`` + 1, ``retriedTaskId`` and
+        ``firstScheduledTime`` carried over; ``task`` is marked ``retried``. Used by
+        ``retry`` (automatic retries) and by the operator's workflow retry."""
+        attempt = self.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
+                                reference_task_name=task.reference_task_name, task_def=task_def,
+                                store_workflow_task=bool(task.workflow_task))
+        if task.workflow_task:
+            attempt.workflow_task = task.workflow_task
+        attempt.iteration = task.iteration
+        attempt.task_def_name = task.task_def_name
+        attempt.retried_task_id = task.task_id
+        attempt.first_scheduled_time = task.first_scheduled_time or task.scheduled_time
+        task.retried = True
+        self.touch(task)
+        return attempt
+
     def retry(self, task: TaskState, task_def: dict | None, workflow_task: dict) -> TaskState | None:
         """A new attempt of a failed task, or None when the task is optional and out of
         retries. Raises TerminateWorkflow when the workflow must end.
@@ -327,23 +345,13 @@ class Decider:
                 f"(elapsed {(self.now - first) // 1000} seconds across all attempts). No further retries will be attempted.",
                 "TIMED_OUT" if task.status == "TIMED_OUT" else "FAILED", task)
         delay = retry_delay_ms(task_def, task.retry_count, self.rng)
-        retry = self.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
-                              reference_task_name=task.reference_task_name, task_def=task_def,
-                              store_workflow_task=bool(task.workflow_task))
-        if task.workflow_task:
-            retry.workflow_task = task.workflow_task
-        retry.iteration = task.iteration
-        retry.task_def_name = task.task_def_name
-        retry.retried_task_id = task.task_id
-        retry.first_scheduled_time = task.first_scheduled_time or task.scheduled_time
+        retry = self.new_attempt(task, workflow_task, task_def)
         retry.start_delay_seconds = delay // 1000
         retry.callback_after_seconds = delay // 1000
         retry.input_data = params.resolve_task_input(workflow_task.get("inputParameters") or {}, self.wf,
                                                      task_def=task_def, task_id=retry.task_id) \
             if workflow_task.get("inputParameters") is not None else dict(task.input_data)
         retry.visible_at = self.now + delay  # the queue hides it until then
-        task.retried = True
-        self.touch(task)
         return retry
 
     def _check_timeouts(self, task: TaskState, task_def: dict) -> bool:
@@ -508,7 +516,7 @@ class Decider:
 
     # --- timers ----------------------------------------------------------------------------
 
-    def _set_next_decide_at(self) -> None:
+    def set_next_decide_at(self) -> None:
         """When the sweeper must decide this execution next (epoch ms), or None.
 
         The earliest of: a retry/callback becoming visible is handled by polls (no decide

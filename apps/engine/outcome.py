@@ -5,6 +5,7 @@ the store and the executor; imports nothing but ``apps.engine.state``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apps.engine.state import TaskState
@@ -47,3 +48,25 @@ class DeciderOutcome:
     removed_task_ids: list[str] = field(default_factory=list)
     workflow_changed: bool = False
     actions: list[Action] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What an inline action may do outside the workflow being decided, handed to
+    ``TaskType.apply_inline`` by the executor (``apps.engine.executor.SERVICES``), so task
+    types import neither the executor nor the ORM.
+
+    * ``workflow_start(**kwargs) -> str``: ``executor.workflow_start`` (starting a child
+      workflow decides it inside the parent's transaction: the one recursion of the engine).
+    * ``workflow_terminate(*, workflow_id, reason)``: ``executor.workflow_terminate``.
+    * ``workflow_summary(workflow_id) -> dict | None``: ``{workflow_id, status, output,
+      reason_for_incompletion, workflow_name, workflow_version}`` of a stored execution.
+    * ``event_message_insert(*, message_id, event, payload, now) -> bool``: write a
+      message on the internal event queue in the current transaction
+      (``event_queue.event_message_insert``).
+    """
+
+    workflow_start: Callable[..., str]
+    workflow_terminate: Callable[..., None]
+    workflow_summary: Callable[[str], "dict | None"]
+    event_message_insert: Callable[..., bool]

@@ -16,8 +16,8 @@ from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
 from apps.engine import executor, notify, store
 from apps.engine.decider import Decider
-from apps.engine.outcome import DeciderOutcome
 from apps.engine.models import TaskExecution
+from apps.engine.outcome import DeciderOutcome
 from apps.engine.state import TERMINAL_WORKFLOW, TaskState, WorkflowState
 from apps.engine.task_types import get_type
 
@@ -60,16 +60,6 @@ def _reopen_parents(child: WorkflowState, now: int) -> None:
         child = parent
 
 
-def _decide_save(loaded: store.Loaded, now: int, decider: Decider | None = None,
-                 removed: list[str] | None = None) -> None:
-    wf = loaded.wf
-    outcome = executor._decide(wf, now, decider)
-    if removed:
-        outcome.removed_task_ids = list(removed) + outcome.removed_task_ids
-    store.save(loaded, outcome, workflow_changed=True)
-    executor._after_commit(wf, outcome)
-
-
 def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) -> None:
     """Run a terminal workflow again from the start with the same id and input; all its
     tasks are removed. ``use_latest_definitions`` swaps in the latest WorkflowDef version
@@ -80,7 +70,7 @@ def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) 
 
     def run() -> None:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = executor.locked(workflow_id)
             wf = loaded.wf
             if not wf.terminal:
                 raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to restart.")
@@ -99,9 +89,9 @@ def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) 
             wf.create_time = now
             wf.last_retried_time = 0
             wf.next_decide_at = None
-            _decide_save(loaded, now, removed=removed)
+            executor.decide_and_save(loaded, now, removed=removed, workflow_changed=True)
             _reopen_parents(wf, now)
-    executor._with_retries(run)
+    executor.with_retries(run)
 
 
 def _latest_by_ref(wf: WorkflowState) -> dict[str, TaskState]:
@@ -122,7 +112,7 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
     want to attempt entire workflow execution again.``"""
     def run() -> str | None:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = executor.locked(workflow_id)
             wf = loaded.wf
             if not wf.terminal:
                 raise NotFound(f"Workflow is still running.  status={wf.status}")
@@ -154,25 +144,15 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
                     task.update_time = now
                     decider.touch(task)
                     continue
-                workflow_task = decider.workflow_task_of(task)
-                retry = decider.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
-                                         reference_task_name=task.reference_task_name,
-                                         store_workflow_task=bool(task.workflow_task))
-                retry.iteration = task.iteration
-                retry.task_def_name = task.task_def_name
-                retry.retried_task_id = task.task_id
-                retry.first_scheduled_time = task.first_scheduled_time or task.scheduled_time
-                task.retried = True
-                decider.touch(task)
-                fresh.append(retry)
+                fresh.append(decider.new_attempt(task, decider.workflow_task_of(task)))
             decider.schedule(fresh)
             decider.touch_workflow()
             decider.run()
-            _decide_save(loaded, now, decider)
+            executor.decide_and_save(loaded, now, decider, workflow_changed=True)
             _reopen_parents(wf, now)
             return None
 
-    child_id = executor._with_retries(run)
+    child_id = executor.with_retries(run)
     if child_id:
         workflow_retry(workflow_id=child_id, resume_subworkflow_tasks=True)
 
@@ -197,7 +177,7 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
 
     def run() -> str:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = executor.locked(workflow_id)
             wf = loaded.wf
             if not wf.terminal:
                 raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to rerun.")
@@ -222,10 +202,10 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
                 decider = Decider(wf, now_ms=now, task_def_lookup=executor.task_def_lookup)
                 _reset_task(decider, target, task_input, now)
                 decider.run()
-            _decide_save(loaded, now, decider, removed=removed)
+            executor.decide_and_save(loaded, now, decider, removed=removed, workflow_changed=True)
             _reopen_parents(wf, now)
             return workflow_id
-    return executor._with_retries(run)
+    return executor.with_retries(run)
 
 
 def _is_descendant(candidate_id: str, ancestor_id: str) -> bool:
@@ -273,7 +253,7 @@ def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | 
     ``The task referenced %s has already been processed, cannot be skipped``."""
     def run() -> None:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = executor.locked(workflow_id)
             wf = loaded.wf
             if wf.status != "RUNNING":
                 raise IllegalState(f"The workflow {workflow_id} is not running so the task referenced by "
@@ -295,8 +275,8 @@ def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | 
             wf.tasks.append(skipped)
             decider.outcome.new_tasks.append(skipped)
             decider.run()
-            _decide_save(loaded, decider.now, decider)
-    executor._with_retries(run)
+            executor.decide_and_save(loaded, decider.now, decider, workflow_changed=True)
+    executor.with_retries(run)
 
 
 def workflow_reset_callbacks(*, workflow_id: str) -> None:
@@ -304,7 +284,7 @@ def workflow_reset_callbacks(*, workflow_id: str) -> None:
     Errors: NotFound; Conflict ``Workflow is in terminal state. Status = %s``."""
     def run() -> None:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = executor.locked(workflow_id)
             wf = loaded.wf
             if wf.status in TERMINAL_WORKFLOW:
                 raise Conflict(f"Workflow is in terminal state. Status = {wf.status}")
@@ -316,5 +296,5 @@ def workflow_reset_callbacks(*, workflow_id: str) -> None:
                     task.visible_at = now
                     outcome.updated_tasks[task.task_id] = task
             store.save(loaded, outcome, workflow_changed=False)
-            executor._after_commit(wf, outcome)
-    executor._with_retries(run)
+            executor.after_commit(wf, outcome)
+    executor.with_retries(run)

@@ -122,16 +122,26 @@ def _workflow_params(wf: WorkflowState, fields: tuple[str, ...]) -> list:
 
 # --- reads -------------------------------------------------------------------------------------
 
+def _summaries(cursor, ids: list[str]) -> dict[str, dict]:
+    """``{workflow_id: summary}`` of these executions (see ``workflow_summary``)."""
+    cursor.execute(_s()["children"] + "(" + ", ".join(["%s"] * len(ids)) + ")", ids)
+    return {workflow_id: {"workflow_id": workflow_id, "status": status, "output": _load_json(output),
+                          "reason_for_incompletion": reason, "workflow_name": name, "workflow_version": version}
+            for workflow_id, status, output, reason, name, version in cursor.fetchall()}
+
+
 def _attach_sub_workflows(wf: WorkflowState, cursor) -> None:
     ids = [t.sub_workflow_id for t in wf.tasks
            if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and not t.terminal]
-    if not ids:
-        return
-    cursor.execute(_s()["children"] + "(" + ", ".join(["%s"] * len(ids)) + ")", ids)
-    for workflow_id, status, output, reason, name, version in cursor.fetchall():
-        wf.sub_workflows[workflow_id] = {"workflow_id": workflow_id, "status": status, "output": _load_json(output),
-                                         "reason_for_incompletion": reason, "workflow_name": name,
-                                         "workflow_version": version}
+    if ids:
+        wf.sub_workflows.update(_summaries(cursor, ids))
+
+
+def workflow_summary(workflow_id: str) -> dict | None:
+    """``{workflow_id, status, output, reason_for_incompletion, workflow_name,
+    workflow_version}`` of one execution (what a parent sees of its child), or None."""
+    with connection.cursor() as cursor:
+        return _summaries(cursor, [workflow_id]).get(workflow_id)
 
 
 def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> WorkflowState | None:

@@ -11,7 +11,8 @@ import pytest
 from django.db import connection
 
 from apps.engine import event_handlers
-from apps.engine.event_handlers import event_execution_list, event_message_publish, process_event_message_job
+from apps.engine.event_handlers import event_execution_list, process_event_message_job
+from apps.engine.event_queue import event_message_publish
 from apps.engine.models import EventExecution, EventMessage
 from tests.events.conftest import drain, pending_message_ids
 from tests.events.test_event_task import event_task, tasks_by_ref

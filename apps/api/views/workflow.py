@@ -14,7 +14,7 @@ from apps.api.parsers import require_json
 from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput
-from apps.engine import executor, notify, selectors, signals
+from apps.engine import executor, notify, recovery, selectors, signals
 from apps.engine.representation import workflow_json
 
 
@@ -249,7 +249,7 @@ class RestartWorkflowApi(ConductorApi):
     """``POST /workflow/{id}/restart?useLatestDefinitions`` -> 204."""
 
     def post(self, request, workflow_id):
-        executor.workflow_restart(workflow_id=workflow_id,
+        recovery.workflow_restart(workflow_id=workflow_id,
                                   use_latest_definitions=qbool(request.query_params, "useLatestDefinitions", False))
         return empty(204)
 
@@ -258,7 +258,7 @@ class RetryWorkflowApi(ConductorApi):
     """``POST /workflow/{id}/retry?resumeSubworkflowTasks`` -> 204."""
 
     def post(self, request, workflow_id):
-        executor.workflow_retry(workflow_id=workflow_id,
+        recovery.workflow_retry(workflow_id=workflow_id,
                                 resume_subworkflow_tasks=qbool(request.query_params, "resumeSubworkflowTasks", False))
         return empty(204)
 
@@ -270,7 +270,7 @@ class RerunWorkflowApi(ConductorApi):
         req = require_json(request.data) or {}
         if not isinstance(req, dict):
             raise InvalidInput("RerunWorkflowRequest must be a JSON object")
-        return text(executor.workflow_rerun(
+        return text(recovery.workflow_rerun(
             workflow_id=workflow_id, rerun_from_task_id=req.get("reRunFromTaskId") or None,
             task_input=req.get("taskInput"), workflow_input=req.get("workflowInput"),
             correlation_id=req.get("correlationId")))
@@ -312,7 +312,7 @@ class SkipTaskApi(ConductorApi):
 
     def put(self, request, workflow_id, task_ref_name):
         req = _skip_request(request)
-        executor.task_skip(workflow_id=workflow_id, task_reference_name=task_ref_name,
+        recovery.task_skip(workflow_id=workflow_id, task_reference_name=task_ref_name,
                            task_input=req.get("taskInput") if isinstance(req.get("taskInput"), dict) else None,
                            task_output=req.get("taskOutput") if isinstance(req.get("taskOutput"), dict) else None)
         return empty()
@@ -322,7 +322,7 @@ class ResetCallbacksApi(ConductorApi):
     """``POST /workflow/{id}/resetcallbacks`` -> 204."""
 
     def post(self, request, workflow_id):
-        executor.workflow_reset_callbacks(workflow_id=workflow_id)
+        recovery.workflow_reset_callbacks(workflow_id=workflow_id)
         return empty(204)
 
 
@@ -356,12 +356,10 @@ class WorkflowVariablesApi(ConductorApi):
     variables and decide; answers the Workflow."""
 
     def post(self, request, workflow_id):
-        from apps.engine.event_handlers import workflow_variables_update
-
         variables = require_json(request.data)
         if not isinstance(variables, dict):
             raise InvalidInput("The request body must be a JSON object of variables")
-        workflow_variables_update(workflow_id=workflow_id, variables=variables)
+        executor.workflow_variables_update(workflow_id=workflow_id, variables=variables)
         return Response(workflow_json(selectors.workflow_get(workflow_id=workflow_id)))
 
 

@@ -69,8 +69,10 @@ class TaskType:
 
     # --- hooks for the executor (outside the pure decide) ---------------------------------
 
-    def apply_inline(self, wf, outcome, action, now: int) -> None:
-        """Perform an inline action this type asked for (inside the transaction)."""
+    def apply_inline(self, wf, outcome, action, now: int, services) -> bool:
+        """Perform an inline action this type asked for, inside the deciding transaction;
+        True when the task changed. ``services`` (``apps.engine.outcome.Services``) is how
+        it reaches other workflows and the event queue; ``now`` is epoch ms."""
         raise NotImplementedError(f"{self.type_name} asked for action {action.kind}")
 
     def run_async(self, task: TaskState) -> dict:

@@ -18,9 +18,7 @@ class StartWorkflow(TaskType):
     def start(self, d, task: TaskState) -> None:
         d.act("start_workflow", task)
 
-    def apply_inline(self, wf, outcome, action, now: int) -> bool:
-        from apps.engine import executor
-
+    def apply_inline(self, wf, outcome, action, now: int, services) -> bool:
         task = action.task
         if task.status != "SCHEDULED":
             return False
@@ -32,7 +30,7 @@ class StartWorkflow(TaskType):
             task.reason_for_incompletion = "Missing 'startWorkflow' in input data."
             return True
         try:
-            started = executor.workflow_start(
+            started = services.workflow_start(
                 name=request.get("name"), version=request.get("version"), input=request.get("input") or {},
                 correlation_id=request.get("correlationId") or wf.correlation_id,
                 priority=request.get("priority"), task_to_domain=request.get("taskToDomain") or wf.task_to_domain,

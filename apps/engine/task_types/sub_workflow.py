@@ -20,6 +20,7 @@ import logging
 from apps.core.errors import ConductorError
 from apps.core.ids import sub_workflow_id
 from apps.engine import params
+from apps.engine.blueprint import Blueprint
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
@@ -82,14 +83,11 @@ class SubWorkflow(TaskType):
 
     # --- executor side (inside the parent's transaction) ------------------------------------
 
-    def apply_inline(self, wf, outcome, action, now: int) -> bool:
-        from apps.engine import executor
-        from apps.engine.models import WorkflowExecution
-
+    def apply_inline(self, wf, outcome, action, now: int, services) -> bool:
         task = action.task
         if action.kind == "terminate_sub_workflow":
             try:
-                executor.workflow_terminate(workflow_id=task.sub_workflow_id,
+                services.workflow_terminate(workflow_id=task.sub_workflow_id,
                                             reason=action.data.get("reason") or "Parent workflow has been terminated")
             except ConductorError as exc:
                 log.info("terminating child %s: %s", task.sub_workflow_id, exc)
@@ -102,7 +100,7 @@ class SubWorkflow(TaskType):
         if isinstance(inline, str):
             inline = params.resolve_value(inline, params.Document(wf))
         child_id = sub_workflow_id(wf.workflow_id, task.task_id, task.retry_count)
-        if not WorkflowExecution.objects.filter(pk=child_id).exists():
+        if services.workflow_summary(child_id) is None:
             priority = param.get("priority")
             if isinstance(priority, str):
                 priority = params.resolve_value(priority, params.Document(wf))
@@ -115,7 +113,7 @@ class SubWorkflow(TaskType):
                 return True
             token = _nesting.set(depth + 1)
             try:
-                executor.workflow_start(
+                services.workflow_start(
                     name=param.get("name") or (inline or {}).get("name"),
                     version=param.get("version") if not inline else None,
                     input=dict(task.input_data),
@@ -138,14 +136,11 @@ class SubWorkflow(TaskType):
         task.sub_workflow_id = child_id
         task.output_data = {**(task.output_data or {}), "subWorkflowId": child_id}
         _started(task, now)
-        child = WorkflowExecution.objects.filter(pk=child_id).values(
-            "workflow_id", "status", "output", "reason_for_incompletion", "workflow_name", "workflow_version").first()
+        child = services.workflow_summary(child_id)
         if child:
             wf.sub_workflows[child_id] = child
         return True
 
     @staticmethod
     def _workflow_task(wf, task):
-        from apps.engine.blueprint import Blueprint
-
         return Blueprint(wf.definition).get(params.definition_ref(task)) or {}
