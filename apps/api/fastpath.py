@@ -20,6 +20,7 @@ import time
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import close_old_connections
 
 from apps.api.exceptions import logged_body_for_exception
@@ -30,11 +31,7 @@ from apps.core.errors import InvalidInput, PayloadTooLarge
 from apps.engine import executor, notify, queue
 from apps.engine.representation import task_json
 
-MAX_LONG_POLL_MS = 5000
 MAX_INT = 2**31 - 1  # count and timeout are Java ints
-# A waiting poll is woken at once by a commit in this process; tasks queued by other
-# processes (the cluster, other servers) are noticed by this re-check.
-LONG_POLL_RECHECK_S = 0.05
 _ABSENT = ("", "none", "null", "undefined")
 
 _BATCH = re.compile(r"^/api/tasks/poll/batch/([^/]+)$")
@@ -86,7 +83,7 @@ def poll_params(query: dict, single: bool) -> tuple[str | None, str | None, int,
     """``(workerid, domain, count, timeout ms)`` of a poll; InvalidInput past 5000 ms."""
     count = 1 if single else max(1, _qint(query, "count", 1))
     timeout_ms = 100 if single else max(0, _qint(query, "timeout", 100))
-    if timeout_ms > MAX_LONG_POLL_MS:
+    if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
         raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
     return _q(query, "workerid"), _q(query, "domain"), count, timeout_ms
 
@@ -197,7 +194,7 @@ async def _long_poll(task_type: str, query: dict, single: bool) -> tuple[int, st
         if tasks or time.monotonic() >= deadline:
             break
         await _wait_for_tasks(queue.queue_name_for(task_type, domain),
-                              min(LONG_POLL_RECHECK_S, max(deadline - time.monotonic(), 0)))
+                              min(settings.CONDUCTOR["LONG_POLL_RECHECK_MS"] / 1000, max(deadline - time.monotonic(), 0)))
     if single:
         return (200, JSON, _dumps(tasks[0])) if tasks else (204, TEXT, b"")
     return 200, JSON, _dumps(tasks)

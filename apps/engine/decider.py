@@ -22,13 +22,13 @@ from apps.engine import params
 from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
-from apps.engine.state import BUILT_IN_TYPES, RETRIABLE_TASK, TaskState, WorkflowState
+from apps.engine.state import BUILT_IN_TYPES, TaskState, WorkflowState
+from apps.engine.status import RETRIABLE_TASK
 from apps.engine.task_types import get_type
 
 # Rounds of the decide loop before giving up for this call (a sync system task loop that
 # never settles); the sweeper decides again later.
 MAX_ROUNDS = 1000
-DEFAULT_REPAIR_MS = 30_000
 
 
 TaskDefLookup = Callable[[str], "dict | None"]

@@ -34,7 +34,7 @@ Differences from Conductor, on purpose: handlers are matched when a message is p
 active handler wait in its queue), so a message with no matching handler is simply
 marked processed; a condition that cannot be evaluated records a FAILED execution instead
 of leaving the message to be redelivered forever; transient failures (database busy,
-``Transient``) are retried by a later sweep up to ``MAX_ATTEMPTS`` claims, then recorded
+``Transient``) are retried by a later sweep up to ``CONDUCTOR["EVENT_MESSAGE_MAX_ATTEMPTS"]`` claims, then recorded
 FAILED.
 Times are epoch ms from ``apps.core.clock``.
 """
@@ -45,6 +45,7 @@ import json
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import F
 
@@ -56,14 +57,6 @@ from apps.engine.models import EventExecution, EventMessage, TaskExecution
 
 log = logging.getLogger(__name__)
 
-# A claim holds a message this long (ms); a worker that dies mid-way delays it by this.
-LEASE_MS = 60_000
-# Claims of one message before transient failures are recorded as FAILED.
-MAX_ATTEMPTS = 5
-# Delay before a message that failed transiently is claimable again (ms, times attempts).
-RETRY_DELAY_MS = 2_000
-# The sweep leaves messages younger than this (ms) to the job enqueued for them.
-SWEEP_GRACE_MS = 5_000
 
 class RetryLater(Exception):
     """A transient failure: leave the message for a later attempt."""
@@ -74,23 +67,23 @@ class RetryLater(Exception):
 def process_event_message_job(message_id: str) -> bool:
     """Process one message (the django-q2 job; also called by the sweep). Returns True
     if this call processed it, False if it was already processed, is claimed by another
-    worker, or failed transiently (it is then retried after ``RETRY_DELAY_MS`` x attempts,
+    worker, or failed transiently (it is then retried after ``CONDUCTOR["EVENT_MESSAGE_RETRY_DELAY_MS"]`` x attempts,
     by the sweep). Never raises for handler or action errors: they are recorded as
     ``EventExecution`` rows."""
     now = now_ms()
     claimed = EventMessage.objects.filter(pk=message_id, processed_time__isnull=True, lease_until__lt=now).update(
-        lease_until=now + LEASE_MS, attempts=F("attempts") + 1)
+        lease_until=now + settings.CONDUCTOR["EVENT_MESSAGE_LEASE_MS"], attempts=F("attempts") + 1)
     if claimed != 1:
         return False
     message = EventMessage.objects.get(pk=message_id)
-    final = message.attempts >= MAX_ATTEMPTS
+    final = message.attempts >= settings.CONDUCTOR["EVENT_MESSAGE_MAX_ATTEMPTS"]
     try:
         _process(message, final)
     except RetryLater as exc:
         log.warning("event message %s (%s): transient failure, attempt %d: %s",
                     message_id, message.event, message.attempts, exc.__cause__ or exc)
         EventMessage.objects.filter(pk=message_id, processed_time__isnull=True).update(
-            lease_until=now_ms() + RETRY_DELAY_MS * message.attempts)
+            lease_until=now_ms() + settings.CONDUCTOR["EVENT_MESSAGE_RETRY_DELAY_MS"] * message.attempts)
         return False
     EventMessage.objects.filter(pk=message_id, processed_time__isnull=True).update(
         processed_time=now_ms(), lease_until=0)
@@ -98,12 +91,12 @@ def process_event_message_job(message_id: str) -> bool:
 
 
 def event_messages_sweep(now: int | None = None, limit: int = 50) -> int:
-    """Process pending messages older than ``SWEEP_GRACE_MS`` whose lease has expired
+    """Process pending messages older than ``CONDUCTOR["EVENT_SWEEP_GRACE_MS"]`` whose lease has expired
     (their job was lost, or they failed transiently), oldest first, at most ``limit``.
     Returns how many were processed. Safe to run on several machines at once (each
     message is claimed by compare-and-set). Meant for the sweeper loop."""
     now = now if now is not None else now_ms()
-    ids = list(EventMessage.objects.filter(processed_time__isnull=True, created_time__lte=now - SWEEP_GRACE_MS,
+    ids = list(EventMessage.objects.filter(processed_time__isnull=True, created_time__lte=now - settings.CONDUCTOR["EVENT_SWEEP_GRACE_MS"],
                                            lease_until__lt=now)
                .order_by("created_time").values_list("message_id", flat=True)[:limit])
     processed = 0

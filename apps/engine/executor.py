@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
 
 from apps.core.clock import now_ms
@@ -30,7 +31,8 @@ from apps.engine import effects, event_queue, notify, store
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
-from apps.engine.state import TERMINAL_TASK, TaskState, WorkflowState
+from apps.engine.state import TaskState, WorkflowState
+from apps.engine.status import TASK_RESULT_STATUSES, TERMINAL_TASK, TERMINAL_WORKFLOW
 from apps.engine.task_types import get_type, set_variable
 from apps.metadata.models import TaskDef
 from apps.metadata.services import workflow_def_row, workflow_def_validate
@@ -40,7 +42,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-TASK_RESULT_STATUSES = ("IN_PROGRESS", "FAILED", "FAILED_WITH_TERMINAL_ERROR", "COMPLETED", "CANCELED")
 MAX_LOGS_PER_UPDATE = 10
 
 
@@ -61,16 +62,15 @@ def with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
     raise AssertionError("unreachable")
 
 
-ACTIVE_WORKER_WINDOW_MS = 10_000
-
 
 def active_domain(task_def_name: str, domains: list[str]) -> str | None:
-    """For a ``taskToDomain`` list: the first domain whose queue a worker polled in the last
-    10 s (Conductor's activeWorkerLastPollTimeout), else None (the caller takes the last)."""
+    """For a ``taskToDomain`` list: the first domain whose queue a worker polled within
+    ``CONDUCTOR["ACTIVE_WORKER_WINDOW_MS"]`` (Conductor's activeWorkerLastPollTimeout),
+    else None (the caller takes the last)."""
     from apps.engine.models import PollData
 
     recent = set(PollData.objects.filter(queue_name=task_def_name, domain__in=domains,
-                                         last_poll_time__gte=now_ms() - ACTIVE_WORKER_WINDOW_MS)
+                                         last_poll_time__gte=now_ms() - settings.CONDUCTOR["ACTIVE_WORKER_WINDOW_MS"])
                  .values_list("domain", flat=True))
     return next((d for d in domains if d in recent), None)
 
@@ -410,8 +410,6 @@ MAX_REASON_CHARS = 500
 
 
 def _output_limit_bytes() -> int:
-    from django.conf import settings
-
     return int(settings.CONDUCTOR.get("MAX_TASK_OUTPUT_PAYLOAD_KB", 10240)) * 1024
 
 
@@ -551,7 +549,7 @@ def workflow_remove(*, workflow_id: str, archive: bool = True) -> None:
         row = WorkflowExecution.objects.filter(pk=workflow_id).values("status").first()
         if row is None:
             raise NotFound(f"No such workflow found by id: {workflow_id}")
-        if archive and row["status"] not in ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"):
+        if archive and row["status"] not in TERMINAL_WORKFLOW:
             raise InvalidInput(f"Cannot archive workflow: {workflow_id} with status: {row['status']}")
         task_ids = list(TaskExecution.objects.filter(workflow_id=workflow_id).values_list("task_id", flat=True))
         TaskExecLog.objects.filter(task_id__in=task_ids).delete()

@@ -68,14 +68,12 @@ def _holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-LEASE_MS = 5_000
-
 
 def sweep_loop_job(loop_seconds: float | None = None) -> int:
     """Sweep for up to ``loop_seconds`` (default SWEEPER_LOOP_SECONDS), ticking every
     SWEEPER_TICK_MS, then enqueue the next loop. Returns the number of decides.
 
-    One loop holds the sweeper lease at a time: a short lease (``LEASE_MS``) renewed on
+    One loop holds the sweeper lease at a time: a short lease (``CONDUCTOR["SWEEPER_LOOP_LEASE_MS"]``) renewed on
     every tick, so the loop of a killed cluster is replaced within seconds. A loop that
     finds the lease held waits for it (up to ``loop_seconds``) and gives up if the holder
     stays alive; a loop that loses its lease stops without a successor."""
@@ -86,7 +84,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
     tick = conf["SWEEPER_TICK_MS"] / 1000
     holder = _holder()
     give_up = time.monotonic() + loop_seconds
-    while not SweeperLease.acquire("sweeper", holder, LEASE_MS):
+    while not SweeperLease.acquire("sweeper", holder, conf["SWEEPER_LOOP_LEASE_MS"]):
         if time.monotonic() >= give_up:
             return 0  # another live loop keeps the chain going
         time.sleep(tick)
@@ -98,7 +96,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
             decided += n
             if n == 0:
                 time.sleep(tick)
-            if not SweeperLease.acquire("sweeper", holder, LEASE_MS):
+            if not SweeperLease.acquire("sweeper", holder, conf["SWEEPER_LOOP_LEASE_MS"]):
                 return decided  # lost the lease (we stalled): the new holder carries on
     except BaseException:
         SweeperLease.release("sweeper", holder)

@@ -18,11 +18,11 @@ from apps.engine import executor, notify, store
 from apps.engine.decider import Decider
 from apps.engine.models import TaskExecution
 from apps.engine.outcome import DeciderOutcome
-from apps.engine.state import TERMINAL_WORKFLOW, TaskState, WorkflowState
+from apps.engine.state import TaskState, WorkflowState
+from apps.engine.status import RETRY_FROM_STATUSES, TERMINAL_WORKFLOW
 from apps.engine.task_types import get_type
 
 RESET_IN_PLACE = ("JOIN", "DO_WHILE", "FORK", "EXCLUSIVE_JOIN")
-RETRIABLE_STATUSES = ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED")
 
 
 def _reopen(wf: WorkflowState, now: int) -> None:
@@ -119,7 +119,7 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
             if not wf.tasks:
                 raise Conflict("Workflow has not started yet")
             latest = _latest_by_ref(wf)
-            failed = [t for t in latest.values() if t.status in RETRIABLE_STATUSES]
+            failed = [t for t in latest.values() if t.status in RETRY_FROM_STATUSES]
             if resume_subworkflow_tasks:
                 for t in failed:
                     if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and \

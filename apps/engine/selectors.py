@@ -7,8 +7,8 @@ from apps.core.errors import NotFound
 from apps.engine import store
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
+from apps.engine.status import TERMINAL_WORKFLOW
 
-TERMINAL = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
 
 
 def workflow_get(*, workflow_id: str, include_tasks: bool = True) -> WorkflowState:
@@ -34,7 +34,7 @@ def workflows_by_correlation_id(*, name: str, correlation_id: str, include_close
     ``include_closed``), newest first."""
     qs = WorkflowExecution.objects.filter(workflow_name=name, correlation_id=correlation_id)
     if not include_closed:
-        qs = qs.exclude(status__in=TERMINAL)
+        qs = qs.exclude(status__in=TERMINAL_WORKFLOW)
     return _with_tasks(list(qs.order_by("-create_time", "-workflow_id").values(*WORKFLOW_FIELDS)), include_tasks)
 
 

@@ -24,6 +24,7 @@ from apps.engine import params
 from apps.engine.decider import decide
 from apps.engine.representation import workflow_json
 from apps.engine.state import WorkflowState
+from apps.engine.status import ACTIVE_WORKFLOW
 from apps.engine.task_types import get_type
 from apps.engine.task_types.ai import AI_TASK_TYPES
 
@@ -112,7 +113,7 @@ def workflow_test(req: dict) -> dict:
                 child = workflow_test(child_req)
                 task.sub_workflow_id = child["workflowId"]
                 status = child["status"]
-                if status in ("RUNNING", "PAUSED"):
+                if status in ACTIVE_WORKFLOW:
                     continue
                 task.status = {"TERMINATED": "CANCELED"}.get(status, status)
                 task.output_data = {**child.get("output", {}), "subWorkflowId": child["workflowId"]}

@@ -28,7 +28,8 @@ from django.db.models import Count, Max, Q
 
 from apps.engine import store
 from apps.engine.models import TaskExecution, WorkflowExecution
-from apps.engine.state import TERMINAL_TASK, WorkflowState
+from apps.engine.state import WorkflowState
+from apps.engine.status import TERMINAL_TASK
 from apps.ui import graph as graph_mod
 from apps.ui.actions import allowed_actions
 

@@ -26,8 +26,6 @@ from apps.engine import executor, queue, selectors, signals
 from apps.engine.blueprint import Blueprint
 from apps.engine.representation import task_json
 
-MAX_LONG_POLL_MS = 5000
-
 
 def _json(data, status: int = 200) -> HttpResponse:
     return HttpResponse(json.dumps(data, separators=(",", ":")), content_type="application/json", status=status)
@@ -52,7 +50,7 @@ def hot_path(methods: tuple[str, ...]):
 
 def _poll(request, task_type: str, count: int, timeout_ms: int):
     q = request.GET
-    if timeout_ms > MAX_LONG_POLL_MS:
+    if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
         raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
     return queue.task_poll(task_type=task_type, worker_id=qstr(q, "workerid"), domain=qstr(q, "domain"),
                            count=count, timeout_ms=timeout_ms)

@@ -22,6 +22,7 @@ from apps.core.ids import sub_workflow_id
 from apps.engine import params
 from apps.engine.blueprint import Blueprint
 from apps.engine.state import TaskState
+from apps.engine.status import ACTIVE_WORKFLOW
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
@@ -58,7 +59,7 @@ class SubWorkflow(TaskType):
         if child is None:
             return False
         status = child["status"]
-        if status in ("RUNNING", "PAUSED"):
+        if status in ACTIVE_WORKFLOW:
             if task.status != "IN_PROGRESS":
                 task.status = "IN_PROGRESS"
                 return True
