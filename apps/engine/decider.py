@@ -9,7 +9,7 @@ is an argument), no HTTP, no django-q2 in here: side effects the executor must p
 ``actions``.
 
 Source: Conductor ``DeciderService.decide`` / ``WorkflowExecutorOps.decide`` (the loop
-that re-decides while synchronous system tasks change state), conductor-reference §4 and §6.
+that re-decides while synchronous system tasks change state), docs/conductor-notes.md §4 and §6.
 """
 from __future__ import annotations
 

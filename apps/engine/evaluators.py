@@ -7,7 +7,7 @@ fresh context per evaluation with a CPU time limit and a memory limit, no host a
 integers. ``value-param`` reads one input key. Errors raise ``EvaluationError`` with the
 engine's message (first line of the JS error).
 Source: Conductor's ScriptEvaluator / JavascriptEvaluator / ValueParamEvaluator
-(conductor-reference §5: INLINE, SWITCH, DO_WHILE).
+(docs/conductor-notes.md §5: INLINE, SWITCH, DO_WHILE).
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def system_task_job(task_id: str) -> None:
     row = TaskExecution.objects.filter(pk=task_id).values(*store.TASK_FIELDS).first()
     if row is None or row["status"] not in ("SCHEDULED", "IN_PROGRESS"):
         return
-    task = store.TaskState(**row)
+    task = store.task_from_values(row)
     if not task.workflow_task:
         task.workflow_task = _workflow_task_of(task)
     ttype = get_type(task.task_type)

@@ -2,7 +2,7 @@
 
 Pure: input is a WorkflowState (and the task being scheduled); no ORM or clock.
 
-Rules mirrored (conductor-reference §4.1):
+Rules mirrored (docs/conductor-notes.md §4.1):
 * The document has ``workflow`` (input, output, status, workflowId, variables, ...) and one
   entry per task reference (input, output, status, taskId, ...). Retries: the last attempt
   wins. Loop tasks are keyed by their reference without the ``__N`` suffix (latest wins).

@@ -2,7 +2,7 @@
 
 Each is one transaction like every engine service: lock the workflow row, change the
 state, run the decider, save; a parent whose child is revived is re-opened in the same
-transaction. Errors and their statuses are Conductor's (conductor-reference §4.6-4.7):
+transaction. Errors and their statuses are Conductor's (docs/conductor-notes.md §4.6-4.7):
 restart/rerun of a running workflow -> 409, retry of a running one -> 404, skip errors ->
 409 (Conductor: 500, an IllegalStateException), reset callbacks of a terminal one -> 409.
 Source: WorkflowExecutorOps.restart / retry / rerun / skipTaskFromWorkflow /

@@ -1,7 +1,7 @@
 """Retry delay and timeout rules for task executions. Pure.
 
 Source: Conductor ``DeciderService.retry``, ``checkTaskTimeout``, ``checkTaskPollTimeout``,
-``isResponseTimedOut`` and ``checkWorkflowTimeout`` (conductor-reference §4.2-4.3).
+``isResponseTimedOut`` and ``checkWorkflowTimeout`` (docs/conductor-notes.md §4.2-4.3).
 """
 from __future__ import annotations
 

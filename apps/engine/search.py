@@ -46,6 +46,7 @@ from django.db.models import F, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from apps.core.errors import InvalidInput, validation_failed
+from apps.engine import store
 from apps.engine.models import TaskExecution, WorkflowExecution
 from apps.engine.representation import iso_time
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
@@ -561,7 +562,7 @@ def workflow_search(*, query: str | None = None, free_text: str | None = "*", so
     if not with_definition:
         for r in rows:
             r["definition"] = {}
-    return total, [WorkflowState(**r) for r in rows]
+    return total, [store.workflow_from_values(r) for r in rows]
 
 
 class TaskHit(NamedTuple):
@@ -605,7 +606,7 @@ def task_search(*, query: str | None = None, free_text: str | None = "*", sort: 
     hits = []
     for r in rows:
         cid = r.pop("workflow__correlation_id")
-        hits.append(TaskHit(TaskState(**r), cid))
+        hits.append(TaskHit(store.task_from_values(r), cid))
     return total, hits
 
 
@@ -626,7 +627,7 @@ def workflow_search_by_tasks(*, query: str | None = None, free_text: str | None 
     if not with_definition:
         for r in rows:
             r["definition"] = {}
-    return total, [WorkflowState(**r) for r in rows]
+    return total, [store.workflow_from_values(r) for r in rows]
 
 
 # --- TaskSummary ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ reference; a list serves successive retries and iterations) and
 ``subWorkflowTestRequest: {subWorkflowRef: WorkflowTestRequest}`` to simulate a child.
 Timers (WAIT durations, retry delays) advance a simulated clock. The answer is the
 Workflow JSON as ``GET /api/workflow/{id}`` would show it.
-Source: Conductor's WorkflowTestRequest / TaskMock (conductor-reference §2.6).
+Source: Conductor's WorkflowTestRequest / TaskMock (docs/conductor-notes.md §2.6).
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Loading and saving execution state (the only engine module that maps rows <-> state).
+"""Loading and saving execution state: every row <-> state conversion of the engine.
 
-The decide cycle runs on every task update, so this module speaks SQL directly: a fixed
-set of statements built once per database vendor, JSON columns encoded and decoded here
-(one statement each to lock the workflow, read its tasks, insert new tasks, update
+Reads elsewhere (selectors, search, jobs) fetch ORM ``values()`` dicts and turn them
+into state with ``task_from_values`` / ``workflow_from_values``. The decide cycle runs on
+every task update, so this module speaks SQL directly: a fixed set of statements built
+once per database vendor, JSON columns encoded and decoded here (one statement each to lock the workflow, read its tasks, insert new tasks, update
 changed tasks and update the workflow row). The ORM models in ``apps.engine.models``
 define the schema; the column lists come from ``apps.engine.state`` whose field names
 are the column names.
@@ -110,6 +111,16 @@ def task_from_row(row: tuple) -> TaskState:
     for f in TASK_BOOL:
         values[f] = bool(values[f])
     return TaskState(**values)
+
+
+def task_from_values(values: dict) -> TaskState:
+    """A TaskState from an ORM ``.values(*TASK_FIELDS)`` dict (the ORM decoded the JSON)."""
+    return TaskState(**values)
+
+
+def workflow_from_values(values: dict) -> WorkflowState:
+    """A WorkflowState (without tasks) from an ORM ``.values(*WORKFLOW_FIELDS)`` dict."""
+    return WorkflowState(**values)
 
 
 def _task_params(task: TaskState, fields: tuple[str, ...]) -> list:

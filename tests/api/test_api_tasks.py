@@ -1,5 +1,5 @@
 """/api/tasks: polling, updates (v1, v2, by reference), callbacks, late updates, task
-reads, logs, queue sizes and poll data (conductor-reference §1.4, §9; sdk-notes §4, §7)."""
+reads, logs, queue sizes and poll data (docs/conductor-notes.md §1.4, §9)."""
 from __future__ import annotations
 
 import pytest

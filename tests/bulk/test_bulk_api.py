@@ -1,5 +1,5 @@
-"""``/api/workflow/bulk/*`` and ``apps.engine.bulk.bulk_action`` (conductor-reference §1.3,
-§9.19; sdk-notes: bulk rows): each id through the engine service, failures collected
+"""``/api/workflow/bulk/*`` and ``apps.engine.bulk.bulk_action`` (docs/conductor-notes.md
+§1.3): each id through the engine service, failures collected
 per id, 200 with a BulkResponse, list limits as Conductor's bean validation."""
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 payload, the actions start_workflow / complete_task / fail_task / terminate_workflow /
 update_workflow_variables through engine services, one EventExecution per handler action,
 idempotent processing, and the default queue behind POST /api/queue/update
-(conductor-reference §1.5, §1.6, §2.6; DefaultEventProcessor, SimpleActionProcessor)."""
+(docs/conductor-notes.md §1.5, §1.6, §2.6; DefaultEventProcessor, SimpleActionProcessor)."""
 from __future__ import annotations
 
 import threading

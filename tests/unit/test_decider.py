@@ -1,6 +1,6 @@
 """The pure decider (apps.engine.decider.decide) over plain WorkflowState/TaskState:
 scheduling, completion, retries, optional tasks, timeouts, pause and the next decide time.
-Semantics: conductor-reference §3, §4.1-4.4."""
+Semantics: docs/conductor-notes.md §3, §4.1-4.4."""
 from __future__ import annotations
 
 import random

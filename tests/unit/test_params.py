@@ -1,5 +1,5 @@
 """``${...}`` resolution (apps.engine.params), as Conductor's ParametersUtils.getTaskInputV2
-(conductor-reference §4.1). Pure: a WorkflowState in, a resolved input map out."""
+(docs/conductor-notes.md §4.1). Pure: a WorkflowState in, a resolved input map out."""
 from __future__ import annotations
 
 import pytest
