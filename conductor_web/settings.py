@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "apps.ui",
     "apps.ai",
     "apps.scheduler",
+    "apps.listeners",
 ]
 
 MIDDLEWARE = [
@@ -214,9 +215,6 @@ CONDUCTOR = {
     # The sweeper claims a due execution for this long (ms) before deciding it: a sweeper
     # that dies mid-way delays that execution by this much.
     "SWEEPER_DECIDE_LEASE_MS": envint("CONDUCTOR_SWEEPER_DECIDE_LEASE_MS", 30_000),
-    # The lease (ms) that keeps one sweeper loop alive per cluster, renewed on every tick;
-    # the loop of a killed cluster is replaced within this.
-    "SWEEPER_LOOP_LEASE_MS": envint("CONDUCTOR_SWEEPER_LOOP_LEASE_MS", 5_000),
     # Event messages: a claim holds a message this long (ms); claims before transient
     # failures are recorded FAILED; delay (ms, times attempts) before a message that failed
     # transiently is claimable again; the event sweep leaves younger messages (ms) to the
@@ -227,6 +225,11 @@ CONDUCTOR = {
     "EVENT_SWEEP_GRACE_MS": envint("CONDUCTOR_EVENT_SWEEP_GRACE_MS", 5_000),
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
     "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
+    # Retention of terminal executions per status, e.g. "COMPLETED=30d,FAILED=90d"
+    # (apps.engine.retention); empty keeps everything.
+    "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
+    # How often the cluster's retention job runs (minutes).
+    "RETENTION_EVERY_MINUTES": envint("CONDUCTOR_RETENTION_EVERY_MINUTES", 10),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
@@ -235,6 +238,26 @@ CONDUCTOR = {
     # the zone of /nextFewSchedules and the execution records kept per schedule.
     "SCHEDULER_TIME_ZONE": os.environ.get("CONDUCTOR_SCHEDULER_TIME_ZONE", "UTC"),
     "SCHEDULER_EXECUTION_RECORDS_KEPT": envint("CONDUCTOR_SCHEDULER_EXECUTION_RECORDS_KEPT", 100),
+    # Status listeners (apps.listeners.config): Conductor's listener types, comma-separated
+    # (workflow_publisher, queue_publisher, archive), and task_publisher for tasks.
+    "WORKFLOW_STATUS_LISTENER": os.environ.get("CONDUCTOR_WORKFLOW_STATUS_LISTENER", ""),
+    "TASK_STATUS_LISTENER": os.environ.get("CONDUCTOR_TASK_STATUS_LISTENER", ""),
+    "STATUS_NOTIFIER_URL": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_URL", ""),
+    "STATUS_NOTIFIER_ENDPOINT_WORKFLOW": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_ENDPOINT_WORKFLOW", ""),
+    "STATUS_NOTIFIER_ENDPOINT_TASK": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_ENDPOINT_TASK", ""),
+    "STATUS_NOTIFIER_SUBSCRIBED_WORKFLOW_STATUSES": os.environ.get(
+        "CONDUCTOR_STATUS_NOTIFIER_SUBSCRIBED_WORKFLOW_STATUSES", "COMPLETED,TERMINATED"),
+    "STATUS_NOTIFIER_SUBSCRIBED_TASK_STATUSES": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_SUBSCRIBED_TASK_STATUSES", ""),
+    "STATUS_NOTIFIER_HEADER_PREFER": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_HEADER_PREFER", ""),
+    "STATUS_NOTIFIER_HEADER_PREFER_VALUE": os.environ.get("CONDUCTOR_STATUS_NOTIFIER_HEADER_PREFER_VALUE", ""),
+    "STATUS_NOTIFIER_TIMEOUT_MS": envint("CONDUCTOR_STATUS_NOTIFIER_TIMEOUT_MS", 2000),
+    "STATUS_NOTIFIER_MAX_ATTEMPTS": envint("CONDUCTOR_STATUS_NOTIFIER_MAX_ATTEMPTS", 10),
+    "STATUS_NOTIFIER_RETRY_DELAY_MS": envint("CONDUCTOR_STATUS_NOTIFIER_RETRY_DELAY_MS", 1000),
+    "QUEUE_PUBLISHER_SUCCESS_QUEUE": os.environ.get("CONDUCTOR_QUEUE_PUBLISHER_SUCCESS_QUEUE", "_callbackSuccessQueue"),
+    "QUEUE_PUBLISHER_FAILURE_QUEUE": os.environ.get("CONDUCTOR_QUEUE_PUBLISHER_FAILURE_QUEUE", "_callbackFailureQueue"),
+    "QUEUE_PUBLISHER_FINALIZE_QUEUE": os.environ.get("CONDUCTOR_QUEUE_PUBLISHER_FINALIZE_QUEUE",
+                                                     "_callbackFinalizeQueue"),
+    "ARCHIVE_DELAY_SECONDS": envint("CONDUCTOR_ARCHIVE_DELAY_SECONDS", 60),
 }
 
 # --- AI and agent tasks (apps.ai) ----------------------------------------------------

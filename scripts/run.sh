@@ -18,8 +18,8 @@ VENV=${VENV:-.venv}
 # daphne's log level: 0 = warnings and errors only (no access log: workers poll many
 # times a second), 1 = also one line per request.
 DAPHNE_VERBOSITY=${DAPHNE_VERBOSITY:-0}
-# The django-q2 cluster finishes the job in hand before it stops (a sweeper loop lasts
-# CONDUCTOR_SWEEPER_LOOP_SECONDS, 5 s by default).
+# The django-q2 cluster finishes the job in hand before it stops (its sweeper threads
+# end with their current tick).
 STOP_TIMEOUT=${STOP_TIMEOUT:-45}
 
 pids=()

@@ -13,12 +13,9 @@ class EngineConfig(AppConfig):
         from apps.engine import task_types  # noqa: F401
 
         if sys.argv[1:2] == ["qcluster"]:
-            import warnings
+            from django_q.signals import post_spawn
 
-            from apps.engine.jobs import start_sweeper_on_cluster_start
+            from apps.engine.cluster import start_sweeper_thread
 
-            # One deliberate query at cluster start (queue a sweeper loop); Django warns
-            # about any database access during app initialisation.
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Accessing the database during app initialization")
-                start_sweeper_on_cluster_start()
+            # every worker process of the cluster runs a candidate sweeper thread
+            post_spawn.connect(start_sweeper_thread, dispatch_uid="conductor-sweeper-thread")

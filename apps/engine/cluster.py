@@ -1,20 +1,105 @@
-"""The one door to the django-q2 cluster: ``enqueue`` hands it a job by dotted path.
+"""What runs beside the jobs in every django-q2 worker process: the sweeper thread.
 
-Jobs live in ``apps.engine.jobs`` (and ``apps.engine.event_handlers`` for event
-messages); naming them by their dotted path (a string) is what lets the lower layers
-(effects, the event queue) enqueue work without importing the modules that run it.
-Tests replace ``enqueue`` to run jobs on their own ticks.
+Every worker process of every cluster starts one ``SweeperThread`` when it is spawned
+(django-q2's ``post_spawn`` signal, connected in ``EngineConfig.ready`` for
+``manage.py qcluster``). The threads elect one sweeper through the ``SweeperLease`` row
+named ``"sweeper"``: the holder renews the short lease (``LEASE_MS``) on every tick and
+sweeps; the others look once every ``STANDBY_SECONDS`` and take the lease over once it
+expired. So the sweeper moves to a survivor within about ``LEASE_MS`` +
+``STANDBY_SECONDS`` of its holder's death, a whole cluster killed with SIGKILL included,
+with no job to queue and no schedule to wait for. A worker that stops (SIGTERM on the
+cluster, recycling) releases the lease on its way out, so a survivor takes over at its
+next look. The sweep itself (``sweeper.sweep_once``) claims each execution by
+compare-and-set, so even two holders for a moment (a stalled holder losing its lease)
+never decide one execution twice at once.
+
+Source: Conductor's WorkflowSweeper runs in every server and relies on its queue's
+lease (unack timeout) for the same hand-over.
 """
 from __future__ import annotations
 
-from typing import Any
+import logging
+import os
+import socket
+import threading
+import uuid
+
+from django.conf import settings
+from django.db import connections
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "sweeper"
+# The sweeper lease (ms): renewed on every tick by its holder.
+LEASE_MS = 5_000
+# How often a standby thread looks at the lease (seconds).
+STANDBY_SECONDS = 1.0
+# How long a stopping worker waits for its sweeper thread's current tick (seconds).
+STOP_JOIN_SECONDS = 5.0
+
+_thread: SweeperThread | None = None
 
 
-def enqueue(func: str, *args: Any, **kwargs: Any) -> None:
-    """Queue ``func`` (dotted path of a job function) with ``args`` on the django-q2
-    cluster. ``kwargs`` are django-q2 options (``task_name``, ``group`` ...) and keyword
-    arguments of the job. Call it after commit: the job may run at once, on another
-    machine. Errors: whatever the django-q2 broker raises (the ORM broker writes a row)."""
-    from django_q.tasks import async_task
+class SweeperThread(threading.Thread):
+    """One candidate sweeper (a daemon thread); see the module doc.
 
-    async_task(func, *args, **kwargs)
+    ``ticks`` counts the sweeps this thread ran as holder and ``decided`` the executions
+    and event messages they handled (read by the tests)."""
+
+    def __init__(self, holder: str | None = None):
+        super().__init__(name="conductor-sweeper", daemon=True)
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.stopping = threading.Event()
+        self.holding = False
+        self.ticks = 0
+        self.decided = 0
+
+    def run(self) -> None:
+        from apps.engine import event_handlers, sweeper
+        from apps.engine.models import SweeperLease
+
+        tick = settings.CONDUCTOR["SWEEPER_TICK_MS"] / 1000
+        try:
+            while not self.stopping.is_set():
+                try:
+                    self.holding = SweeperLease.acquire(LEASE_NAME, self.holder, LEASE_MS)
+                    if not self.holding:
+                        self.stopping.wait(STANDBY_SECONDS)
+                        continue
+                    n = sweeper.sweep_once() + event_handlers.event_messages_sweep() + sweeper.run_tick_hooks()
+                    self.ticks += 1
+                    self.decided += n
+                    if n == 0:
+                        self.stopping.wait(tick)
+                except Exception:  # noqa: BLE001 - e.g. the database restarting: try again
+                    log.exception("sweeper tick failed")
+                    connections.close_all()
+                    self.stopping.wait(STANDBY_SECONDS)
+        finally:
+            try:
+                if self.holding:
+                    SweeperLease.release(LEASE_NAME, self.holder)
+            except Exception:  # noqa: BLE001 - the lease then simply expires
+                log.warning("could not release the sweeper lease", exc_info=True)
+            connections.close_all()
+
+    def stop(self, timeout: float = STOP_JOIN_SECONDS) -> None:
+        """Finish the current tick, release the lease and end (waits up to ``timeout`` s)."""
+        self.stopping.set()
+        if self.is_alive():
+            self.join(timeout)
+
+
+def start_sweeper_thread(**_signal_kwargs) -> SweeperThread:
+    """Start this process's sweeper thread (once) and stop it when the process exits
+    normally. Receiver of django-q2's ``post_spawn`` (sent in each new worker process)."""
+    global _thread
+    if _thread is not None and _thread.is_alive():
+        return _thread
+    from multiprocessing import util
+
+    _thread = SweeperThread()
+    _thread.start()
+    # run by multiprocessing when the worker process returns (cluster stop, recycling)
+    util.Finalize(_thread, _thread.stop, exitpriority=10)
+    return _thread

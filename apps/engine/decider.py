@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apps.core.ids import new_id
-from apps.engine import params
+from apps.engine import limits, params
 from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
@@ -137,6 +137,7 @@ class Decider:
             first_scheduled_time=self.now,
             visible_at=self.now,
             response_timeout_seconds=int((task_def or {}).get("responseTimeoutSeconds") or 0),
+            **limits.task_limit_fields(task_def),
             workflow_task=workflow_task if (store_workflow_task or self.blueprint.get(
                 workflow_task.get("taskReferenceName", "")) is not workflow_task) else {},
         )
@@ -472,12 +473,24 @@ class Decider:
         task = last or self.wf.tasks[-1]
         return task.output_data or {}
 
+    def note_failed_tasks(self) -> None:
+        """Add every task that ended FAILED or FAILED_WITH_TERMINAL_ERROR (retried attempts
+        included; TIMED_OUT and CANCELED are not) to ``failedReferenceTaskNames`` /
+        ``failedTaskNames``, as Conductor does when a workflow completes or is terminated
+        (WorkflowExecutorOps.completeWorkflow / terminateWorkflow)."""
+        wf = self.wf
+        failed = [t for t in wf.tasks if t.status in ("FAILED", "FAILED_WITH_TERMINAL_ERROR")]
+        wf.failed_reference_task_names = sorted(set(wf.failed_reference_task_names or [])
+                                                | {t.reference_task_name for t in failed})
+        wf.failed_task_names = sorted(set(wf.failed_task_names or []) | {t.task_def_name for t in failed})
+
     def complete_workflow(self) -> None:
         wf = self.wf
         wf.output = self.workflow_output()
         wf.status = "COMPLETED"
         wf.end_time = self.now
         wf.update_time = self.now
+        self.note_failed_tasks()
         self.touch_workflow()
         if wf.parent_workflow_id:
             self.act("notify_parent")
@@ -503,10 +516,7 @@ class Decider:
         wf.reason_for_incompletion = reason
         wf.end_time = self.now
         wf.update_time = self.now
-        failed = [t for t in wf.tasks if (t.status in ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT")
-                                          and not t.retried) or t is task]
-        wf.failed_reference_task_names = sorted({t.reference_task_name for t in failed})
-        wf.failed_task_names = sorted({t.task_def_name for t in failed})
+        self.note_failed_tasks()
         self.touch_workflow()
         failure_wf = wf.definition.get("failureWorkflow")
         if trigger_failure_workflow and failure_wf and status in ("FAILED", "TIMED_OUT", "TERMINATED"):

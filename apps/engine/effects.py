@@ -8,14 +8,14 @@ repaired by the sweeper: the workflow's ``next_decide_at`` covers work in flight
 What an action needs from the executor (starting or terminating another workflow,
 deciding a parent) comes in as ``services`` (``outcome.Services``), so this module sits
 below the executor and imports neither it nor the jobs (those are enqueued by dotted
-path through ``cluster.enqueue``).
+path through ``jobqueue.enqueue``).
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 
-from apps.engine import cluster
+from apps.engine import jobqueue
 from apps.engine.models import WorkflowExecution
 from apps.engine.outcome import Action, DeciderOutcome, Services
 from apps.engine.representation import workflow_json
@@ -88,7 +88,7 @@ def run_deferred(workflow_id: str, action: Action, workflow_decide: Callable[[st
     fails, the parent's ``next_decide_at`` makes the sweeper do it)."""
     if action.kind == "run_system_task" and action.task is not None:
         task_id = action.task.task_id
-        cluster.enqueue("apps.engine.jobs.system_task_job", task_id, task_name=f"system-task-{task_id}")
+        jobqueue.enqueue("apps.engine.jobs.system_task_job", task_id, task_name=f"system-task-{task_id}")
     elif action.kind == "notify_parent":
         parent = (WorkflowExecution.objects.filter(pk=workflow_id)
                   .values_list("parent_workflow_id", flat=True).first())

@@ -18,7 +18,7 @@ from django.db import transaction
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
 from apps.core.ids import new_id
-from apps.engine import cluster
+from apps.engine import jobqueue
 from apps.engine.models import EventMessage
 
 # Conductor's default event queues (one per status) behind POST /api/queue/update/...
@@ -31,7 +31,7 @@ DEFAULT_QUEUE_STATUSES = ("COMPLETED", "FAILED")
 def enqueue_event_message(message_id: str) -> None:
     """Hand one message to the django-q2 cluster (called after commit): the job is
     ``apps.engine.event_handlers.process_event_message_job``, named by dotted path."""
-    cluster.enqueue("apps.engine.event_handlers.process_event_message_job", message_id,
+    jobqueue.enqueue("apps.engine.event_handlers.process_event_message_job", message_id,
                     task_name=f"event-message-{message_id}")
 
 

@@ -27,7 +27,7 @@ from django.db import IntegrityError, OperationalError, transaction
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
-from apps.engine import effects, event_queue, notify, store
+from apps.engine import effects, event_queue, notify, retention, store
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
@@ -551,10 +551,7 @@ def workflow_remove(*, workflow_id: str, archive: bool = True) -> None:
             raise NotFound(f"No such workflow found by id: {workflow_id}")
         if archive and row["status"] not in TERMINAL_WORKFLOW:
             raise InvalidInput(f"Cannot archive workflow: {workflow_id} with status: {row['status']}")
-        task_ids = list(TaskExecution.objects.filter(workflow_id=workflow_id).values_list("task_id", flat=True))
-        TaskExecLog.objects.filter(task_id__in=task_ids).delete()
-        TaskExecution.objects.filter(workflow_id=workflow_id).delete()
-        WorkflowExecution.objects.filter(pk=workflow_id).delete()
+        retention.delete_executions([workflow_id])
 
 
 # --- async system tasks (run by the cluster) ------------------------------------------------

@@ -117,6 +117,11 @@ class TaskExecution(models.Model):
     executed = models.BooleanField(default=False)
     retried_task_id = models.CharField(max_length=64, null=True, blank=True)
     sub_workflow_id = models.CharField(max_length=64, null=True, blank=True)
+    # TaskDef limits the task was scheduled with (Conductor's TaskModel rateLimitPerFrequency,
+    # rateLimitFrequencyInSeconds; concurrentExecLimit of its taskDefinition); 0 = none
+    concurrent_exec_limit = models.IntegerField(default=0)
+    rate_limit_per_frequency = models.IntegerField(default=0)
+    rate_limit_frequency_in_seconds = models.IntegerField(default=0)
 
     class Meta:
         db_table = "engine_task_execution"
@@ -136,6 +141,23 @@ class TaskExecution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reference_task_name} {self.task_id} ({self.status})"
+
+
+class TaskHandout(models.Model):
+    """One delivery of a task whose TaskDef has ``rateLimitPerFrequency`` (apps.engine.limits):
+    the deliveries of the last ``rateLimitFrequencyInSeconds`` are the rate window.
+    ``handed_at`` is epoch ms; rows older than the window are deleted by the next admission."""
+
+    task_def_name = models.CharField(max_length=255)
+    handed_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "engine_task_handout"
+        verbose_name = "rate-limited task delivery"
+        indexes = [models.Index(fields=["task_def_name", "handed_at"], name="task_handout_window")]
+
+    def __str__(self) -> str:
+        return f"{self.task_def_name} @ {self.handed_at}"
 
 
 class TaskExecLog(models.Model):

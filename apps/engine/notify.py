@@ -1,5 +1,7 @@
 """After-commit notifications inside this process: wake long polls waiting on a queue,
-and tell listeners (live UI, metrics) that an execution changed.
+and tell listeners (live UI, metrics) that an execution changed. Also the one
+in-transaction hook: status transitions handed to recorders (``add_transition_recorder``)
+while the change is being saved, so what they write commits with it.
 
 Cross-process delivery is the listeners' business (the UI consumer watches
 ``WorkflowExecution.update_time``; long polls re-check the database every few tens of
@@ -14,6 +16,7 @@ _queue_cond = threading.Condition()
 _queue_versions: dict[str, int] = {}
 _listeners: list[Callable[[str], None]] = []
 _queue_listeners: list[Callable[[list[str]], None]] = []
+_transition_recorders: list[Callable] = []
 
 
 def queue_version(queue_name: str) -> int:
@@ -62,3 +65,21 @@ def workflow_changed(workflow_id: str) -> None:
             import logging
 
             logging.getLogger(__name__).exception("workflow_changed listener failed")
+
+
+def add_transition_recorder(fn: Callable) -> None:
+    """Register ``fn(wf, previous_status, task_changes)``, called by ``store`` inside the
+    transaction that saves a change: ``wf`` the WorkflowState as saved, ``previous_status``
+    its status as loaded (None for a new execution), ``task_changes`` a list of
+    ``(TaskState, previous_status_or_None)`` for tasks inserted or whose status changed.
+    Whatever ``fn`` writes commits or rolls back with the change; it must be quick (no I/O
+    other than the database) and raise only to abort the change. Used by the status
+    listeners (``apps.listeners``)."""
+    if fn not in _transition_recorders:
+        _transition_recorders.append(fn)
+
+
+def transitions(wf, previous_status: str | None, task_changes: list) -> None:
+    """Hand one saved change to the transition recorders (called by ``store``)."""
+    for fn in _transition_recorders:
+        fn(wf, previous_status, task_changes)

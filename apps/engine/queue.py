@@ -1,12 +1,14 @@
 """Task queues: poll (claim) worker tasks, queue sizes, poll data.
 
 The queue is the ``engine_task_execution`` table: a task is pollable when SCHEDULED on
-its ``queue_name`` with ``visible_at <= now``. A claim is one statement that moves up to
-``count`` tasks to IN_PROGRESS and returns them:
-* PostgreSQL: ``UPDATE ... WHERE task_id IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING``,
+its ``queue_name`` with ``visible_at <= now``. A claim moves up to ``count`` tasks to
+IN_PROGRESS and returns them, in one transaction:
+* PostgreSQL: one ``WITH picked AS (SELECT ... FOR UPDATE SKIP LOCKED) UPDATE ... RETURNING``,
   so concurrent pollers never block on or receive the same task;
-* SQLite: the same statement without row locks; the IMMEDIATE transaction makes it
-  atomic (one writer at a time).
+* SQLite: a read of the candidates then an ``UPDATE ... RETURNING`` of them; the IMMEDIATE
+  transaction makes it atomic (one writer at a time).
+Tasks over a TaskDef limit (``concurrentExecLimit``, ``rateLimitPerFrequency``) are given
+back in the same transaction (``apps.engine.limits``).
 Higher ``workflowPriority`` is served first, then the earliest visible.
 Source: Conductor ``ExecutionService.poll`` (IN_PROGRESS, startTime if 0, workerId,
 pollCount+1, callbackAfterSeconds 0) and the SQL ``QueueDAO`` pop.
@@ -20,7 +22,7 @@ from django.db import connection, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
-from apps.engine import notify
+from apps.engine import limits, notify
 from apps.engine.models import PollData, TaskExecution
 from apps.engine.state import TASK_FIELDS, TaskState
 from apps.engine.store import task_from_row
@@ -32,46 +34,70 @@ def queue_name_for(task_type: str, domain: str | None) -> str:
     return f"{domain}:{task_type}" if domain else task_type
 
 
+# What a claim changes on a task, restored when the task is not handed out after all.
+_CLAIM_RESTORED = ("start_time", "worker_id", "callback_after_seconds", "update_time")
+
+
 def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = None) -> list[TaskState]:
     """Move up to ``count`` pollable tasks of ``queue_name`` to IN_PROGRESS for
-    ``worker_id`` and return them (one statement, see module doc)."""
+    ``worker_id`` and return them (one statement, see module doc). Tasks over their
+    TaskDef's ``concurrentExecLimit`` or rate limit go back to the queue unchanged and are
+    postponed (``apps.engine.limits``), so a poll may return fewer tasks than it claimed."""
     now = now if now is not None else now_ms()
     columns = ", ".join(f"t.{c}" for c in TASK_FIELDS)
-    if connection.vendor == "postgresql":
-        # A locking CTE is evaluated exactly once; "IN (SELECT ... LIMIT n SKIP LOCKED)" may
-        # be re-run by the planner and claim more than n rows.
-        sql = (
-            "WITH picked AS (SELECT task_id FROM engine_task_execution WHERE queue_name = %s "
-            "AND status = 'SCHEDULED' AND visible_at <= %s ORDER BY workflow_priority DESC, visible_at "
-            "LIMIT %s FOR UPDATE SKIP LOCKED) "
-            "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
-            "start_time = CASE WHEN t.start_time = 0 THEN %s ELSE t.start_time END, "
-            "update_time = %s, worker_id = %s, poll_count = t.poll_count + 1, callback_after_seconds = 0 "
-            f"FROM picked WHERE t.task_id = picked.task_id RETURNING {columns}"
-        )
-        args = [queue_name, now, count, now, now, worker_id]
-    else:
-        sql = (
-            "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
-            "start_time = CASE WHEN start_time = 0 THEN %s ELSE start_time END, "
-            "update_time = %s, worker_id = %s, poll_count = poll_count + 1, callback_after_seconds = 0 "
-            "WHERE status = 'SCHEDULED' AND task_id IN ("
-            "SELECT task_id FROM engine_task_execution WHERE queue_name = %s AND status = 'SCHEDULED' "
-            "AND visible_at <= %s ORDER BY workflow_priority DESC, visible_at LIMIT %s) "
-            f"RETURNING {', '.join(TASK_FIELDS)}"
-        )
-        args = [now, now, worker_id, queue_name, now, count]
+    old_columns = ", ".join(f"picked.{c}" for c in _CLAIM_RESTORED)
+    picked = ("SELECT task_id, " + ", ".join(_CLAIM_RESTORED) + " FROM engine_task_execution "
+              "WHERE queue_name = %s AND status = 'SCHEDULED' AND visible_at <= %s "
+              "ORDER BY workflow_priority DESC, visible_at LIMIT %s")
     with transaction.atomic():
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
+                # A locking CTE is evaluated exactly once; "IN (SELECT ... LIMIT n SKIP LOCKED)"
+                # may be re-run by the planner and claim more than n rows.
+                sql = (
+                    f"WITH picked AS ({picked} FOR UPDATE SKIP LOCKED) "
+                    "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
+                    "start_time = CASE WHEN t.start_time = 0 THEN %s ELSE t.start_time END, "
+                    "update_time = %s, worker_id = %s, poll_count = t.poll_count + 1, callback_after_seconds = 0 "
+                    f"FROM picked WHERE t.task_id = picked.task_id RETURNING {columns}, {old_columns}"
+                )
                 # A claim lost in a database crash only means the task is handed out again
                 # (at-least-once delivery), so its commit need not wait for the WAL flush.
                 cursor.execute("SET LOCAL synchronous_commit = off")
-            cursor.execute(sql, args)
-            rows = cursor.fetchall()
-    tasks = [task_from_row(r) for r in rows]
-    tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
-    return tasks
+                cursor.execute(sql, [queue_name, now, count, now, now, worker_id])
+                rows = cursor.fetchall()
+                width = len(TASK_FIELDS)
+                tasks = [task_from_row(r[:width]) for r in rows]
+                before = {t.task_id: r[width:] for t, r in zip(tasks, rows)}
+            else:
+                # the IMMEDIATE transaction admits one writer: read the candidates, then claim them
+                cursor.execute(picked, [queue_name, now, count])
+                found = cursor.fetchall()
+                if not found:
+                    return []
+                before = {r[0]: r[1:] for r in found}
+                marks = ", ".join(["%s"] * len(found))
+                cursor.execute(
+                    "UPDATE engine_task_execution SET status = 'IN_PROGRESS', "
+                    "start_time = CASE WHEN start_time = 0 THEN %s ELSE start_time END, "
+                    "update_time = %s, worker_id = %s, poll_count = poll_count + 1, callback_after_seconds = 0 "
+                    f"WHERE status = 'SCHEDULED' AND task_id IN ({marks}) RETURNING {', '.join(TASK_FIELDS)}",
+                    [now, now, worker_id, *before])
+                tasks = [task_from_row(r) for r in cursor.fetchall()]
+            tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
+            handed, refused = limits.admit(tasks, now)
+            if refused:
+                _give_back(cursor, refused, before)
+    return handed
+
+
+def _give_back(cursor, refused: dict[str, int], before: dict[str, tuple]) -> None:
+    """Undo the claim of ``refused`` tasks (``{task_id: visible_at}``): SCHEDULED again with
+    the values they had, one poll fewer, visible from the postponed time."""
+    cursor.executemany(
+        "UPDATE engine_task_execution SET status = 'SCHEDULED', poll_count = poll_count - 1, "
+        + ", ".join(f"{c} = %s" for c in _CLAIM_RESTORED) + ", visible_at = %s WHERE task_id = %s",
+        [[*before[task_id], visible_at, task_id] for task_id, visible_at in refused.items()])
 
 
 def has_pollable(queue_name: str, now: int) -> bool:
@@ -99,6 +125,13 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
                                        defaults={"last_poll_time": now})
 
 
+def _announce(tasks: list[TaskState]) -> None:
+    """Tell the listeners (live pages on every server, through the channel layer) that
+    these tasks' executions changed: a poll moves a task to IN_PROGRESS."""
+    ids = sorted({t.workflow_id for t in tasks})
+    transaction.on_commit(lambda: [notify.workflow_changed(wf_id) for wf_id in ids], robust=True)
+
+
 def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
               timeout_ms: int = 0, max_timeout_ms: int = 5000) -> list[TaskState]:
     """Poll up to ``count`` tasks of ``task_type`` (and ``domain``), waiting up to
@@ -118,6 +151,7 @@ def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | Non
         version = notify.queue_version(queue_name)
         tasks = claim(queue_name, count, worker_id)
         if tasks:
+            _announce(tasks)
             return tasks
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -55,6 +55,9 @@ def _reopen_parents(child: WorkflowState, now: int) -> None:
             outcome.updated_tasks[task.task_id] = task
         if parent.terminal:
             _reopen(parent, now)
+            # the parent's workflow timeout counts from now on (Conductor sets
+            # lastRetriedTime on the parent it revives)
+            parent.last_retried_time = now
         store.save(loaded, outcome, workflow_changed=True)
         transaction.on_commit(lambda wid=parent.workflow_id: notify.workflow_changed(wid), robust=True)
         child = parent

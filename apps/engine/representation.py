@@ -48,6 +48,8 @@ def task_json(task: TaskState, wf: WorkflowState | None = None, blueprint: Bluep
         "executed": task.executed,
         "callbackFromWorker": True,
         "responseTimeoutSeconds": task.response_timeout_seconds,
+        "rateLimitPerFrequency": task.rate_limit_per_frequency,
+        "rateLimitFrequencyInSeconds": task.rate_limit_frequency_in_seconds,
         "workflowInstanceId": task.workflow_id,
         "workflowType": task.workflow_type,
         "taskId": task.task_id,

@@ -52,6 +52,10 @@ class TaskState:
     executed: bool = False
     retried_task_id: str | None = None
     sub_workflow_id: str | None = None
+    # limits of the TaskDef the task was scheduled with (apps.engine.limits); 0 = none
+    concurrent_exec_limit: int = 0
+    rate_limit_per_frequency: int = 0
+    rate_limit_frequency_in_seconds: int = 0
 
     @property
     def terminal(self) -> bool:

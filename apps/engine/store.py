@@ -12,7 +12,8 @@ Writes of task rows are compare-and-set on the status that was loaded, so a conc
 poll that claimed a task (SCHEDULED -> IN_PROGRESS) is never overwritten by a stale
 decide: the whole operation is retried instead (``StaleState``). The workflow
 ``definition`` snapshot is written only when it was replaced (restart with the latest
-definition), never on ordinary decides.
+definition), never on ordinary decides. Every insert and status change saved here is
+handed, inside the transaction, to ``notify.transitions`` (the status listeners' outbox).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from functools import lru_cache
 
 from django.db import connection
 
+from apps.engine import notify
 from apps.engine.outcome import DeciderOutcome
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
 
@@ -42,12 +44,13 @@ class Loaded:
     """A workflow state plus what is needed to save it: the task statuses as loaded and
     the definition snapshot object as loaded."""
 
-    __slots__ = ("wf", "loaded_status", "definition")
+    __slots__ = ("wf", "loaded_status", "definition", "workflow_status")
 
     def __init__(self, wf: WorkflowState):
         self.wf = wf
         self.loaded_status = {t.task_id: t.status for t in wf.tasks}
         self.definition = wf.definition
+        self.workflow_status = wf.status
 
 
 # --- SQL, built once per vendor ---------------------------------------------------------------
@@ -186,9 +189,11 @@ def load_workflow(workflow_id: str, include_tasks: bool = True) -> WorkflowState
 # --- writes ------------------------------------------------------------------------------------
 
 def insert_workflow(wf: WorkflowState) -> None:
-    """Insert a new workflow row (without its tasks)."""
+    """Insert a new workflow row (without its tasks; ``wf.tasks`` are the tasks the start
+    inserts, handed with it to the transition recorders of ``events``)."""
     with connection.cursor() as cursor:
         cursor.execute(_s()["insert_wf"], _workflow_params(wf, WORKFLOW_FIELDS))
+    notify.transitions(wf, None, [(t, None) for t in wf.tasks])
 
 
 def insert_tasks(tasks: list[TaskState]) -> None:
@@ -233,3 +238,10 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
             cursor.execute(sql["update_wf"], _workflow_params(wf, _WORKFLOW_UPDATE_FIELDS) + [wf.workflow_id])
         if wf.definition is not loaded.definition:
             cursor.execute(sql["update_wf_definition"], [_dump(wf.definition), wf.workflow_id])
+    # tasks that moved before the tasks they led to
+    changed = [(t, loaded.loaded_status.get(task_id)) for task_id, t in updated.items()
+               if task_id not in new_ids and task_id not in outcome.removed_task_ids
+               and loaded.loaded_status.get(task_id) != t.status]
+    changed += [(t, None) for t in outcome.new_tasks]
+    if changed or wf.status != loaded.workflow_status:
+        notify.transitions(wf, loaded.workflow_status, changed)

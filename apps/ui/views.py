@@ -23,6 +23,7 @@ from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import WorkflowDef
 from apps.ui import actions, graph, live, selectors
+from apps.ui.ai_panel import ai_summary
 from apps.ui.permissions import can_operate, operate_required, ui_context, view_required
 
 
@@ -217,6 +218,7 @@ def task_detail(request, workflow_id: str, task_id: str):
         "task": data, "row": row,
         "input": input_preview, "output": output_preview,
         "workflowTask": workflow_task,
+        "ai": ai_summary(task),
         "logs": engine_selectors.task_logs(task_id=task_id)[-500:],
         "pollData": polls,
         "actions": actions.task_actions(wf.status, row) if can_operate(request.user) else [],

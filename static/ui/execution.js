@@ -439,6 +439,32 @@
     return note + '<pre class="json">' + esc(p.text) + "</pre>";
   }
 
+  // LLM and MCP tasks: the conversation, tool calls, answer and token usage (d.ai).
+  function aiHtml(a) {
+    var rows = [];
+    function kv(k, v) { if (v !== null && v !== undefined && v !== "") { rows.push("<tr><th>" + k + "</th><td>" + v + "</td></tr>"); } }
+    if (a.kind === "llm") {
+      kv("Model", esc((a.provider || "?") + " / " + (a.model || "?")) + (a.jsonOutput ? " · JSON output" : ""));
+      if (a.tokens) { kv("Tokens", esc(String(a.tokens.prompt)) + " prompt + " + esc(String(a.tokens.completion)) + " completion = <b>" + esc(String(a.tokens.total)) + "</b>"); }
+      kv("Finish", a.finishReason ? esc(a.finishReason) : "");
+      kv("Tools offered", (a.tools || []).map(esc).join(", "));
+      var msgs = (a.messages || []).map(function (m) {
+        return '<div class="ai-msg ai-' + esc(m.role) + '"><span class="ai-role">' + esc(m.role) + '</span><pre>' + esc(m.text) + "</pre></div>";
+      }).join("");
+      var calls = (a.toolCalls || []).length ? '<table class="data small"><thead><tr><th>Tool call</th><th>Arguments</th></tr></thead><tbody>' +
+        a.toolCalls.map(function (c) { return '<tr><td class="mono">' + esc(c.name) + '</td><td><pre class="json">' + esc(JSON.stringify(c.arguments, null, 2)) + "</pre></td></tr>"; }).join("") + "</tbody></table>" : "";
+      var answer = a.result !== null && a.result !== undefined ? '<div class="ai-msg ai-assistant"><span class="ai-role">answer</span><pre>' + esc(a.result) + "</pre></div>" : "";
+      return '<table class="kv small">' + rows.join("") + "</table>" + msgs + calls + answer;
+    }
+    kv("Server", a.server ? '<span class="mono">' + esc(a.server) + "</span>" : "");
+    kv("Tool", a.method ? '<span class="mono">' + esc(a.method) + "</span>" : "");
+    kv("Tools listed", (a.tools || []).map(esc).join(", "));
+    if (a.isError !== null && a.isError !== undefined) { kv("Tool error", a.isError ? "yes" : "no"); }
+    var args = a.arguments ? '<pre class="json">' + esc(JSON.stringify(a.arguments, null, 2)) + "</pre>" : "";
+    var content = (a.content || []).map(function (c) { return '<pre class="json">' + esc(c) + "</pre>"; }).join("");
+    return '<table class="kv small">' + rows.join("") + "</table>" + args + content;
+  }
+
   function panelHtml(d) {
     var t = d.task;
     var labels = { rerun: "Rerun from this task", skip: "Skip", complete_task: "Complete", fail_task: "Fail" };
@@ -466,6 +492,7 @@
     }).join("") + "</tbody></table>" : '<p class="hint">No poll data (system task or no worker has polled).</p>';
     return (actions ? '<div class="row actions">' + actions + "</div>" : "") +
       '<details open><summary>Summary</summary>' + summary + "</details>" +
+      (d.ai ? '<details open id="ai-panel"><summary>' + (d.ai.kind === "llm" ? "Conversation" : "MCP call") + "</summary>" + aiHtml(d.ai) + "</details>" : "") +
       '<details open><summary>Input</summary>' + pre(d.input, d.downloads.input) + "</details>" +
       '<details open><summary>Output</summary>' + pre(d.output, d.downloads.output) + "</details>" +
       "<details><summary>Logs (" + (d.logs || []).length + ")</summary>" + logs + "</details>" +

@@ -154,6 +154,22 @@ async def test_in_process_changes_wake_the_consumer_at_once(settings):
     await comm.disconnect()
 
 
+async def test_a_poll_wakes_the_consumer(settings):
+    """A task handed to a worker by a poll (SCHEDULED -> IN_PROGRESS) reaches the live
+    page through the after-commit hook, not only through the page's own polling
+    (slowed to 30 s here)."""
+    ui_settings(settings, LIVE_POLL_SECONDS=30)
+    user, name, wf_id = await setup()
+    comm = await connect(wf_id, user)
+    await receive(comm, "snapshot")
+    polled = await database_sync_to_async(queue.task_poll)(task_type=f"{name}_a", worker_id="w-live")
+    assert [t.workflow_id for t in polled] == [wf_id]
+    delta = await receive(comm, "delta", timeout=5)
+    rows = {r["ref"]: r for r in delta["data"]["tasks"]}
+    assert rows["a"]["status"] == "IN_PROGRESS" and rows["a"]["workerId"] == "w-live"
+    await comm.disconnect()
+
+
 async def test_resync_sends_a_fresh_snapshot_and_keeps_counting():
     user, name, wf_id = await setup()
     comm = await connect(wf_id, user)

@@ -18,7 +18,11 @@ from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType, async_complete
 
 DEFAULT_TIMEOUT_MS = 3000
-REDISPATCH_MS = 60_000
+# A task not finished this long (ms) after it was (re-)dispatched is handed to the cluster
+# again. The running job holds the task's lease (``jobs.system_task_job``), so while it
+# is alive the new job does nothing; a job lost with its cluster is replaced within
+# about this time plus the lease (``jobs.SYSTEM_TASK_LEASE_MS``).
+REDISPATCH_MS = 5_000
 
 
 @register
@@ -45,9 +49,7 @@ class Http(TaskType):
 
     @staticmethod
     def _deadline(task: TaskState) -> int:
-        request = task.input_data.get("http_request") or task.input_data
-        budget = int(request.get("connectionTimeOut") or DEFAULT_TIMEOUT_MS) + int(request.get("readTimeOut") or DEFAULT_TIMEOUT_MS)
-        return max(task.update_time, task.scheduled_time) + max(REDISPATCH_MS, budget + 30_000)
+        return max(task.update_time, task.scheduled_time) + REDISPATCH_MS
 
     def run_async(self, task: TaskState) -> dict:
         request = task.input_data.get("http_request")

@@ -37,6 +37,20 @@ _nesting = contextvars.ContextVar("sub_workflow_nesting", default=0)
 _STATUS = {"COMPLETED": "COMPLETED", "FAILED": "FAILED", "TIMED_OUT": "TIMED_OUT", "TERMINATED": "CANCELED"}
 
 
+def resolved_param(wf, param: dict) -> dict:
+    """``subWorkflowParam`` with ``${...}`` expressions in ``name``, ``version``,
+    ``priority``, ``taskToDomain`` and ``workflowDefinition`` resolved against the parent
+    (Conductor's SubWorkflowTaskMapper resolves them with ``getTaskInputV2``)."""
+    out = dict(param)
+    doc = None
+    for key in ("name", "version", "priority", "taskToDomain", "workflowDefinition"):
+        value = out.get(key)
+        if isinstance(value, (str, dict)) and "${" in str(value):
+            doc = doc or params.Document(wf)
+            out[key] = params.resolve_value(value, doc)
+    return out
+
+
 def _started(task: TaskState, now: int) -> None:
     task.status = "IN_PROGRESS"
     task.start_time = task.start_time or now
@@ -96,15 +110,14 @@ class SubWorkflow(TaskType):
         if task.status != "SCHEDULED" or task.sub_workflow_id:
             return False
         wt = task.workflow_task or self._workflow_task(wf, task)
-        param = dict(wt.get("subWorkflowParam") or {})
+        param = resolved_param(wf, wt.get("subWorkflowParam") or {})
         inline = param.get("workflowDefinition")
-        if isinstance(inline, str):
-            inline = params.resolve_value(inline, params.Document(wf))
         child_id = sub_workflow_id(wf.workflow_id, task.task_id, task.retry_count)
         if services.workflow_summary(child_id) is None:
             priority = param.get("priority")
-            if isinstance(priority, str):
-                priority = params.resolve_value(priority, params.Document(wf))
+            version = param.get("version")
+            if isinstance(version, str) and version.strip().lstrip("-").isdigit():
+                version = int(version)
             depth = _nesting.get()
             if depth >= MAX_INLINE_NESTING:
                 task.status = "FAILED_WITH_TERMINAL_ERROR"
@@ -116,7 +129,7 @@ class SubWorkflow(TaskType):
             try:
                 services.workflow_start(
                     name=param.get("name") or (inline or {}).get("name"),
-                    version=param.get("version") if not inline else None,
+                    version=version if not inline else None,
                     input=dict(task.input_data),
                     correlation_id=wf.correlation_id,
                     priority=priority if isinstance(priority, int) else wf.priority,

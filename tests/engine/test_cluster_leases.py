@@ -1,0 +1,138 @@
+"""The leases that let a scaled-out deployment survive a killed cluster:
+
+* the sweeper thread of every cluster worker (``apps.engine.cluster``): one holder
+  sweeps, the others stand by and take over when the holder dies or stops;
+* async system tasks (``jobs.system_task_job``) run under a lease of their own, renewed
+  by the running job: a duplicate delivery does nothing, a job lost with its cluster is
+  replaced once the lease expires, and the decider re-dispatches within seconds.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from apps.core.clock import now_ms
+from apps.engine import cluster, executor, jobs
+from apps.engine.models import SweeperLease, TaskExecution
+from apps.engine.task_types import http
+from tests.cases.harness import install_job_capture
+from tests.factories import unique, workflow_def
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WAIT_LIMIT_SECONDS = 20  # generous bound for a loaded machine; the hand-over takes ~1 s
+
+
+def _until(predicate, limit: float = WAIT_LIMIT_SECONDS) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@pytest.fixture
+def short_leases(monkeypatch):
+    monkeypatch.setattr(cluster, "LEASE_MS", 800)
+    monkeypatch.setattr(cluster, "STANDBY_SECONDS", 0.1)
+
+
+def _lease():
+    return SweeperLease.objects.filter(name=cluster.LEASE_NAME).values("holder", "expires_at").first()
+
+
+def test_a_standby_takes_over_from_a_dead_holder(short_leases):
+    """A holder that dies without releasing (SIGKILL) is replaced once its lease expires;
+    while a live holder renews, the standby only watches."""
+    SweeperLease.acquire(cluster.LEASE_NAME, "dead-host:1", cluster.LEASE_MS)
+    standby = cluster.SweeperThread(holder="survivor")
+    standby.start()
+    try:
+        assert _until(lambda: standby.holding and standby.ticks > 0)
+        assert _lease()["holder"] == "survivor"
+        # a second candidate stays on standby while the survivor renews
+        other = cluster.SweeperThread(holder="other")
+        other.start()
+        try:
+            time.sleep(3 * cluster.LEASE_MS / 1000)
+            assert not other.holding and other.ticks == 0
+            assert _lease()["holder"] == "survivor"
+            # a stopping holder releases its lease: the other takes over at its next look
+            standby.stop()
+            assert not standby.is_alive()
+            assert _until(lambda: other.holding)
+            assert _lease()["holder"] == "other"
+        finally:
+            other.stop()
+        assert _lease()["expires_at"] == 0  # released on the way out
+    finally:
+        standby.stop()
+
+
+def test_the_sweeper_thread_decides_due_executions(short_leases):
+    """The elected thread is the sweeper: a WAIT timer fires without any job."""
+    name = unique("wait_wf")
+    wf_id = executor.workflow_start(name=name, input={}, workflow_def=workflow_def(name, [
+        {"name": "pause", "taskReferenceName": "pause", "type": "WAIT", "inputParameters": {"duration": "1s"}}]))
+    thread = cluster.SweeperThread(holder="solo")
+    thread.start()
+    try:
+        assert _until(lambda: TaskExecution.objects.get(workflow_id=wf_id).status == "COMPLETED")
+    finally:
+        thread.stop()
+
+
+def _http_workflow(monkeypatch) -> tuple[str, str, list]:
+    """A workflow whose only task is an HTTP call to a closed loopback port; returns
+    (workflowId, taskId, captured cluster jobs)."""
+    captured: list = []
+    install_job_capture(monkeypatch, captured)
+    name = unique("http_wf")
+    wf_id = executor.workflow_start(name=name, input={}, workflow_def=workflow_def(name, [
+        {"name": "call", "taskReferenceName": "call", "type": "HTTP",
+         "inputParameters": {"http_request": {"uri": "http://127.0.0.1:9/", "method": "GET",
+                                              "connectionTimeOut": 500, "readTimeOut": 500}}}]))
+    task_id = TaskExecution.objects.get(workflow_id=wf_id).task_id
+    return wf_id, task_id, captured
+
+
+def test_a_duplicate_delivery_does_nothing_while_a_job_holds_the_task(monkeypatch):
+    wf_id, task_id, captured = _http_workflow(monkeypatch)
+    assert [f.__name__ for f, _, _ in captured] == ["system_task_job"]
+    SweeperLease.acquire(f"task:{task_id}", "live-job", jobs.SYSTEM_TASK_LEASE_MS)
+    jobs.system_task_job(task_id)
+    assert TaskExecution.objects.get(pk=task_id).status == "SCHEDULED"  # not run twice
+
+
+def test_a_job_lost_with_its_cluster_is_replaced_after_the_lease(monkeypatch, clock):
+    """The killed job claimed the task (IN_PROGRESS) and left its lease; once the lease
+    expired the decider's re-dispatch runs the task on a survivor and the lease row is
+    gone afterwards."""
+    wf_id, task_id, captured = _http_workflow(monkeypatch)
+    assert executor.system_task_claim(task_id)
+    SweeperLease.objects.create(name=f"task:{task_id}", holder="killed-job", expires_at=now_ms() - 1)
+    captured.clear()
+    task = TaskExecution.objects.get(pk=task_id)
+    # due for re-dispatch REDISPATCH_MS after the claim, not a minute later
+    wf = executor.WorkflowExecution.objects.get(pk=wf_id)
+    assert wf.next_decide_at <= max(task.update_time, task.scheduled_time) + http.REDISPATCH_MS
+    from apps.engine import sweeper
+
+    clock.advance((wf.next_decide_at - now_ms()) / 1000)
+    assert sweeper.sweep_once() == 1
+    assert [f.__name__ for f, _, _ in captured] == ["system_task_job"]
+    func, args, kwargs = captured[0]
+    func(*args, **kwargs)
+    task = TaskExecution.objects.get(pk=task_id)
+    assert task.status == "FAILED" and "Connection refused" in (task.reason_for_incompletion or "")
+    assert not SweeperLease.objects.filter(name=f"task:{task_id}").exists()
+
+
+def test_the_running_job_renews_its_lease(monkeypatch):
+    monkeypatch.setattr(jobs, "SYSTEM_TASK_RENEW_SECONDS", 0.05)
+    SweeperLease.acquire("task:renewed", "me", jobs.SYSTEM_TASK_LEASE_MS)
+    first = SweeperLease.objects.get(name="task:renewed").expires_at
+    assert jobs._renewing("task:renewed", "me", lambda: time.sleep(0.5) or "done") == "done"
+    assert SweeperLease.objects.get(name="task:renewed").expires_at > first
