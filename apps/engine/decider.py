@@ -4,7 +4,8 @@
 runs synchronous system tasks, applies retries and timeouts, completes or ends the
 workflow) and returns a ``DeciderOutcome`` naming what changed, so that
 ``apps.engine.executor`` can persist it in the same transaction. No ORM, no clock (time
-is an argument), no HTTP, no django-q2 in here: side effects the executor must perform
+is an argument), no randomness (task ids and the retry jitter come from the ``new_id``
+and ``rng`` arguments), no HTTP, no django-q2 in here: side effects the executor must perform
 (start a sub-workflow, run an async system task, notify a parent) are returned as
 ``actions``.
 
@@ -13,11 +14,10 @@ that re-decides while synchronous system tasks change state), docs/conductor-not
 """
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
+from random import Random
 from typing import Any
 
-from apps.core.ids import new_id
 from apps.engine import limits, params
 from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
@@ -42,13 +42,15 @@ class Decider:
     """One decide over one workflow state. Task types call back into it (see
     ``apps.engine.task_types.base.TaskType``)."""
 
-    def __init__(self, wf: WorkflowState, *, now_ms: int, task_def_lookup: TaskDefLookup | None = None,
-                 rng: random.Random | None = None, domain_selector: Callable[[str, list[str]], str | None] | None = None):
+    def __init__(self, wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
+                 task_def_lookup: TaskDefLookup | None = None,
+                 domain_selector: Callable[[str, list[str]], str | None] | None = None):
         self.wf = wf
         self.now = now_ms
+        self.new_id = new_id
         self.blueprint = Blueprint(wf.definition)
         self.task_def_lookup = task_def_lookup or _no_task_def
-        self.rng = rng or random.Random()
+        self.rng = rng
         self.domain_selector = domain_selector
         self.outcome = DeciderOutcome()
         self._new_ids: set[str] = set()
@@ -115,7 +117,7 @@ class Decider:
 
         ``input_data`` defaults to the resolved ``inputParameters``. Times are ``now``.
         """
-        task_id = new_id()
+        task_id = self.new_id()
         task_def = task_def if task_def is not None else self.task_def_of(workflow_task)
         if input_data is None:
             input_data = params.resolve_task_input(workflow_task.get("inputParameters") or {}, self.wf,
@@ -587,14 +589,17 @@ def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool, now: in
     return out
 
 
-def decide(wf: WorkflowState, *, now_ms: int, task_def_lookup: TaskDefLookup | None = None,
-           rng: random.Random | None = None,
+def decide(wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
+           task_def_lookup: TaskDefLookup | None = None,
            domain_selector: Callable[[str, list[str]], str | None] | None = None) -> DeciderOutcome:
     """Decide one workflow execution in memory and return what changed.
 
     ``wf`` is mutated (tasks appended/updated, status/output set); ``now_ms`` is epoch ms.
-    ``task_def_lookup(name)`` returns a registered TaskDef dict for tasks whose
-    WorkflowTask has no ``taskDefinition`` (dynamic tasks). Never raises for workflow
-    semantics: failures end the workflow inside the state.
+    Every input is an argument: ``new_id()`` gives the id of each new task,
+    ``rng`` the retry jitter, ``task_def_lookup(name)`` a registered TaskDef dict for tasks
+    whose WorkflowTask has no ``taskDefinition`` (dynamic tasks), ``domain_selector`` the
+    active domain of a ``taskToDomain`` list. Never raises for workflow semantics:
+    failures end the workflow inside the state.
     """
-    return Decider(wf, now_ms=now_ms, task_def_lookup=task_def_lookup, rng=rng, domain_selector=domain_selector).run()
+    return Decider(wf, now_ms=now_ms, new_id=new_id, rng=rng, task_def_lookup=task_def_lookup,
+                   domain_selector=domain_selector).run()

@@ -15,6 +15,7 @@ resume, terminateWorkflow) and ``ExecutionService``.
 from __future__ import annotations
 
 import copy
+import random
 import json
 import logging
 import time
@@ -253,10 +254,13 @@ def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
     total.actions.extend(part.actions)
 
 
-def new_decider(wf: WorkflowState, now: int) -> Decider:
-    """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: registered
-    TaskDefs and the active-worker domain choice."""
-    return Decider(wf, now_ms=now, task_def_lookup=task_def_lookup, domain_selector=active_domain)
+def new_decider(wf: WorkflowState, now: int, *, domains: bool = True) -> Decider:
+    """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
+    (UUID v4) for new tasks, a fresh random source for retry jitter, registered TaskDefs
+    and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
+    (operator actions schedule with the list's last domain, as before)."""
+    return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
+                   domain_selector=active_domain if domains else None)
 
 
 def decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:
@@ -526,7 +530,7 @@ def workflow_terminate(*, workflow_id: str, reason: str | None = None,
             if wf.status == "TERMINATED":
                 return
             now = now_ms()
-            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
+            decider = new_decider(wf, now, domains=False)
             if wf.terminal:  # FAILED / TIMED_OUT: flip to TERMINATED
                 wf.status = "TERMINATED"
                 wf.reason_for_incompletion = reason or wf.reason_for_incompletion

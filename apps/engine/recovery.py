@@ -63,6 +63,15 @@ def _reopen_parents(child: WorkflowState, now: int) -> None:
         child = parent
 
 
+def _locked_ended(workflow_id: str, action: str) -> store.Loaded:
+    """Lock a workflow that must have ended; Conflict ``Workflow: %s is not in terminal
+    state, unable to <action>.`` otherwise (NotFound when it does not exist)."""
+    loaded = executor.locked(workflow_id)
+    if not loaded.wf.terminal:
+        raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to {action}.")
+    return loaded
+
+
 def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) -> None:
     """Run a terminal workflow again from the start with the same id and input; all its
     tasks are removed. ``use_latest_definitions`` swaps in the latest WorkflowDef version
@@ -73,10 +82,8 @@ def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) 
 
     def run() -> None:
         with transaction.atomic():
-            loaded = executor.locked(workflow_id)
+            loaded = _locked_ended(workflow_id, "restart")
             wf = loaded.wf
-            if not wf.terminal:
-                raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to restart.")
             if wf.status == "COMPLETED" and wf.definition.get("restartable") is False:
                 raise NotFound(f"Workflow: {workflow_id} is non-restartable")
             if use_latest_definitions:
@@ -136,7 +143,7 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
             now = now_ms()
             _reopen(wf, now)
             wf.last_retried_time = now
-            decider = Decider(wf, now_ms=now, task_def_lookup=executor.task_def_lookup)
+            decider = executor.new_decider(wf, now, domains=False)
             fresh: list[TaskState] = []
             for task in failed:
                 if task.task_type in RESET_IN_PLACE:
@@ -180,10 +187,8 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
 
     def run() -> str:
         with transaction.atomic():
-            loaded = executor.locked(workflow_id)
+            loaded = _locked_ended(workflow_id, "rerun")
             wf = loaded.wf
-            if not wf.terminal:
-                raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to rerun.")
             now = now_ms()
             _reopen(wf, now)
             wf.output = {}
@@ -202,7 +207,7 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
                 target = next(t for t in wf.tasks if t.task_id == rerun_from_task_id)
                 removed = [t.task_id for t in wf.tasks if t.seq > target.seq]
                 wf.tasks = [t for t in wf.tasks if t.seq <= target.seq]
-                decider = Decider(wf, now_ms=now, task_def_lookup=executor.task_def_lookup)
+                decider = executor.new_decider(wf, now, domains=False)
                 _reset_task(decider, target, task_input, now)
                 decider.run()
             executor.decide_and_save(loaded, now, decider, removed=removed, workflow_changed=True)
@@ -261,7 +266,7 @@ def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | 
             if wf.status != "RUNNING":
                 raise IllegalState(f"The workflow {workflow_id} is not running so the task referenced by "
                                    f"{task_reference_name} cannot be skipped")
-            decider = Decider(wf, now_ms=now_ms(), task_def_lookup=executor.task_def_lookup)
+            decider = executor.new_decider(wf, now_ms(), domains=False)
             workflow_task = decider.blueprint.get(task_reference_name)
             if workflow_task is None:
                 raise IllegalState(f"The task referenced by {task_reference_name} does not exist in the "

@@ -555,6 +555,14 @@ def workflow_search(*, query: str | None = None, free_text: str | None = "*", so
     """
     start, size = check_paging(start, size, path="searchWorkflows.arg1")
     qs = workflow_queryset(query=query, free_text=free_text, classifier=classifier, **filters)
+    return _workflow_page(qs, sort, start, size, with_definition)
+
+
+def _workflow_page(qs: QuerySet, sort: str | list[str] | None, start: int, size: int,
+                   with_definition: bool) -> tuple[int, list[WorkflowState]]:
+    """``(totalHits, page)`` of a workflow queryset: sorted (default newest first, the id
+    breaking ties), paged, as WorkflowStates without tasks (``definition`` ``{}`` unless
+    ``with_definition``)."""
     total = qs.count()
     order = parse_sort(sort, WORKFLOW_QUERY_FIELDS) or [F("create_time").desc()]
     fields = WORKFLOW_FIELDS if with_definition else _SUMMARY_FIELDS
@@ -620,14 +628,7 @@ def workflow_search_by_tasks(*, query: str | None = None, free_text: str | None 
     start, size = check_paging(start, size, path="searchWorkflowsByTasks.arg1")
     matching = task_queryset(query=query, free_text=free_text).values("workflow_id")
     qs = WorkflowExecution.objects.filter(workflow_id__in=matching)
-    total = qs.count()
-    order = parse_sort(sort, WORKFLOW_QUERY_FIELDS) or [F("create_time").desc()]
-    fields = WORKFLOW_FIELDS if with_definition else _SUMMARY_FIELDS
-    rows = list(qs.order_by(*total_order(order, "workflow_id")).values(*fields)[start:start + size]) if size else []
-    if not with_definition:
-        for r in rows:
-            r["definition"] = {}
-    return total, [store.workflow_from_values(r) for r in rows]
+    return _workflow_page(qs, sort, start, size, with_definition)
 
 
 # --- TaskSummary ---------------------------------------------------------------------------------

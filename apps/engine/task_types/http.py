@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
-
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType, async_complete
@@ -52,6 +50,8 @@ class Http(TaskType):
         return max(task.update_time, task.scheduled_time) + REDISPATCH_MS
 
     def run_async(self, task: TaskState) -> dict:
+        import httpx  # the cluster's side of this type: the decider never loads it
+
         request = task.input_data.get("http_request")
         if not isinstance(request, dict):
             request = task.input_data
