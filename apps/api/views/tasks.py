@@ -12,12 +12,12 @@ import uuid
 from functools import wraps
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
 
 from apps.api import fastpath
-from apps.api.exceptions import error_response
+from apps.api.exceptions import error_body, error_response
 from apps.api.params import qint, qstr
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty, text
@@ -38,8 +38,7 @@ def hot_path(methods: tuple[str, ...]):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
-                return JsonResponse({"status": 405, "message": f"Request method '{request.method}' is not supported",
-                                     "retryable": False}, status=405)
+                return _json(error_body(405, f"Request method '{request.method}' is not supported"), status=405)
             try:
                 return view(request, *args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
