@@ -13,6 +13,7 @@ urlpatterns = [
     path("metrics", metrics_view),
     path("actuator/prometheus", metrics_view),
     path("admin/", admin.site.urls),
+    path("schedules/", include("apps.scheduler.ui_urls")),
     path("", include("apps.ui.urls")),
 ]
 

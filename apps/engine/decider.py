@@ -23,7 +23,7 @@ from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
 from apps.engine.state import BUILT_IN_TYPES, TaskState, WorkflowState
-from apps.engine.status import RETRIABLE_TASK
+from apps.engine.status import RETRIABLE_TASK, TERMINAL_TASK
 from apps.engine.task_types import get_type
 
 # Rounds of the decide loop before giving up for this call (a sync system task loop that
@@ -278,7 +278,10 @@ class Decider:
                 retry = self.retry(task, task_def, workflow_task)
                 if retry is not None:
                     to_schedule.append(retry)
-                elif task.status != "COMPLETED_WITH_ERRORS" and not workflow_task.get("permissive"):
+                elif task.status != "COMPLETED_WITH_ERRORS" and \
+                        not (workflow_task.get("permissive") and not workflow_task.get("optional")):
+                    # optional (permissive or not) ends COMPLETED_WITH_ERRORS; a permissive
+                    # task keeps its failure for the JOIN / the workflow's end to judge
                     task.status = "COMPLETED_WITH_ERRORS"
                 self.touch(task)
                 changed = True
@@ -300,9 +303,30 @@ class Decider:
                 self.touch(task)
                 changed = True
         if not wf.terminal and self._successful_terminate() is None and self.check_for_completion():
+            self._fail_for_permissive_tasks()
             self.complete_workflow()
             return True
         return changed
+
+    def _permissive(self, task: TaskState) -> bool:
+        workflow_task = self.workflow_task_of(task)
+        return bool(workflow_task.get("permissive")) and not workflow_task.get("optional")
+
+    def _fail_for_permissive_tasks(self) -> None:
+        """A workflow about to complete fails instead when the latest attempt of a
+        permissive (non-optional) task ended unsuccessfully; the reason names each such
+        task (DeciderService.decide: permissiveTasksTerminalNonSuccessful)."""
+        latest: dict[str, TaskState] = {}
+        for task in self.wf.tasks:
+            if self._permissive(task):
+                known = latest.get(task.reference_task_name)
+                if known is None or task.retry_count >= known.retry_count:
+                    latest[task.reference_task_name] = task
+        failed = [t for t in latest.values() if t.terminal and not t.successful]
+        if failed:
+            raise TerminateWorkflow(". ".join(
+                f"Task {t.task_id} failed with status: {t.status} and reason: '{t.reason_for_incompletion}'"
+                for t in failed), "FAILED", failed[0])
 
     # --- retries and timeouts -----------------------------------------------------------
 
@@ -446,7 +470,8 @@ class Decider:
             status = statuses.get(workflow_task.get("taskReferenceName"))
             if status is None:
                 return False
-            if status not in ("COMPLETED", "COMPLETED_WITH_ERRORS", "SKIPPED"):
+            if status not in ("COMPLETED", "COMPLETED_WITH_ERRORS", "SKIPPED") and not (
+                    status in TERMINAL_TASK and workflow_task.get("permissive") and not workflow_task.get("optional")):
                 return False
         for task in self.wf.tasks:
             if task.retried or task.iteration:
@@ -505,6 +530,9 @@ class Decider:
         wf = self.wf
         if wf.terminal:
             return
+        # status and reason first: cancelling a SUB_WORKFLOW passes them to the child
+        wf.status = status
+        wf.reason_for_incompletion = reason
         for t in wf.tasks:
             if not t.terminal:
                 get_type(t.task_type).cancel(self, t)

@@ -6,8 +6,9 @@ status as loaded and as saved: a new execution is STARTED; RUNNING -> PAUSED is 
 and back RESUMED; -> COMPLETED is COMPLETED then FINALIZED; -> FAILED, TIMED_OUT or
 TERMINATED is TERMINATED then FINALIZED (Conductor reports a failed workflow through
 ``onWorkflowTerminated``); a finished execution running again is RETRIED (``retry``),
-RERAN (``rerun``) or RESTARTED (``restart``), told apart by the fields those operations
-set. Task notifications: a task inserted or whose status changed, when the status is
+RERAN (``rerun`` from a task) or RESTARTED (``restart``), told apart by the fields those
+operations set (a rerun from the beginning starts the execution anew, as a restart does,
+and is reported as RESTARTED). Task notifications: a task inserted or whose status changed, when the status is
 subscribed, its TaskDef does not set ``taskStatusListenerEnabled: false`` and it is not a
 SUB_WORKFLOW task (Conductor's TaskStatusPublisher skips those). Task status changes
 made by a poll (SCHEDULED -> IN_PROGRESS) are not reported, as in Conductor, where they
@@ -44,10 +45,10 @@ def workflow_events(previous: str | None, wf) -> list[str]:
         return ["RESUMED"]
     if previous in TERMINAL_WORKFLOW:
         if wf.last_retried_time and wf.last_retried_time == wf.update_time:
-            return ["RETRIED"]
-        if wf.re_run_from_workflow_id == wf.workflow_id:
-            return ["RERAN"]
-        return ["RESTARTED"]
+            return ["RETRIED"]  # retry stamps lastRetriedTime
+        if wf.create_time == wf.update_time:
+            return ["RESTARTED"]  # restart starts the execution anew
+        return ["RERAN"]
     return []
 
 

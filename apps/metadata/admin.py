@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 
+import json
+from datetime import datetime, timezone
+
 from django import forms
 from django.contrib import admin
 
@@ -19,7 +22,35 @@ def _messages(errors: list[dict]) -> list[str]:
     return [f"{e['path']}: {e['message']}" for e in errors]
 
 
+class PrettyJSONField(forms.JSONField):
+    """The definition JSON indented in a large monospace text area (not one line)."""
+
+    widget = forms.Textarea(attrs={"rows": 32, "cols": 110, "spellcheck": "false",
+                                   "style": "font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px;"})
+
+    def prepare_value(self, value):
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, indent=2, ensure_ascii=False, cls=self.encoder)
+
+
+def ms_text(ms: int | None) -> str:
+    """Epoch ms as ``YYYY-MM-DD HH:MM:SS UTC`` (empty for 0/None)."""
+    if not ms:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _audit(request, action: str, obj, params: dict | None = None) -> None:
+    from apps.ui.actions import record
+
+    target = f"WorkflowDef {obj.name} v{obj.version}" if isinstance(obj, WorkflowDef) else f"{type(obj).__name__} {obj.name}"
+    record(request.user, action, target, params)
+
+
 class TaskDefForm(forms.ModelForm):
+    definition = PrettyJSONField()
+
     class Meta:
         model = TaskDef
         fields = ["name", "definition"]
@@ -37,7 +68,19 @@ class TaskDefForm(forms.ModelForm):
 
 
 class StampedAdmin(admin.ModelAdmin):
-    """Sets ``create_time``/``update_time`` (epoch ms) of a definition saved in the admin."""
+    """Sets ``create_time``/``update_time`` (epoch ms) of a definition saved in the admin,
+    shows them as UTC dates, and records every add, change and delete in the operator
+    audit log (``apps.ui.actions.record``)."""
+
+    readonly_fields = ("created", "updated")
+
+    @admin.display(description="created", ordering="create_time")
+    def created(self, obj):
+        return ms_text(obj.create_time)
+
+    @admin.display(description="updated", ordering="update_time")
+    def updated(self, obj):
+        return ms_text(obj.update_time)
 
     def save_model(self, request, obj, form, change):
         now = now_ms()
@@ -45,12 +88,23 @@ class StampedAdmin(admin.ModelAdmin):
         if not obj.create_time:
             obj.create_time = now
         super().save_model(request, obj, form, change)
+        _audit(request, "admin_change" if change else "admin_add", obj,
+               {"fields": sorted(form.changed_data)} if change else {})
+
+    def delete_model(self, request, obj):
+        _audit(request, "admin_delete", obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            _audit(request, "admin_delete", obj)
+        super().delete_queryset(request, queryset)
 
 
 @admin.register(TaskDef)
 class TaskDefAdmin(StampedAdmin):
     form = TaskDefForm
-    list_display = ("name", "retry_count", "timeout_policy", "update_time")
+    list_display = ("name", "retry_count", "timeout_policy", "updated")
     search_fields = ("name",)
 
     @admin.display(description="retryCount")
@@ -64,12 +118,22 @@ class TaskDefAdmin(StampedAdmin):
 
 
 class WorkflowDefForm(forms.ModelForm):
+    """A WorkflowDef version. Changing the name or the version of a saved one saves a new
+    version beside it (the executions that ran on it keep their definition link); that
+    name and version must not exist yet."""
+
+    definition = PrettyJSONField()
+
     class Meta:
         model = WorkflowDef
         fields = ["name", "version", "definition"]
 
     def clean(self):
         data = super().clean()
+        if self.instance.pk and (data.get("name"), data.get("version")) != (self.instance.name, self.instance.version) \
+                and WorkflowDef.objects.filter(name=data.get("name"), version=data.get("version")).exists():
+            raise forms.ValidationError({"version": f"{data.get('name')} version {data.get('version')} exists already; "
+                                                    "choose a new version number"})
         definition = data.get("definition")
         if isinstance(definition, dict):
             definition = {**definition, "name": data.get("name"), "version": data.get("version")}
@@ -82,10 +146,25 @@ class WorkflowDefForm(forms.ModelForm):
 
 @admin.register(WorkflowDef)
 class WorkflowDefAdmin(StampedAdmin):
+    """WorkflowDef versions; a changed name or version is saved as a new version."""
+
     form = WorkflowDefForm
-    list_display = ("name", "version", "task_count", "update_time")
+    list_display = ("name", "version", "task_count", "updated")
     list_filter = ("name",)
     search_fields = ("name",)
+
+    def save_model(self, request, obj, form, change):
+        if change and ("name" in form.changed_data or "version" in form.changed_data):
+            # a new version beside the old one, never a rename: executions link to the old
+            from_version = f"{form.initial.get('name')} v{form.initial.get('version')}"
+            obj.pk = None
+            obj._state.adding = True
+            obj.create_time = obj.update_time = now_ms()
+            obj.save()
+            _audit(request, "admin_new_version", obj, {"from": from_version, "fields": sorted(form.changed_data)})
+            self.message_user(request, f"Saved as a new version {obj.name} v{obj.version}; {from_version} is unchanged.")
+            return
+        super().save_model(request, obj, form, change)
 
     @admin.display(description="tasks")
     def task_count(self, obj):

@@ -49,12 +49,13 @@ TASK_ACTIONS: dict[str, Action] = {a.name: a for a in [
 BULK_ACTIONS = ("pause", "resume", "restart", "restart_latest", "retry", "terminate")
 
 
-def allowed_actions(status: str) -> list[str]:
+def allowed_actions(status: str, *, sub_workflows: bool = False) -> list[str]:
     """The workflow actions an execution in ``status`` allows, in menu order.
 
     RUNNING: pause, terminate. PAUSED: resume, terminate. COMPLETED: restart (current or
-    latest definition). FAILED / TIMED_OUT / TERMINATED: restart (both) and retry (plain
-    or resuming a sub-workflow); a COMPLETED execution has no failed task to retry.
+    latest definition). FAILED / TIMED_OUT / TERMINATED: restart (both) and retry, plus
+    retry resuming a sub-workflow when ``sub_workflows`` (the execution has SUB_WORKFLOW
+    tasks); a COMPLETED execution has no failed task to retry.
     """
     if status == "RUNNING":
         return ["pause", "terminate"]
@@ -63,7 +64,7 @@ def allowed_actions(status: str) -> list[str]:
     if status == "COMPLETED":
         return ["restart", "restart_latest"]
     if status in TERMINAL_WORKFLOW:
-        return ["restart", "restart_latest", "retry", "retry_resume"]
+        return ["restart", "restart_latest", "retry"] + (["retry_resume"] if sub_workflows else [])
     return []
 
 
@@ -141,8 +142,6 @@ def perform(user, action: str, target: str, params: dict | None = None, *, bulk:
     """Run ``action`` on ``target`` (a workflow id, or a workflow name for ``start``) as
     ``user`` and audit it. Never raises for an engine refusal: the result carries the
     message. ``params`` are the action's inputs (reason, task id, JSON payloads)."""
-    from apps.ui.models import AuditLog
-
     params = dict(params or {})
     value = None
     try:
@@ -158,11 +157,22 @@ def perform(user, action: str, target: str, params: dict | None = None, *, bulk:
     audited_target = value if action == "start" and ok and isinstance(value, str) else target
     if action == "start":
         params.setdefault("name", target)
-    AuditLog.objects.create(user=user if getattr(user, "pk", None) else None,
-                            username=getattr(user, "get_username", lambda: "")() or "anonymous",
-                            action=action, target=audited_target, params=_small(params), ok=ok,
-                            message=message, bulk=bulk)
+    record(user, action, audited_target, params, ok=ok, message=message, bulk=bulk)
     return Result(target=audited_target, ok=ok, message=message, value=value)
+
+
+def record(user, action: str, target: str, params: dict | None = None, *, ok: bool = True, message: str = "done",
+           bulk: bool = False):
+    """Write one ``AuditLog`` row: ``user`` (a Django user or None) did ``action`` on
+    ``target`` with ``params`` (large values replaced by their size). Used by ``perform``
+    and by the admin's definition edits (actions ``admin_add``, ``admin_change``,
+    ``admin_delete``, target ``WorkflowDef <name> v<version>`` or ``TaskDef <name>``)."""
+    from apps.ui.models import AuditLog
+
+    return AuditLog.objects.create(user=user if getattr(user, "pk", None) else None,
+                                   username=getattr(user, "get_username", lambda: "")() or "anonymous",
+                                   action=action, target=target, params=_small(dict(params or {})), ok=ok,
+                                   message=message, bulk=bulk)
 
 
 def _small(params: dict, limit: int = 4000) -> dict:

@@ -84,15 +84,22 @@ def task_row(t) -> dict:
 
 
 def header(wf: WorkflowState) -> dict:
-    """Header fields of an execution, with the actions its state allows."""
+    """Header fields of an execution, with the actions its state allows. ``reason`` names
+    tasks by their taskReferenceName where Conductor's text gives a task id, and
+    ``failedTask`` (``{"ref", "taskId"}`` or None) is the task the reason is about."""
+    from apps.ui.selectors import name_tasks
+
+    refs = {t.task_id: t.reference_task_name for t in wf.tasks}
+    reason, failed = name_tasks(wf.reason_for_incompletion, refs)
     return {
         "workflowId": wf.workflow_id, "name": wf.workflow_name, "version": wf.workflow_version,
-        "status": wf.status, "reason": _cut(wf.reason_for_incompletion),
+        "status": wf.status, "reason": _cut(reason), "failedTask": failed,
         "parentWorkflowId": wf.parent_workflow_id, "parentWorkflowTaskId": wf.parent_workflow_task_id,
         "correlationId": wf.correlation_id, "createTime": wf.create_time, "updateTime": wf.update_time,
         "endTime": wf.end_time, "failedReferenceTaskNames": wf.failed_reference_task_names or [],
         "reRunFromWorkflowId": wf.re_run_from_workflow_id, "createdBy": wf.created_by, "priority": wf.priority,
-        "taskCount": len(wf.tasks), "allowedActions": allowed_actions(wf.status),
+        "taskCount": len(wf.tasks),
+        "allowedActions": allowed_actions(wf.status, sub_workflows=any(t.task_type == "SUB_WORKFLOW" for t in wf.tasks)),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -15,6 +16,52 @@ from apps.engine.models import PollData, TaskExecution, WorkflowExecution, Workf
 from apps.metadata.models import WorkflowDef
 
 STATUSES = [s.value for s in WorkflowStatus]
+
+# What differs between otherwise identical failures: UUIDs (task and workflow ids), long
+# hex strings and numbers of four digits or more (times, sizes, ports). The same pattern
+# is a regular expression for Python (SQLite's REGEXP) and PostgreSQL.
+ID_PATTERN = (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+              r"|[0-9a-fA-F]{16,}|[0-9]{4,}")
+ID_RE = re.compile(ID_PATTERN)
+MASK = "…"
+UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def mask_ids(text: str | None) -> str:
+    """A reason with ids and numbers replaced by ``…``, so failures that differ only by
+    them read (and group) the same."""
+    return ID_RE.sub(MASK, text or "")
+
+
+def cluster_regex(masked: str) -> str:
+    """The regular expression matching every reason whose ``mask_ids`` is ``masked``."""
+    return "^" + f"({ID_PATTERN})".join(re.escape(part) for part in masked.split(MASK)) + "$"
+
+
+def name_tasks(reason: str | None, refs: dict[str, str]) -> tuple[str | None, dict | None]:
+    """(``reason`` with each task id of ``refs`` (task id -> taskReferenceName) replaced
+    by its reference, the first such task as ``{"ref", "taskId"}`` or None)."""
+    if not reason:
+        return reason, None
+    first = None
+
+    def name(match: re.Match) -> str:
+        nonlocal first
+        ref = refs.get(match.group(0))
+        if ref is None:
+            return match.group(0)
+        if first is None:
+            first = {"ref": ref, "taskId": match.group(0)}
+        return ref
+    return UUID_RE.sub(name, reason), first
+
+
+def task_refs_in(reason: str | None) -> dict[str, str]:
+    """task id -> taskReferenceName of the tasks whose ids appear in ``reason`` (one query)."""
+    ids = UUID_RE.findall(reason or "")
+    if not ids:
+        return {}
+    return dict(TaskExecution.objects.filter(task_id__in=ids).values_list("task_id", "reference_task_name"))
 PAGE_SIZES = (10, 25, 50, 100, 200, 500)
 SORTS = {
     "start": "create_time", "end": "end_time", "update": "update_time", "name": "workflow_name",
@@ -48,6 +95,7 @@ class SearchQuery:
     correlation_id: str = ""
     workflow_id: str = ""
     text: str = ""
+    cluster: str = ""
     sort: str = DEFAULT_SORT
     page: int = 1
     size: int = 25
@@ -75,6 +123,7 @@ class SearchQuery:
         out.correlation_id = (q.get("correlation_id") or "").strip()
         out.workflow_id = (q.get("workflow_id") or "").strip()
         out.text = (q.get("q") or "").strip()
+        out.cluster = q.get("cluster") or ""
         sort = (q.get("sort") or DEFAULT_SORT).strip()
         out.sort = sort if sort.lstrip("-") in SORTS else DEFAULT_SORT
         try:
@@ -120,6 +169,8 @@ class SearchQuery:
         if self.text:
             cond &= (Q(input_text__icontains=self.text) | Q(output_text__icontains=self.text)
                      | Q(reason_for_incompletion__icontains=self.text))
+        if self.cluster:
+            cond &= Q(reason_for_incompletion__regex=cluster_regex(self.cluster))
         return cond
 
     @property
@@ -278,10 +329,31 @@ def search_executions(query: SearchQuery) -> SearchResult:
         r["active"] = active.get(r["workflow_id"], [])
         reason = r["reason_for_incompletion"] or ""
         r["reason_short"] = reason if len(reason) <= 160 else reason[:160] + "…"
+        r["cluster"] = mask_ids(reason)
         r["duration_ms"] = (r["end_time"] or now_ms()) - r["create_time"]
     return SearchResult(rows=rows, total=total, page=page, size=query.size,
                         first_cursor=encode_cursor(rows[0], query.column) if rows else None,
                         last_cursor=encode_cursor(rows[-1], query.column) if rows else None)
+
+
+CLUSTER_SCAN = 5000  # distinct reasons read to build the clusters
+
+
+def failure_clusters(query: SearchQuery, limit: int = 8) -> list[dict]:
+    """The matches of ``query`` grouped by reason with ids masked (``mask_ids``), most
+    frequent first: ``[{"key": masked reason, "count": executions, "example": reason}]``,
+    at most ``limit`` groups, from the ``CLUSTER_SCAN`` most frequent distinct reasons."""
+    qs = WorkflowExecution.objects.all()
+    if query.text:
+        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
+    qs = qs.filter(query.filters()).exclude(reason_for_incompletion__isnull=True).exclude(reason_for_incompletion="")
+    groups: dict[str, dict] = {}
+    for reason, n in (qs.values_list("reason_for_incompletion").annotate(n=Count("workflow_id"))
+                      .order_by("-n", "reason_for_incompletion")[:CLUSTER_SCAN]):
+        key = mask_ids(reason)
+        g = groups.setdefault(key, {"key": key, "count": 0, "example": reason})
+        g["count"] += n
+    return sorted(groups.values(), key=lambda g: (-g["count"], g["key"]))[:limit]
 
 
 def workflow_names() -> list[str]:

@@ -26,6 +26,7 @@ urlpatterns = [
     path("queues/", views.queues, name="queues"),
     path("start/", views.start, name="start"),
     path("audit/", views.audit, name="audit"),
+    path("favicon.ico", views.favicon, name="favicon"),
     # Static files (CSS, scripts, vendored libraries) straight from the app's folders, so
     # `make run` (daphne alone, DEBUG off) serves the pages whole without collectstatic.
     re_path(r"^" + settings.STATIC_URL.lstrip("/") + r"(?P<path>.*)$", views.static_file, name="static"),

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.core.errors import NotFound
 from apps.engine import queue as engine_queue
 from apps.engine import selectors as engine_selectors
-from apps.engine.models import PollData
+from apps.engine.models import PollData, TaskExecution
 from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import WorkflowDef
@@ -71,6 +71,12 @@ def static_file(request, path: str):
 
 
 @require_GET
+def favicon(request):
+    """``/favicon.ico``: the icon (browsers ask for it before reading the page's link)."""
+    return static_file(request, "ui/favicon.svg")
+
+
+@require_GET
 def home(request):
     """``/``: the execution search."""
     return redirect("ui:executions")
@@ -101,12 +107,20 @@ def executions(request):
         params["sort"] = column if query.sort != column else "-" + column
         return "?" + params.urlencode()
 
+    without_cluster = base.copy()
+    without_cluster.pop("cluster", None)
+    clusters = selectors.failure_clusters(query) if result.total else []
+    for c in clusters:
+        params = base.copy()
+        params["cluster"] = c["key"]
+        c["url"] = "?" + params.urlencode()
     columns = [("id", "Workflow id"), ("name", "Workflow"), ("version", "Ver."), ("status", "Status"),
                ("start", "Started"), ("end", "Ended")]
     headers = [{"key": k, "label": label, "url": sort_url(k),
                 "active": query.sort.lstrip("-") == k, "desc": query.sort.startswith("-")} for k, label in columns]
     return _render(request, "ui/executions.html", {
         "query": query, "result": result, "names": selectors.workflow_names(), "statuses": selectors.STATUSES,
+        "clusters": clusters, "uncluster_url": "?" + without_cluster.urlencode(),
         "page_sizes": selectors.PAGE_SIZES, "headers": headers,
         "prev_url": (page_url(result.page - 1, before=result.first_cursor) if result.page > 2 else page_url(1))
         if result.page > 1 else None,
@@ -151,8 +165,11 @@ def bulk(request):
 def execution(request, workflow_id: str):
     """``/execution/<id>``: header, actions menu and the live tabs."""
     wf = _load(workflow_id, include_tasks=False)
+    reason, failed_task = selectors.name_tasks(wf.reason_for_incompletion,
+                                               selectors.task_refs_in(wf.reason_for_incompletion))
     return _render(request, "ui/execution.html", {
-        "wf": wf, "allowed": actions.allowed_actions(wf.status),
+        "wf": wf, "allowed": actions.allowed_actions(wf.status, sub_workflows=_has_sub_workflows(workflow_id)),
+        "reason": reason, "failed_task": failed_task,
         "workflow_actions": list(actions.WORKFLOW_ACTIONS.values()),
         "task_actions": list(actions.TASK_ACTIONS.values()),
         "ws_path": f"/ws/executions/{workflow_id}/",
@@ -160,6 +177,10 @@ def execution(request, workflow_id: str):
         "poll_ms": int(live.ui_setting("LIVE_POLL_SECONDS") * 1000),
         "preview_chars": live.ui_setting("PAYLOAD_PREVIEW_CHARS"),
     })
+
+
+def _has_sub_workflows(workflow_id: str) -> bool:
+    return TaskExecution.objects.filter(workflow_id=workflow_id, task_type="SUB_WORKFLOW").exists()
 
 
 @view_required
@@ -181,9 +202,18 @@ def execution_live(request, workflow_id: str):
 @view_required
 @require_GET
 def execution_download(request, workflow_id: str, what: str):
-    """``/execution/<id>/download/<input|output|variables|json>``: a whole payload."""
+    """``/execution/<id>/download/<input|output|variables|json>``: a whole payload. With
+    ``?preview=N`` (characters) the JSON document is cut to its first N characters and
+    shown inline, ``X-Total-Chars`` telling the whole length: the JSON tab reads that, not
+    megabytes it would not show."""
     wf = _load(workflow_id, include_tasks=what == "json")
     if what == "json":
+        preview_chars = request.GET.get("preview", "")
+        if preview_chars.isdigit():
+            text = json.dumps(workflow_json(wf), indent=2, default=str)
+            resp = HttpResponse(text[:int(preview_chars)], content_type="application/json")
+            resp["X-Total-Chars"] = str(len(text))
+            return resp
         return _json_download(workflow_json(wf), f"{workflow_id}.json")
     if what in ("input", "output", "variables"):
         return _json_download(getattr(wf, what), f"{workflow_id}-{what}.json")
@@ -261,15 +291,34 @@ def workflow_action(request, workflow_id: str, name: str):
     wf = _load(workflow_id, include_tasks=False)
     if request.method == "GET":
         return _render(request, "ui/action_confirm.html", {
-            "wf": wf, "action": info, "allowed": name in actions.allowed_actions(wf.status),
-            "post_url": request.path, "kind": "workflow"})
+            "wf": wf, "action": info,
+            "allowed": name in actions.allowed_actions(wf.status, sub_workflows=_has_sub_workflows(workflow_id)),
+            "post_url": request.path, "kind": "workflow", "back": _back_url(request, workflow_id)})
     params = {}
     if name == "terminate":
         params = {"reason": request.POST.get("reason", "").strip(),
                   "trigger_failure_workflow": request.POST.get("trigger_failure_workflow") == "on"}
     result = actions.perform(request.user, name, workflow_id, params)
     _report(request, info, result)
-    return redirect("ui:execution", workflow_id=workflow_id)
+    return _back_to_execution(request, workflow_id)
+
+
+def _back_url(request, workflow_id: str) -> str:
+    """Where an action on ``workflow_id`` returns: the execution page as the operator
+    left it (``back``: its path with tab, task, attempt and iteration in the query), or
+    the bare page when ``back`` is missing or points anywhere else."""
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    page = reverse("ui:execution", args=[workflow_id])
+    back = request.POST.get("back") or request.GET.get("back") or ""
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) \
+            and (back == page or back.startswith(page + "?")):
+        return back
+    return page
+
+
+def _back_to_execution(request, workflow_id: str):
+    return redirect(_back_url(request, workflow_id))
 
 
 def _report(request, info: actions.Action, result: actions.Result) -> None:
@@ -307,7 +356,8 @@ def task_action(request, workflow_id: str, name: str):
     if request.method == "GET":
         return _render(request, "ui/action_confirm.html", {
             "wf": wf, "action": info, "kind": "task", "task": row, "ref": ref,
-            "allowed": name in actions.task_actions(wf.status, row), "form": defaults, "post_url": request.get_full_path()})
+            "allowed": name in actions.task_actions(wf.status, row), "form": defaults, "post_url": request.get_full_path(),
+            "back": _back_url(request, workflow_id)})
     form = {k: request.POST.get(k, defaults[k]) for k in defaults}
     try:
         if name == "rerun":
@@ -322,10 +372,10 @@ def task_action(request, workflow_id: str, name: str):
         messages.error(request, str(exc))
         return _render(request, "ui/action_confirm.html", {
             "wf": wf, "action": info, "kind": "task", "task": row, "ref": ref, "allowed": True, "form": form,
-            "post_url": request.get_full_path()}, status=400)
+            "post_url": request.get_full_path(), "back": _back_url(request, workflow_id)}, status=400)
     result = actions.perform(request.user, name, workflow_id, params)
     _report(request, info, result)
-    return redirect("ui:execution", workflow_id=workflow_id)
+    return _back_to_execution(request, workflow_id)
 
 
 # --- definitions ---------------------------------------------------------------------------

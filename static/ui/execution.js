@@ -33,11 +33,22 @@
   var panelTaskId = null; // task shown in the panel
   var panelRowKey = null; // last known row of that task (to refresh on change)
   var activeTab = "graph";
+  var timelineZoom = 1;
+  var dynFilter = "";
+  var TABS = ["graph", "tasks", "timeline", "summary", "data", "json"];
+  // the view state in the URL (tab, node, task, iteration per loop), restored on load
+  var initial = new URLSearchParams(location.search);
+  var viewportKey = "conductor-graph-viewport:" + cfg.workflowId;
 
   var graph = new window.ConductorGraph(document.getElementById("graph"), {
     workflowStatus: root.dataset.status,
-    onSelect: function (view) { openPanel(view.id); }
+    onSelect: function (view) { openPanel(view.id); },
+    onViewport: function (vp) {
+      try { sessionStorage.setItem(viewportKey, JSON.stringify(vp)); } catch (e) { /* storage off */ }
+    }
   });
+  graph.cy.on("dragfree viewport", function () { if (graphReady) { graph.changed(); } });
+  var graphReady = false;
   window.conductorGraph = graph;
   window.conductorLive = { state: function () { return state; }, seq: function () { return seq; },
     mode: function () { return wsOpen ? "websocket" : (pollTimer ? "polling" : "connecting"); },
@@ -77,11 +88,47 @@
 
   // --- applying snapshots and deltas --------------------------------------------------------
   function applySnapshot(snap) {
+    var first = !state;
     var structureChanged = !state || state.graph.signature !== snap.graph.signature;
     state = snap;
     graph.setWorkflowStatus(snap.header.status);
     if (structureChanged) { graph.setGraph(snap.graph); } else { graph.update(indexById(snap.graph.nodes), indexById(snap.graph.edges)); }
+    if (first) { restoreView(); }
     renderAll();
+  }
+
+  /** The first snapshot: go back to the view the URL (and this tab's session) describes. */
+  function restoreView() {
+    (initial.get("iter") || "").split(",").forEach(function (pair) {
+      var i = pair.lastIndexOf(":");
+      if (i > 0) { graph.selectScope(pair.slice(0, i), pair.slice(i + 1)); }
+    });
+    try {
+      var vp = JSON.parse(sessionStorage.getItem(viewportKey) || "null");
+      if (vp) { graph.setViewport(vp); }
+    } catch (e) { /* nothing kept */ }
+    graphReady = true;
+    var tab = initial.get("tab");
+    if (TABS.indexOf(tab) >= 0) { showTab(tab, true); }
+    var task = initial.get("task");
+    var node = initial.get("node");
+    if (task && rowOf(task)) { openTaskById(task, true); }
+    else if (node && graph.nodes[node]) { openPanel(node); }
+  }
+
+  /** Write the view state into the URL (no new history entry). */
+  function writeUrl() {
+    var q = new URLSearchParams(location.search);
+    ["tab", "node", "task", "iter"].forEach(function (k) { q.delete(k); });
+    if (activeTab !== "graph") { q.set("tab", activeTab); }
+    if (panelNode && !$("task-panel").hidden) { q.set("node", panelNode); }
+    if (panelTaskId && panelNode && !$("task-panel").hidden) { q.set("task", panelTaskId); }
+    var iters = Object.keys(graph.selectedScope).filter(function (k) { return graph.selectedScope[k]; })
+      .map(function (k) { return k + ":" + graph.selectedScope[k]; });
+    if (iters.length) { q.set("iter", iters.join(",")); }
+    var text = q.toString();
+    var url = location.pathname + (text ? "?" + text : "");
+    if (url !== location.pathname + location.search) { history.replaceState(null, "", url); }
   }
 
   function indexById(list) {
@@ -197,9 +244,14 @@
     var end = h.endTime || Date.now();
     $("wf-duration").textContent = fmtDuration(end - h.createTime);
     $("wf-task-count").textContent = String(h.taskCount);
-    var reason = $("wf-reason");
-    reason.textContent = h.reason || "";
-    reason.hidden = !h.reason;
+    $("wf-reason").textContent = h.reason || "";
+    $("wf-reason-box").hidden = !h.reason;
+    var failed = $("wf-failed-task");
+    failed.hidden = !h.failedTask;
+    if (h.failedTask) {
+      $("wf-failed-ref").textContent = h.failedTask.ref;
+      $("wf-failed-ref").dataset.openTask = h.failedTask.taskId;
+    }
     var menu = $("actions-menu");
     if (menu) {
       var any = false;
@@ -276,6 +328,11 @@
     var now = Date.now();
     var t1 = h.endTime || now;
     state.tasks.forEach(function (t) { t1 = Math.max(t1, t.end || (t.start ? now : t.scheduled)); });
+    if ($("tl-runs-only").checked) {
+      var firstRun = null;
+      state.tasks.forEach(function (t) { if (t.start && (firstRun === null || t.start < firstRun)) { firstRun = t.start; } });
+      if (firstRun !== null && firstRun < t1) { t0 = firstRun; }
+    }
     var span = Math.max(1, t1 - t0);
     var pages = Math.max(1, Math.ceil(order.length / TIMELINE_ROWS_PER_PAGE));
     timelinePage = Math.min(timelinePage, pages);
@@ -298,7 +355,8 @@
       return '<div class="tl-row"><div class="tl-label mono" title="' + esc(ref) + '">' + esc(ref) +
         (byRef[ref].length > 1 ? ' <span class="badge">' + byRef[ref].length + "</span>" : "") + '</div><div class="tl-track">' + bars + "</div></div>";
     }).join("");
-    $("timeline").innerHTML = html;
+    $("timeline").innerHTML = '<div class="tl-inner" style="width:' + (timelineZoom * 100) + '%">' + html + "</div>";
+    $("tl-zoom-level").textContent = timelineZoom + "×";
     pager($("timeline-pager"), timelinePage, pages, function (p) { timelinePage = p; renderTimeline(); });
   }
 
@@ -352,6 +410,7 @@
     var panel = $("task-panel");
     if (panel.hidden) { panel.hidden = false; graph.cy.resize(); }
     renderPanel(true);
+    writeUrl();
   }
 
   function refreshPanel() {
@@ -400,24 +459,33 @@
     if (pickers.innerHTML !== html) {
       pickers.innerHTML = html;
       var it = $("pick-iteration");
-      if (it) { it.onchange = function () { graph.selectScope(loopId, it.value); panelTaskId = null; renderPanel(true); }; }
+      if (it) { it.onchange = function () { graph.selectScope(loopId, it.value); panelTaskId = null; renderPanel(true); writeUrl(); }; }
       var at = $("pick-attempt");
-      if (at) { at.onchange = function () { panelTaskId = at.value; renderPanel(true); }; }
+      if (at) { at.onchange = function () { panelTaskId = at.value; renderPanel(true); writeUrl(); }; }
     }
     var body = $("panel-body");
     if (n.kind === "dynamic") {
       var members = n.members || [];
-      var list = '<p class="hint">' + members.length + ' dynamically forked tasks.</p><table class="data small"><tbody>' +
-        members.map(function (m) {
-          return '<tr><td class="mono"><a href="#" data-open-task="' + esc(m.taskId) + '">' + esc(m.ref) + "</a></td><td>" + statusBadge(m.status) + "</td></tr>";
-        }).join("") + "</tbody></table>";
-      if (!panelTaskId) { body.innerHTML = list; return; }
+      var statuses = {};
+      members.forEach(function (m) { statuses[m.status] = (statuses[m.status] || 0) + 1; });
+      if (dynFilter && !statuses[dynFilter]) { dynFilter = ""; }
+      var shown = members.filter(function (m) { return !dynFilter || m.status === dynFilter; });
+      var list = '<p class="hint">' + members.length + ' dynamically forked tasks.</p>' +
+        '<label class="dyn-filter">Status <select id="dyn-status"><option value="">any (' + members.length + ")</option>" +
+        Object.keys(statuses).sort().map(function (st) {
+          return '<option value="' + esc(st) + '"' + (st === dynFilter ? " selected" : "") + ">" + esc(st) + " (" + statuses[st] + ")</option>";
+        }).join("") + '</select></label><div class="dyn-members" id="dyn-members"><table class="data small"><tbody>' +
+        shown.map(function (m) {
+          return '<tr' + (m.taskId === panelTaskId ? ' class="warn"' : "") + '><td class="mono"><a href="#" data-open-task="' +
+            esc(m.taskId) + '">' + esc(m.ref) + "</a></td><td>" + statusBadge(m.status) + "</td></tr>";
+        }).join("") + "</tbody></table></div>";
+      if (!panelTaskId) { body.innerHTML = list; bindDynFilter(); return; }
       body.dataset.members = list;
     }
     if (!panelTaskId) {
       var skip = "";
       if (cfg.canOperate && state.header.status === "RUNNING" && n.ref && ["start", "end", "loopend", "loopgroup"].indexOf(n.kind) < 0) {
-        skip = '<p><a class="button" href="' + execUrl(cfg.workflowId) + "/task-action/skip?ref=" + encodeURIComponent(n.ref) + '">Skip this task</a></p>';
+        skip = '<p><a class="button back-here" href="' + execUrl(cfg.workflowId) + "/task-action/skip?ref=" + encodeURIComponent(n.ref) + '">Skip this task</a></p>';
       }
       body.innerHTML = '<p class="hint">' + (n.kind === "start" || n.kind === "end" ? "" : "Not executed" +
         (n.loop ? " in this iteration" : "") + ".") + "</p>" + skip;
@@ -430,8 +498,17 @@
     var requested = panelTaskId;
     fetch(taskUrl(panelTaskId), { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (d) {
       if (requested !== panelTaskId) { return; }
-      body.innerHTML = (n.kind === "dynamic" ? (body.dataset.members || "") : "") + panelHtml(d);
+      // the chosen member's details first, the member list (scrolling on its own) below
+      body.innerHTML = panelHtml(d) + (n.kind === "dynamic" ? '<h3 class="small">All members</h3>' + (body.dataset.members || "") : "");
+      if (n.kind === "dynamic") { bindDynFilter(); }
+      body.scrollTop = 0;
+      $("task-panel").scrollTop = 0;
     }).catch(function () { body.innerHTML = '<p class="error">Could not load the task.</p>'; });
+  }
+
+  function bindDynFilter() {
+    var sel = $("dyn-status");
+    if (sel) { sel.onchange = function () { dynFilter = sel.value; renderPanel(true); }; }
   }
 
   function pre(p, url) {
@@ -501,7 +578,7 @@
       '<p><a href="' + d.downloads.json + '">Task JSON</a></p>';
   }
 
-  function openTaskById(taskId) {
+  function openTaskById(taskId, keepTab) {
     var row = rowOf(taskId);
     if (!row) { return; }
     // find the node showing this task's reference
@@ -513,7 +590,7 @@
         });
       });
     });
-    showTab("graph");
+    if (!keepTab) { showTab("graph"); }
     if (nodeId) { openPanel(nodeId, taskId); }
     else {
       var dyn = state.graph.nodes.filter(function (n) { return n.kind === "dynamic" && (n.members || []).some(function (m) { return m.taskId === taskId; }); })[0];
@@ -522,10 +599,16 @@
   }
 
   // --- tabs and controls ------------------------------------------------------------------------
-  function showTab(name) {
+  function showTab(name, quiet) {
     activeTab = name;
-    document.querySelectorAll(".tabs button").forEach(function (b) { b.classList.toggle("active", b.dataset.tab === name); });
+    document.querySelectorAll(".tabs button").forEach(function (b) {
+      var on = b.dataset.tab === name;
+      b.classList.toggle("active", on);
+      b.setAttribute("aria-selected", on ? "true" : "false");
+      b.tabIndex = on ? 0 : -1;
+    });
     document.querySelectorAll("section.tab").forEach(function (s) { s.hidden = s.id !== "tab-" + name; });
+    if (!quiet || graphReady) { writeUrl(); }
     if (state) {
       if (name === "timeline") { renderTimeline(); }
       if (name === "summary") { renderSummary(); }
@@ -534,9 +617,35 @@
     }
   }
 
-  document.querySelectorAll(".tabs button").forEach(function (b) { b.addEventListener("click", function () { showTab(b.dataset.tab); }); });
-  $("panel-close").addEventListener("click", function () { $("task-panel").hidden = true; panelNode = null; graph.select(null); graph.cy.resize(); });
+  document.querySelectorAll(".tabs button").forEach(function (b) {
+    b.addEventListener("click", function () { showTab(b.dataset.tab); });
+    // WAI-ARIA tabs: arrows, Home and End move between tabs
+    b.addEventListener("keydown", function (ev) {
+      var i = TABS.indexOf(b.dataset.tab), next = null;
+      if (ev.key === "ArrowRight") { next = TABS[(i + 1) % TABS.length]; }
+      else if (ev.key === "ArrowLeft") { next = TABS[(i + TABS.length - 1) % TABS.length]; }
+      else if (ev.key === "Home") { next = TABS[0]; }
+      else if (ev.key === "End") { next = TABS[TABS.length - 1]; }
+      if (next) { ev.preventDefault(); showTab(next); $("tabbtn-" + next).focus(); }
+    });
+  });
+  $("panel-close").addEventListener("click", function () {
+    $("task-panel").hidden = true; panelNode = null; panelTaskId = null; graph.select(null); graph.cy.resize(); writeUrl();
+  });
   $("fit-graph").addEventListener("click", function () { graph.fit(); });
+  $("zoom-in").addEventListener("click", function () { graph.zoomBy(1.2); });
+  $("zoom-out").addEventListener("click", function () { graph.zoomBy(1 / 1.2); });
+  $("tl-zoom-in").addEventListener("click", function () { timelineZoom = Math.min(64, timelineZoom * 2); renderTimeline(); });
+  $("tl-zoom-out").addEventListener("click", function () { timelineZoom = Math.max(1, timelineZoom / 2); renderTimeline(); });
+  $("tl-runs-only").addEventListener("change", function () { renderTimeline(); });
+  // actions come back to this page as it is now (tab, task, iteration in the URL)
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest ? ev.target.closest("a[data-action], a[data-task-action], a.back-here") : null;
+    if (!a) { return; }
+    var url = new URL(a.href, location.href);
+    url.searchParams.set("back", location.pathname + location.search);
+    a.href = url.pathname + url.search;
+  }, true);
   $("export-png").addEventListener("click", function () { graph.exportPng(cfg.workflowId + ".png"); });
   $("task-filter").addEventListener("input", function () { taskPage = 1; renderTasks(); });
   $("task-status").addEventListener("change", function () { taskPage = 1; renderTasks(); });
@@ -545,14 +654,27 @@
     if (a) { ev.preventDefault(); openTaskById(a.dataset.openTask); }
   });
   $("json-load").addEventListener("click", function () {
-    fetch($("json-download").href, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(function (text) {
-      var limit = 200000;
-      $("json-view").textContent = text.length > limit ? text.slice(0, limit) : text;
+    var limit = 200000;
+    fetch($("json-download").href + "?preview=" + limit, { credentials: "same-origin" }).then(function (r) {
+      var total = parseInt(r.headers.get("X-Total-Chars"), 10) || 0;
+      return r.text().then(function (text) { return { text: text, total: total }; });
+    }).then(function (res) {
+      $("json-view").textContent = res.text;
       var note = $("json-note");
-      note.hidden = text.length <= limit;
-      note.textContent = "Showing the first " + limit + " of " + text.length + " characters: download for the whole document.";
+      note.hidden = res.total <= res.text.length;
+      note.textContent = "Showing the first " + res.text.length + " of " + res.total + " characters: download for the whole document.";
     });
   });
+
+  // the canvas fills the window below its top, so it ends above the fold
+  function sizeGraph() {
+    var el = $("graph");
+    var top = el.getBoundingClientRect().top + window.scrollY;
+    var height = Math.max(360, Math.min(1200, window.innerHeight - top - 28));
+    if (Math.abs(el.offsetHeight - height) > 2) { el.style.height = height + "px"; graph.cy.resize(); }
+  }
+  sizeGraph();
+  window.addEventListener("resize", sizeGraph);
 
   connect();
 })();

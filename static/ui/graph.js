@@ -15,20 +15,33 @@
   var STATUSES = JSON.parse(document.getElementById("conductor-statuses").textContent);
   var TERMINAL_WORKFLOW = STATUSES.terminalWorkflow;
 
-  // Conductor UI's status colours.
+  // Colours come from the page's CSS variables (static/ui/app.css), so the graph follows
+  // the light or dark scheme and the status colours that pass WCAG AA with white text.
+  function cssVar(name, fallback) {
+    var v = window.getComputedStyle ? window.getComputedStyle(document.documentElement).getPropertyValue(name) : "";
+    return (v || "").trim() || fallback;
+  }
+  var INK = cssVar("--ink", "#1d2330");
+  var CARD = cssVar("--card", "#ffffff");
+  var MUTED = cssVar("--muted", "#5d6675");
+  var LINE = cssVar("--input-line", "#c6ccd6");
+  var SUBTLE = cssVar("--subtle", "#f8fafc");
+  var ACCENT = cssVar("--accent", "#1a5fd0");
+  var OK = cssVar("--ok", "#067647"), RUN = cssVar("--run", "#175cd3"), SCHED = cssVar("--sched", "#6941c6");
+  var FAIL = cssVar("--fail", "#b42318"), WARN = cssVar("--warn", "#b54708"), SKIP = cssVar("--skip", "#5d6675");
   var COLOURS = {
-    COMPLETED: "#41b957",
-    COMPLETED_WITH_ERRORS: "#fba404",
-    IN_PROGRESS: "#1f83db",
-    SCHEDULED: "#1f83db",
-    FAILED: "#ff3b30",
-    FAILED_WITH_TERMINAL_ERROR: "#ff3b30",
-    TIMED_OUT: "#ff3b30",
-    TERMINATED: "#ff3b30",
-    CANCELED: "#fba404",
-    SKIPPED: "#a8a8a8",
-    PAUSED: "#fba404",
-    RUNNING: "#1f83db"
+    COMPLETED: OK,
+    COMPLETED_WITH_ERRORS: WARN,
+    IN_PROGRESS: RUN,
+    SCHEDULED: SCHED,
+    FAILED: FAIL,
+    FAILED_WITH_TERMINAL_ERROR: FAIL,
+    TIMED_OUT: FAIL,
+    TERMINATED: FAIL,
+    CANCELED: WARN,
+    SKIPPED: SKIP,
+    PAUSED: WARN,
+    RUNNING: RUN
   };
 
   function statusStyles() {
@@ -36,7 +49,7 @@
     Object.keys(COLOURS).forEach(function (s) {
       out.push({
         selector: "node.st-" + s,
-        style: { "background-color": COLOURS[s], "border-color": COLOURS[s], color: s === "SKIPPED" ? "#222" : "#fff" }
+        style: { "background-color": COLOURS[s], "border-color": COLOURS[s], color: "#fff" }
       });
     });
     return out;
@@ -44,36 +57,54 @@
 
   var STYLE = [
     { selector: "node", style: {
-      shape: "round-rectangle", width: 200, height: 58, label: "data(label)", "text-wrap": "wrap",
-      "text-max-width": 190, "text-valign": "center", "text-halign": "center", "font-size": 13,
-      "font-family": "system-ui, sans-serif", "background-color": "#ffffff", "border-width": 1.5,
-      "border-color": "#8a8f98", color: "#1d2330" } },
-    { selector: "node.kind-fork, node.kind-join", style: {
-      shape: "rectangle", width: 220, height: 12, "background-color": "#4b5563", "border-width": 0,
-      "text-valign": "bottom", "text-margin-y": 4, color: "#1d2330", "font-size": 12 } },
-    { selector: "node.kind-fork.st-COMPLETED, node.kind-join.st-COMPLETED", style: { color: "#1d2330" } },
-    { selector: "node.kind-switch", style: { shape: "diamond", width: 150, height: 80, "text-max-width": 110 } },
+      shape: "round-rectangle", width: 210, height: "data(h)", label: "data(label)", "text-wrap": "wrap",
+      "text-max-width": 196, "text-valign": "center", "text-halign": "center", "font-size": 12.5,
+      "line-height": 1.25, "text-overflow-wrap": "anywhere",
+      "font-family": "system-ui, sans-serif", "background-color": CARD, "border-width": 1.5,
+      "border-color": MUTED, color: INK } },
+    { selector: "node.kind-switch", style: { shape: "diamond", width: 170, height: 90, "text-max-width": 112 } },
     { selector: "node.kind-loop", style: { shape: "barrel", "border-width": 3, "border-style": "double" } },
-    { selector: "node.kind-loopend", style: { shape: "rectangle", width: 150, height: 8, "background-color": "#4b5563",
+    { selector: "node.kind-loopend", style: { shape: "rectangle", width: 150, height: 8, "background-color": MUTED,
       "border-width": 0, label: "" } },
     { selector: "node.kind-loopgroup", style: {
-      shape: "round-rectangle", "background-color": "#f2f5fa", "background-opacity": 1, "border-style": "dashed",
-      "border-color": "#7c8aa5", "border-width": 1.5, label: "data(label)", "text-valign": "top",
-      "text-halign": "center", "font-size": 11, color: "#4b5563", padding: 14 } },
+      shape: "round-rectangle", "background-color": SUBTLE, "background-opacity": 1, "border-style": "dashed",
+      "border-color": MUTED, "border-width": 1.5, label: "data(label)", "text-valign": "top",
+      "text-halign": "left", "text-margin-x": 8, "text-margin-y": 22, "text-justification": "left",
+      "font-size": 11, color: MUTED, padding: 30 } },
     { selector: "node.kind-loopgroup.dimmed", style: { opacity: 0.5 } },
     { selector: "node.kind-sub", style: { "border-width": 4, "border-style": "double" } },
-    { selector: "node.kind-terminate", style: { shape: "ellipse", width: 84, height: 84, "text-max-width": 76, "font-size": 10 } },
+    { selector: "node.kind-terminate", style: { shape: "ellipse", width: 90, height: 90, "text-max-width": 80, "font-size": 10 } },
     { selector: "node.kind-start, node.kind-end", style: { shape: "ellipse", width: 44, height: 44, "font-size": 10,
-      "background-color": "#e5e7eb" } },
-    { selector: "node.kind-dynamic", style: { shape: "round-octagon", width: 200, height: 64 } },
+      "background-color": SUBTLE } },
+    { selector: "node.kind-dynamic", style: { shape: "round-octagon", width: 210, height: 70 } },
     { selector: "edge", style: {
-      width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#5b6472",
-      "target-arrow-color": "#5b6472", label: "data(label)", "font-size": 12, "text-background-color": "#ffffff",
-      "text-background-opacity": 1, "text-background-padding": 2, color: "#374151" } },
-    { selector: "edge.dimmed", style: { "line-color": "#cfd4dc", "target-arrow-color": "#cfd4dc", "line-style": "dashed", color: "#9aa1ad" } },
-    { selector: "node.dimmed", style: { opacity: 0.45 } },
-    { selector: "node:selected", style: { "overlay-color": "#f59e0b", "overlay-opacity": 0.25, "overlay-padding": 6 } }
-  ].concat(statusStyles());
+      width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": MUTED,
+      "target-arrow-color": MUTED, label: "data(label)", "font-size": 12, "text-background-color": CARD,
+      "text-background-opacity": 1, "text-background-padding": 2, color: INK } },
+    { selector: "edge.dimmed", style: { "line-color": LINE, "target-arrow-color": LINE, "line-style": "dashed", color: MUTED } },
+    { selector: "node.dimmed", style: { opacity: 0.45 } }
+  ].concat(statusStyles()).concat([
+    // fork and join are bars with the label below them, on the canvas: ink, whatever the status
+    { selector: "node.kind-fork, node.kind-join", style: {
+      shape: "rectangle", width: 220, height: 12, "background-color": MUTED, "border-width": 0,
+      "text-valign": "bottom", "text-margin-y": 4, color: INK, "font-size": 12 } },
+    { selector: "node.kind-start, node.kind-end", style: { color: INK } },
+    { selector: "node.kind-start.st-COMPLETED, node.kind-end.st-COMPLETED, node.kind-end.st-FAILED, node.kind-end.st-TERMINATED, node.kind-end.st-TIMED_OUT",
+      style: { color: "#fff" } },
+    // selection: a thick accent outline, the status colour stays readable
+    { selector: "node:selected", style: { "overlay-opacity": 0, "border-width": 4, "border-color": ACCENT,
+      "outline-width": 3, "outline-color": ACCENT, "outline-offset": 3 } },
+    { selector: "node.kind-fork:selected, node.kind-join:selected", style: { "background-color": ACCENT } },
+    { selector: "node.focused", style: { "overlay-color": ACCENT, "overlay-opacity": 0.18, "overlay-padding": 8 } }
+  ]);
+
+  /** A task node's height for its label: the lines it wraps to at ~7 px a character in a
+   * 196 px line, so a long reference and its task name never overlap or spill out. */
+  function labelHeight(label) {
+    var lines = 0;
+    String(label || "").split("\n").forEach(function (line) { lines += Math.max(1, Math.ceil(line.length * 7 / 196)); });
+    return Math.max(64, lines * 16 + 26);
+  }
 
   function scopeKey(scope) {
     return (scope || "").split("__").filter(Boolean).map(function (p) { return parseInt(p, 10) || 0; });
@@ -93,11 +124,19 @@
     this.edges = {};
     this.selectedScope = {};
     this.workflowStatus = this.opts.workflowStatus || null;
+    // the wheel scrolls the page; Ctrl/⌘ + wheel (or the +/− buttons and keys) zooms
     this.cy = window.cytoscape({
-      container: container, style: STYLE, elements: [], wheelSensitivity: 0.3, minZoom: 0.05, maxZoom: 3,
-      boxSelectionEnabled: false, autoungrabify: true
+      container: container, style: STYLE, elements: [], minZoom: 0.05, maxZoom: 3,
+      boxSelectionEnabled: false, autoungrabify: true, userZoomingEnabled: false
     });
     var self = this;
+    container.addEventListener("wheel", function (ev) {
+      if (!(ev.ctrlKey || ev.metaKey)) { return; }
+      ev.preventDefault();
+      var rect = container.getBoundingClientRect();
+      self.zoomBy(ev.deltaY < 0 ? 1.15 : 1 / 1.15, { x: ev.clientX - rect.left, y: ev.clientY - rect.top });
+    }, { passive: false });
+    this.keyboard(container);
     this.cy.on("tap", "node", function (evt) {
       var id = evt.target.id();
       var data = self.nodes[id];
@@ -126,7 +165,7 @@
     });
     ordered.forEach(function (n) {
       var v = self.view(n.id);
-      var data = { id: n.id, label: v.label };
+      var data = { id: n.id, label: v.label, h: labelHeight(v.label) };
       if (n.parent) { data.parent = n.parent; }
       data.status = v.status;
       elements.push({ group: "nodes", data: data, classes: v.classes });
@@ -139,8 +178,14 @@
       self.cy.elements().remove();
       self.cy.add(elements);
     });
+    // edges out of a fork or a switch weigh more, so every branch starts on the row right
+    // below it (dagre's ranker otherwise pulls a short branch down next to the join)
     this.cy.layout({ name: "dagre", rankDir: "TB", nodeSep: 30, rankSep: 36, edgeSep: 10, padding: 20,
-      animate: false, fit: true }).run();
+      animate: false, fit: true,
+      edgeWeight: function (edge) {
+        var source = self.nodes[edge.data("source")];
+        return source && ["fork", "switch", "dynamic"].indexOf(source.kind) >= 0 ? 20 : 1;
+      } }).run();
     this.readable();
   };
 
@@ -177,6 +222,7 @@
         if (!el || el.empty()) { return; }
         var v = self.view(id);
         el.data("label", v.label);
+        el.data("h", labelHeight(v.label));
         el.data("status", v.status);
         el.classes(v.classes);
       });
@@ -186,6 +232,7 @@
         el.classes(self.edgeExecuted(self.edges[id]) ? "" : "dimmed");
       });
     });
+    if (this.focusedId) { this.cy.getElementById(this.focusedId).addClass("focused"); }
   };
 
   /** Scopes of a loop that belong to the iteration shown for its own enclosing loop. */
@@ -264,7 +311,100 @@
     return true;
   };
 
-  ConductorGraph.prototype.fit = function () { this.cy.fit(undefined, 20); };
+  /** Show the whole graph, but never below a readable zoom (FIT_MIN_ZOOM): a tall graph
+   * then shows its top, full width, and scrolls with the page's drag. */
+  ConductorGraph.prototype.fit = function () {
+    var cy = this.cy;
+    cy.fit(undefined, 20);
+    if (cy.zoom() < ConductorGraph.FIT_MIN_ZOOM) {
+      var bb = cy.elements().boundingBox();
+      var z = Math.min(ConductorGraph.FIT_MIN_ZOOM, Math.max(cy.zoom(), (cy.width() - 40) / Math.max(1, bb.w)));
+      z = Math.max(z, ConductorGraph.FIT_MIN_ZOOM);
+      cy.zoom(z);
+      cy.pan({ x: cy.width() / 2 - (bb.x1 + bb.w / 2) * z, y: 20 - bb.y1 * z });
+    }
+    this.changed();
+  };
+
+  /** Zoom by ``factor`` around ``at`` (rendered position; default the centre). */
+  ConductorGraph.prototype.zoomBy = function (factor, at) {
+    var cy = this.cy;
+    var level = Math.max(cy.minZoom(), Math.min(cy.maxZoom(), cy.zoom() * factor));
+    cy.zoom({ level: level, renderedPosition: at || { x: cy.width() / 2, y: cy.height() / 2 } });
+    this.changed();
+  };
+
+  /** The viewport (zoom and pan), to keep it across reloads. */
+  ConductorGraph.prototype.viewport = function () {
+    return { zoom: this.cy.zoom(), pan: this.cy.pan() };
+  };
+
+  ConductorGraph.prototype.setViewport = function (vp) {
+    if (!vp || !vp.zoom) { return; }
+    this.cy.viewport({ zoom: vp.zoom, pan: vp.pan });
+  };
+
+  ConductorGraph.prototype.changed = function () {
+    if (this.opts.onViewport) { this.opts.onViewport(this.viewport()); }
+  };
+
+  /** Nodes a keyboard walks through: task nodes top to bottom, then left to right. */
+  ConductorGraph.prototype.walkable = function () {
+    var self = this;
+    return this.cy.nodes().filter(function (n) {
+      var data = self.nodes[n.id()];
+      return !!data && ["loopgroup", "loopend"].indexOf(data.kind) < 0;
+    }).sort(function (a, b) {
+      var pa = a.position(), pb = b.position();
+      return Math.abs(pa.y - pb.y) > 8 ? pa.y - pb.y : pa.x - pb.x;
+    });
+  };
+
+  /** Keyboard access: the canvas takes focus (Tab); arrows move between nodes, Enter or
+   * Space opens the focused node, + / − zoom, 0 fits. The focused node is announced in
+   * the container's aria-label. */
+  ConductorGraph.prototype.keyboard = function (container) {
+    var self = this;
+    container.setAttribute("tabindex", "0");
+    container.setAttribute("role", "application");
+    container.setAttribute("aria-roledescription", "workflow graph");
+    container.setAttribute("aria-label", "Workflow graph: arrow keys move between tasks, Enter opens one, + and − zoom, 0 fits");
+    this.focusedId = null;
+    container.addEventListener("keydown", function (ev) {
+      var nodes = self.walkable();
+      if (!nodes.length) { return; }
+      var ids = nodes.map(function (n) { return n.id(); });
+      var i = ids.indexOf(self.focusedId);
+      var key = ev.key;
+      if (key === "ArrowDown" || key === "ArrowRight") { self.focus(ids[Math.min(ids.length - 1, i + 1)]); }
+      else if (key === "ArrowUp" || key === "ArrowLeft") { self.focus(ids[Math.max(0, i < 0 ? 0 : i - 1)]); }
+      else if (key === "Home") { self.focus(ids[0]); }
+      else if (key === "End") { self.focus(ids[ids.length - 1]); }
+      else if ((key === "Enter" || key === " ") && self.focusedId) {
+        var data = self.nodes[self.focusedId];
+        if (data && self.opts.onSelect) { self.opts.onSelect(self.view(data.id)); }
+      }
+      else if (key === "+" || key === "=") { self.zoomBy(1.2); }
+      else if (key === "-") { self.zoomBy(1 / 1.2); }
+      else if (key === "0") { self.fit(); }
+      else { return; }
+      ev.preventDefault();
+    });
+  };
+
+  ConductorGraph.prototype.focus = function (id) {
+    this.cy.nodes(".focused").removeClass("focused");
+    this.focusedId = id;
+    var el = this.cy.getElementById(id);
+    if (!el || el.empty()) { return; }
+    el.addClass("focused");
+    var v = this.view(id);
+    this.container.setAttribute("aria-label", "Workflow graph, focused: " + (v.label || id).replace(/\n/g, ", ") +
+      (v.status ? ", " + v.status : ", not executed"));
+    // keep the focused node in view
+    var bb = el.renderedBoundingBox(), cy = this.cy;
+    if (bb.y1 < 0 || bb.y2 > cy.height() || bb.x1 < 0 || bb.x2 > cy.width()) { cy.center(el); this.changed(); }
+  };
 
   ConductorGraph.prototype.select = function (id) {
     this.cy.$(":selected").unselect();
@@ -285,6 +425,7 @@
     return uri;
   };
 
+  ConductorGraph.FIT_MIN_ZOOM = 0.55;
   ConductorGraph.COLOURS = COLOURS;
   ConductorGraph.iterationLabel = iterationLabel;
   window.ConductorGraph = ConductorGraph;

@@ -19,6 +19,16 @@
       update();
     });
   }
+  // a failure cluster's "select on this page": tick the rows of that cluster
+  document.querySelectorAll("button.cluster-select").forEach(function (b) {
+    b.addEventListener("click", function () {
+      checks().forEach(function (c) {
+        var row = c.closest("tr");
+        c.checked = !!row && row.dataset.cluster === b.dataset.cluster;
+      });
+      update();
+    });
+  });
   form.addEventListener("change", update);
   update();
 })();

@@ -15,8 +15,10 @@ from tests.browser.conftest import screenshot, sign_in
 
 pytestmark = pytest.mark.browser
 
-GREEN = "rgb(65,185,87)"
-BLUE = "rgb(31,131,219)"
+# status colours of static/ui/app.css (light scheme): white text on each passes WCAG AA
+GREEN = "rgb(6,118,71)"  # COMPLETED
+PURPLE = "rgb(105,65,198)"  # SCHEDULED, told apart from IN_PROGRESS
+BLUE = "rgb(23,92,211)"  # IN_PROGRESS
 
 
 def unique(prefix: str) -> str:
@@ -34,6 +36,16 @@ def chain(ui_server, refs=("a", "b")) -> str:
          "tasks": [{"name": f"{name}_{r}", "taskReferenceName": r, "type": "SIMPLE",
                     "inputParameters": {"order_id": "${workflow.input.order_id}"}} for r in refs]})
     return name
+
+
+def open_new_chain(page, ui_server, order_id: int = 1) -> str:
+    """Start a new two-task chain, sign in and open its execution page at node ``a``
+    SCHEDULED; returns the workflow id."""
+    wf_id = ui_server.start(chain(ui_server), {"order_id": order_id})
+    sign_in(page, ui_server)
+    page.goto(f"{ui_server.base}/execution/{wf_id}")
+    wait_node(page, "a", "SCHEDULED")
+    return wf_id
 
 
 def node_state(page, node_id: str) -> dict:
@@ -86,11 +98,12 @@ def test_sign_in_search_open_and_watch_a_node_turn_green(page, ui_server):
     page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
     assert page.evaluate("window.conductorLive.mode()") == "websocket"
     before = node_state(page, "a")
-    assert before["colour"] == BLUE and "dimmed" in node_state(page, "b")["classes"]
+    assert before["colour"] == PURPLE and "dimmed" in node_state(page, "b")["classes"]
 
     task = ui_server.poll(f"{name}_a")
     assert task and task["referenceTaskName"] == "a"
     wait_node(page, "a", "IN_PROGRESS")
+    assert node_state(page, "a")["colour"] == BLUE
     started = time.monotonic()
     ui_server.complete(task, {"amount": 12})
     wait_node(page, "a", "COMPLETED", timeout_ms=5_000)
@@ -121,17 +134,13 @@ def test_sign_in_search_open_and_watch_a_node_turn_green(page, ui_server):
 
 def test_terminate_then_restart_from_the_actions_menu(page, ui_server):
     errors = watch_errors(page)
-    name = chain(ui_server)
-    wf_id = ui_server.start(name, {"order_id": 1})
-    sign_in(page, ui_server)
-    page.goto(f"{ui_server.base}/execution/{wf_id}")
-    wait_node(page, "a", "SCHEDULED")
+    wf_id = open_new_chain(page, ui_server)
 
     page.click("#actions-menu summary")
     assert page.locator("#actions-menu a[data-action=pause]").is_visible()
     assert not page.locator("#actions-menu a[data-action=restart]").is_visible()
     page.click("#actions-menu a[data-action=terminate]")
-    page.wait_for_url(f"**/execution/{wf_id}/action/terminate")
+    page.wait_for_url(f"**/execution/{wf_id}/action/terminate?back=*")
     page.fill("#id_reason", "stopped from the browser test")
     page.click("#confirm-button")
     page.wait_for_url(f"**/execution/{wf_id}")

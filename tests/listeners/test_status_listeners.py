@@ -143,3 +143,30 @@ def test_kick_hands_due_deliveries_to_the_cluster_once(api, clock, listener_sett
     delivery.kick()
     delivery.kick()  # at most once a second
     assert queued == ["apps.listeners.delivery.deliver_job"]
+
+
+def test_failed_then_retried_then_restarted(api, clock, listener_settings, receiver, settings):
+    settings.CONDUCTOR = {**listener_settings, "STATUS_NOTIFIER_SUBSCRIBED_WORKFLOW_STATUSES":
+                          "FAILED,RETRIED,RESTARTED,RERAN"}
+    name, task = register(api)
+    workflow_id = api.start(name, {})
+    api.ok(api.update(api.poll_one(task), "FAILED", reasonForIncompletion="boom"))
+    assert api.workflow(workflow_id)["status"] == "FAILED"
+    clock.advance(1)
+    api.ok(api.post(f"/workflow/{workflow_id}/retry"), 204)
+    api.ok(api.update(api.poll_one(task), "FAILED", reasonForIncompletion="boom again"))
+    clock.advance(1)
+    api.ok(api.post(f"/workflow/{workflow_id}/restart"), 204)
+    failed = api.poll_one(task)
+    api.ok(api.update(failed, "FAILED", reasonForIncompletion="boom thrice"))
+    clock.advance(1)
+    api.ok(api.post(f"/workflow/{workflow_id}/rerun", {"reRunFromWorkflowId": workflow_id,
+                                                       "reRunFromTaskId": failed["taskId"]}))
+    api.ok(api.update(api.poll_one(task), "FAILED", reasonForIncompletion="boom four"))
+    clock.advance(1)
+    api.ok(api.post(f"/workflow/{workflow_id}/restart"), 204)
+    deliver_all()
+    got = [(r["headers"]["X-Conductor-Event"], r["body"]["status"]) for r in receiver.delivered()
+           if r["path"] == "/workflow"]
+    assert got == [("TERMINATED", "FAILED"), ("RETRIED", "RUNNING"), ("TERMINATED", "FAILED"), ("RESTARTED", "RUNNING"),
+                   ("TERMINATED", "FAILED"), ("RERAN", "RUNNING"), ("TERMINATED", "FAILED"), ("RESTARTED", "RUNNING")]

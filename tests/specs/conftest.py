@@ -12,6 +12,7 @@ import pytest
 
 from tests.cases.harness import install_job_capture
 from tests.factories import Api, FakeClock
+from tests.specs.definitions import LINEAR_WORKFLOW_T1_T2, SUB_WORKFLOW, WORKFLOW_WITH_SUBWORKFLOW
 
 # Conductor's test task definitions (WorkflowTestUtil.registerTaskDefinitions):
 # integration_task_0..20 with retryCount 1, timeoutSeconds 120, responseTimeoutSeconds 120.
@@ -120,3 +121,34 @@ def conductor(transactional_db, monkeypatch) -> SpecDriver:
     jobs: list = []
     install_job_capture(monkeypatch, jobs)
     return SpecDriver(Api(), clock, jobs)
+
+
+@pytest.fixture
+def tree(conductor):
+    """The 3-level tree of SubWorkflowRetry/Restart/RerunSpec ``setup``: root ->
+    mid-level -> leaf, all FAILED because integration_task_2 (retryCount 0) failed in the
+    leaf. ``(root, mid, leaf)`` ids."""
+    conductor.task_defs("integration_task_1")
+    conductor.task_defs("integration_task_2", retryCount=0)
+    conductor.workflow_defs(SUB_WORKFLOW, LINEAR_WORKFLOW_T1_T2, WORKFLOW_WITH_SUBWORKFLOW)
+    root = conductor.start("integration_test_wf_with_sub_wf",
+                           {"param1": "p1 value", "param2": "p2 value", "subwf": "integration_test_wf_with_sub_wf",
+                            "nextSubwf": "integration_test_wf"}, correlationId="retry_on_root_in_3level_wf")
+    assert conductor.statuses(root) == [("integration_task_1", "SCHEDULED")]
+    conductor.complete("integration_task_1", {"op": "task1.done"})
+    assert conductor.statuses(root) == [("integration_task_1", "COMPLETED"), ("SUB_WORKFLOW", "IN_PROGRESS")]
+    mid = conductor.child(root, "t2")
+    assert conductor.statuses(mid) == [("integration_task_1", "SCHEDULED")]
+    conductor.complete("integration_task_1", {"op": "task1.done"})
+    leaf = conductor.child(mid, "t2")
+    assert conductor.wf(leaf)["workflowName"] == "integration_test_wf"
+    assert conductor.statuses(leaf) == [("integration_task_1", "SCHEDULED")]
+    conductor.complete("integration_task_1", {"op": "task1.done"})
+    conductor.fail("integration_task_2", "failed")
+    assert conductor.wf(leaf)["status"] == "FAILED"
+    assert conductor.statuses(leaf) == [("integration_task_1", "COMPLETED"), ("integration_task_2", "FAILED")]
+    for wid in (mid, root):
+        conductor.decide(wid)
+        assert conductor.wf(wid)["status"] == "FAILED"
+        assert conductor.statuses(wid) == [("integration_task_1", "COMPLETED"), ("SUB_WORKFLOW", "FAILED")]
+    return root, mid, leaf

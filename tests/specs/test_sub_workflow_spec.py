@@ -9,7 +9,8 @@ INPUT = {"param1": "p1 value", "param2": "p2 value", "subwf": "sub_workflow"}
 
 
 def setup(conductor, **parent_overrides) -> None:
-    conductor.task_defs("integration_task_1", "integration_task_2", "simple_task_in_sub_wf")
+    conductor.task_defs("integration_task_1", "integration_task_2")
+    conductor.task_defs("simple_task_in_sub_wf", retryCount=0)
     conductor.workflow_defs(SUB_WORKFLOW, LINEAR_WORKFLOW_T1_T2, {**WORKFLOW_WITH_SUBWORKFLOW, **parent_overrides})
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -76,8 +77,41 @@ def test_execution_page_offers_what_the_state_allows(operator_client, chain):
     executor.workflow_pause(workflow_id=wf_id)
     assert visible(operator_client.get(f"/execution/{wf_id}").content.decode()) == ["resume", "terminate"]
     executor.workflow_terminate(workflow_id=wf_id, reason="x")
+    # no SUB_WORKFLOW task: "retry, resuming sub-workflow" is not offered
+    assert visible(operator_client.get(f"/execution/{wf_id}").content.decode()) == [
+        "restart", "restart_latest", "retry"]
+    from tests.search.builders import make_task
+    make_task(WorkflowExecution.objects.get(pk=wf_id), task_def_name="child", task_type="SUB_WORKFLOW", status="FAILED")
     assert visible(operator_client.get(f"/execution/{wf_id}").content.decode()) == [
         "restart", "restart_latest", "retry", "retry_resume"]
+
+
+def test_header_reason_names_the_failed_task_by_reference(viewer_client, chain):
+    from apps.ui import live
+    wf_id = start(chain)
+    task = queue.task_poll(task_type=f"{chain}_a", worker_id="w")[0]
+    executor.task_update(task_result={"workflowInstanceId": wf_id, "taskId": task.task_id, "status": "FAILED",
+                                      "reasonForIncompletion": "boom"})
+    raw = WorkflowExecution.objects.get(pk=wf_id).reason_for_incompletion
+    assert task.task_id in raw  # Conductor's text names the task id
+    html = viewer_client.get(f"/execution/{wf_id}").content.decode()
+    assert f'data-open-task="{task.task_id}">a</a>' in html
+    header = live.build_snapshot(wf_id)["header"]
+    assert header["failedTask"] == {"ref": "a", "taskId": task.task_id}
+    assert task.task_id not in header["reason"] and header["reason"] == raw.replace(task.task_id, "a")
+
+
+def test_action_returns_to_the_view_the_operator_left(operator_client, chain):
+    wf_id = start(chain)
+    back = f"/execution/{wf_id}?tab=timeline&task=x&iter=loop:1"
+    confirm = operator_client.get(f"/execution/{wf_id}/action/pause", {"back": back}).content.decode()
+    assert 'name="back" value="/execution/' in confirm and "tab=timeline" in confirm
+    resp = operator_client.post(f"/execution/{wf_id}/action/pause", {"back": back})
+    assert resp.status_code == 302 and resp["Location"] == back
+    # anywhere else: the bare execution page
+    for elsewhere in ("https://evil.example/", "/executions/", f"/execution/{wf_id}x"):
+        resp = operator_client.post(f"/execution/{wf_id}/action/resume", {"back": elsewhere})
+        assert resp["Location"] == f"/execution/{wf_id}"
 
 
 def test_terminate_with_confirmation_is_audited(operator_client, operator, chain):
@@ -304,6 +338,46 @@ def test_start_with_bad_json_is_refused(operator_client, chain):
     resp = operator_client.post("/start/", {"name": chain, "version": "1", "input_json": "[1]"})
     assert resp.status_code == 400 and b"must be a JSON object" in resp.content
     assert not WorkflowExecution.objects.exists()
+
+
+def test_search_groups_failures_with_ids_masked(operator_client, chain):
+    from tests.search.builders import make_workflow
+    for i in range(3):
+        make_workflow(chain, status="FAILED", reason=f"Task 0b9d2c1e-1111-4a4a-9b9b-00000000000{i} failed: timeout after 3000{i} ms")
+    make_workflow(chain, status="FAILED", reason="payment declined")
+    html = operator_client.get("/executions/", {"name": chain}).content.decode()
+    assert 'id="failure-clusters"' in html
+    first = re.search(r'<tr data-cluster="([^"]*)"><td class="num">(\d+)</td>', html)
+    assert first.group(1) == "Task … failed: timeout after … ms" and first.group(2) == "3"
+    link = re.search(r'<a href="\?([^"]+)" class="cluster-filter">', html).group(1).replace("&amp;", "&")
+    filtered = operator_client.get("/executions/?" + link).content.decode()
+    assert len(re.findall(r'<tr data-workflow-id=', filtered)) == 3 and 'id="cluster-note"' in filtered
+    assert "payment declined</td>" not in filtered
+
+
+def test_reason_column_is_one_line_with_the_whole_text_on_hover(viewer_client, chain):
+    from tests.search.builders import make_workflow
+    long = "x" * 400
+    make_workflow(chain, status="FAILED", reason=long)
+    html = viewer_client.get("/executions/").content.decode()
+    assert f'class="reason one-line" title="{long}"' in html
+
+
+def test_favicon_and_styled_not_found(viewer_client, client):
+    resp = client.get("/favicon.ico")
+    assert resp.status_code == 200 and b"<svg" in b"".join(resp.streaming_content)
+    resp = viewer_client.get("/no/such/page")
+    assert resp.status_code == 404 and b'id="error-page"' in resp.content and b"ui/app.css" in resp.content
+    resp = viewer_client.get("/execution/no-such-id")
+    assert resp.status_code == 404 and b'id="error-page"' in resp.content
+
+
+def test_json_tab_reads_a_preview_not_the_whole_document(viewer_client, chain):
+    wf_id = start(chain, big="y" * 5000)
+    resp = viewer_client.get(f"/execution/{wf_id}/download/json", {"preview": 1000})
+    assert len(resp.content) == 1000 and int(resp["X-Total-Chars"]) > 5000
+    whole = viewer_client.get(f"/execution/{wf_id}/download/json")
+    assert len(whole.content) == int(resp["X-Total-Chars"]) and whole["Content-Disposition"].startswith("attachment")
 
 
 def test_audit_page(operator_client, chain):

@@ -50,36 +50,46 @@ class Join(TaskType):
         return [self.build(d, workflow_task, retry_count)]
 
     def execute(self, d, task: TaskState) -> bool:
+        """Conductor's Join.execute: a failed non-optional task fails the JOIN at once,
+        unless it is ``permissive``, which fails it only once every joinOn task has ended.
+        The JOIN is CANCELED instead of FAILED when every such failure is a CANCELED task
+        (a sub-workflow terminated by hand), so the workflow ends TERMINATED."""
         suffix = params.loop_scope(task)
         join_on = task.input_data.get("joinOn") or []
+        forked_tasks: list[tuple[str, TaskState | None]] = []
         all_done = True
-        failures: list[str] = []
-        optional_failures: list[str] = []
-        output: dict = {}
         for ref in join_on:
             runtime_ref = ref if (not suffix or ref.endswith(suffix)) else ref + suffix
             forked = d.wf.task_by_ref(runtime_ref)
             if forked is None:
-                if _untaken_case(d, ref, suffix):
-                    continue
-                all_done = False
+                if not _untaken_case(d, ref, suffix):
+                    all_done = False
                 continue
+            if not forked.terminal:
+                all_done = False
+            forked_tasks.append((ref, forked))
+        failed_now = False
+        optional_failures: list[str] = []
+        output: dict = {}
+        for ref, forked in forked_tasks:
             wt = d.workflow_task_of(forked)
             if forked.output_data:
                 output[ref] = forked.output_data
-            if not forked.terminal:
-                all_done = False
-                continue
-            if not forked.successful and not wt.get("optional"):
-                failures.append(forked.reason_for_incompletion or f"{ref} {forked.status}")
+            if forked.terminal and not forked.successful and not wt.get("optional") \
+                    and (not wt.get("permissive") or all_done):
+                failed_now = True
                 break
             if forked.status == "COMPLETED_WITH_ERRORS":
                 optional_failures.append(f"{forked.task_def_name}/{forked.task_id}")
         before = (task.status, task.output_data)
         task.output_data = output
-        if failures:
-            task.status = "FAILED"
-            task.reason_for_incompletion = " ".join(failures)
+        if failed_now:
+            unsuccessful = [(r, t) for r, t in forked_tasks if t.terminal and not t.successful]
+            task.reason_for_incompletion = " ".join(t.reason_for_incompletion or f"{r} {t.status}"
+                                                    for r, t in unsuccessful)
+            real_failure = any(t.status != "CANCELED" for _r, t in unsuccessful
+                               if not d.workflow_task_of(t).get("optional"))
+            task.status = "FAILED" if real_failure else "CANCELED"
         elif all_done and optional_failures:
             task.status = "COMPLETED_WITH_ERRORS"
             task.reason_for_incompletion = " ".join(optional_failures) + " completed with errors"

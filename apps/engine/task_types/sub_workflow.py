@@ -9,7 +9,7 @@ RUNNING/PAUSED -> IN_PROGRESS, COMPLETED -> COMPLETED (child output merged into 
 output with ``subWorkflowId``), FAILED -> FAILED, TIMED_OUT -> TIMED_OUT, TERMINATED ->
 CANCELED, with reason ``Sub workflow <name.version/id> failure reason: <reason>``.
 Ending the parent terminates a running child (``Parent workflow has been terminated with
-status %s``).
+reason: %s`` with the parent's reasonForIncompletion, else ``... with status %s``).
 Sources: SubWorkflowTaskMapper, SubWorkflow.
 """
 from __future__ import annotations
@@ -94,7 +94,10 @@ class SubWorkflow(TaskType):
 
     def cancel(self, d, task: TaskState) -> None:
         if task.sub_workflow_id:
-            d.act("terminate_sub_workflow", task, reason=f"Parent workflow has been terminated with status {d.wf.status}")
+            reason = (f"Parent workflow has been terminated with reason: {d.wf.reason_for_incompletion}"
+                      if d.wf.reason_for_incompletion else
+                      f"Parent workflow has been terminated with status {d.wf.status}")
+            d.act("terminate_sub_workflow", task, reason=reason)
 
     # --- executor side (inside the parent's transaction) ------------------------------------
 

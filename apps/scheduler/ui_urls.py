@@ -1,0 +1,12 @@
+"""Operator pages of the scheduler, under ``/schedules/``."""
+from django.urls import path
+
+from apps.scheduler import ui
+
+app_name = "scheduler"
+
+urlpatterns = [
+    path("", ui.schedules, name="schedules"),
+    path("<str:name>", ui.schedule, name="schedule"),
+    path("<str:name>/<str:action>", ui.schedule_action, name="schedule_action"),
+]
