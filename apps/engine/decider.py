@@ -5,7 +5,7 @@ runs synchronous system tasks, applies retries and timeouts, completes or ends t
 workflow) and returns a ``DeciderOutcome`` naming what changed, so that
 ``apps.engine.executor`` can persist it in the same transaction. No ORM, no clock (time
 is an argument), no randomness (task ids and the retry jitter come from the ``new_id``
-and ``rng`` arguments), no HTTP, no django-q2 in here: side effects the executor must perform
+and ``rng`` arguments), no process environment (``env``), no HTTP, no django-q2 in here: side effects the executor must perform
 (start a sub-workflow, run an async system task, notify a parent) are returned as
 ``actions``.
 
@@ -14,7 +14,7 @@ that re-decides while synchronous system tasks change state), docs/conductor-not
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from random import Random
 from typing import Any
 
@@ -44,8 +44,10 @@ class Decider:
 
     def __init__(self, wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
                  task_def_lookup: TaskDefLookup | None = None,
-                 domain_selector: Callable[[str, list[str]], str | None] | None = None):
+                 domain_selector: Callable[[str, list[str]], str | None] | None = None,
+                 env: Mapping[str, str] | None = None):
         self.wf = wf
+        self.env = env if env is not None else {}
         self.now = now_ms
         self.new_id = new_id
         self.blueprint = Blueprint(wf.definition)
@@ -82,7 +84,7 @@ class Decider:
         self.outcome.actions.append(Action(kind, task, data))
 
     def document(self) -> params.Document:
-        return params.Document(self.wf)
+        return params.Document(self.wf, self.env)
 
     # --- definitions --------------------------------------------------------------------
 
@@ -121,7 +123,8 @@ class Decider:
         task_def = task_def if task_def is not None else self.task_def_of(workflow_task)
         if input_data is None:
             input_data = params.resolve_task_input(workflow_task.get("inputParameters") or {}, self.wf,
-                                                   task_def=task_def, task_id=task_id, doc=doc)
+                                                   task_def=task_def, task_id=task_id,
+                                                   doc=doc if doc is not None else self.document())
         ttype = task_type or workflow_task.get("type") or "SIMPLE"
         task = TaskState(
             task_id=task_id,
@@ -376,7 +379,8 @@ class Decider:
         retry.start_delay_seconds = delay // 1000
         retry.callback_after_seconds = delay // 1000
         retry.input_data = params.resolve_task_input(workflow_task.get("inputParameters") or {}, self.wf,
-                                                     task_def=task_def, task_id=retry.task_id) \
+                                                     task_def=task_def, task_id=retry.task_id,
+                                                     doc=self.document()) \
             if workflow_task.get("inputParameters") is not None else dict(task.input_data)
         retry.visible_at = self.now + delay  # the queue hides it until then
         return retry
@@ -619,15 +623,17 @@ def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool, now: in
 
 def decide(wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
            task_def_lookup: TaskDefLookup | None = None,
-           domain_selector: Callable[[str, list[str]], str | None] | None = None) -> DeciderOutcome:
+           domain_selector: Callable[[str, list[str]], str | None] | None = None,
+           env: Mapping[str, str] | None = None) -> DeciderOutcome:
     """Decide one workflow execution in memory and return what changed.
 
     ``wf`` is mutated (tasks appended/updated, status/output set); ``now_ms`` is epoch ms.
     Every input is an argument: ``new_id()`` gives the id of each new task,
     ``rng`` the retry jitter, ``task_def_lookup(name)`` a registered TaskDef dict for tasks
     whose WorkflowTask has no ``taskDefinition`` (dynamic tasks), ``domain_selector`` the
-    active domain of a ``taskToDomain`` list. Never raises for workflow semantics:
+    active domain of a ``taskToDomain`` list, ``env`` the environment ``${workflow.env.X}``
+    reads (none when not given). Never raises for workflow semantics:
     failures end the workflow inside the state.
     """
     return Decider(wf, now_ms=now_ms, new_id=new_id, rng=rng, task_def_lookup=task_def_lookup,
-                   domain_selector=domain_selector).run()
+                   domain_selector=domain_selector, env=env).run()

@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 from typing import Any
 
 from django.conf import settings
@@ -451,6 +452,7 @@ class PayloadDocument(params.Document):
 
     def __init__(self, payload: Any):
         self.wf = None
+        self.env = os.environ
         self._cache = {}
         self._refs = None
         self.payload = payload if isinstance(payload, dict) else {}

@@ -15,6 +15,7 @@ resume, terminateWorkflow) and ``ExecutionService``.
 from __future__ import annotations
 
 import copy
+import os
 import random
 import json
 import logging
@@ -256,11 +257,12 @@ def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
 
 def new_decider(wf: WorkflowState, now: int, *, domains: bool = True) -> Decider:
     """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
-    (UUID v4) for new tasks, a fresh random source for retry jitter, registered TaskDefs
+    (UUID v4) for new tasks, a fresh random source for retry jitter, the process
+    environment (``${workflow.env.X}``), registered TaskDefs
     and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
     (operator actions schedule with the list's last domain, as before)."""
     return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
-                   domain_selector=active_domain if domains else None)
+                   domain_selector=active_domain if domains else None, env=os.environ)
 
 
 def decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:
@@ -617,4 +619,5 @@ def workflow_variables_update(*, workflow_id: str, variables: dict, append_array
 # What inline effects may call (``outcome.Services``): handed to ``effects.apply_inline``
 # and from there to ``TaskType.apply_inline``, so neither imports this module.
 SERVICES = Services(workflow_start=workflow_start, workflow_terminate=workflow_terminate,
-                    workflow_summary=store.workflow_summary, event_message_insert=event_queue.event_message_insert)
+                    workflow_summary=store.workflow_summary, event_message_insert=event_queue.event_message_insert,
+                    env=os.environ)

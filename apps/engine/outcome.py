@@ -5,7 +5,7 @@ the store and the executor; imports nothing but ``apps.engine.state``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from apps.engine.state import TaskState
@@ -64,9 +64,11 @@ class Services:
     * ``event_message_insert(*, message_id, event, payload, now) -> bool``: write a
       message on the internal event queue in the current transaction
       (``event_queue.event_message_insert``).
+    * ``env``: the environment ``${workflow.env.X}`` reads (``os.environ``).
     """
 
     workflow_start: Callable[..., str]
     workflow_terminate: Callable[..., None]
     workflow_summary: Callable[[str], "dict | None"]
     event_message_insert: Callable[..., bool]
+    env: Mapping[str, str]

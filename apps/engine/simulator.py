@@ -16,6 +16,7 @@ Source: Conductor's WorkflowTestRequest / TaskMock (docs/conductor-notes.md §2.
 from __future__ import annotations
 
 import copy
+import os
 import random
 
 from apps.core.clock import now_ms
@@ -82,7 +83,7 @@ def workflow_test(req: dict) -> dict:
                        variables=copy.deepcopy(definition.get("variables") or {}),
                        correlation_id=req.get("correlationId"), priority=req.get("priority") or 0,
                        create_time=now, update_time=now)
-    decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup)
+    decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ)
     for _ in range(MAX_STEPS):
         if wf.terminal:
             break
@@ -132,7 +133,7 @@ def workflow_test(req: dict) -> dict:
             if not due:
                 break
             now = min(due)
-        decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup)
+        decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ)
     return workflow_json(wf)
 
 

@@ -24,7 +24,7 @@ class ForkJoinDynamic(TaskType):
     has_task_def = False
 
     def map(self, d, workflow_task, retry_count):
-        task_input = params.resolve_task_input(workflow_task.get("inputParameters") or {}, d.wf)
+        task_input = params.resolve_task_input(workflow_task.get("inputParameters") or {}, d.wf, doc=d.document())
         branches = self._simple_form(d, workflow_task, task_input)
         if branches is None:
             branches = self._list_form(d, workflow_task, task_input)

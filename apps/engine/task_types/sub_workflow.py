@@ -37,16 +37,17 @@ _nesting = contextvars.ContextVar("sub_workflow_nesting", default=0)
 _STATUS = {"COMPLETED": "COMPLETED", "FAILED": "FAILED", "TIMED_OUT": "TIMED_OUT", "TERMINATED": "CANCELED"}
 
 
-def resolved_param(wf, param: dict) -> dict:
+def resolved_param(wf, param: dict, env=None) -> dict:
     """``subWorkflowParam`` with ``${...}`` expressions in ``name``, ``version``,
     ``priority``, ``taskToDomain`` and ``workflowDefinition`` resolved against the parent
-    (Conductor's SubWorkflowTaskMapper resolves them with ``getTaskInputV2``)."""
+    (Conductor's SubWorkflowTaskMapper resolves them with ``getTaskInputV2``); ``env`` is what
+    ``${workflow.env.X}`` reads."""
     out = dict(param)
     doc = None
     for key in ("name", "version", "priority", "taskToDomain", "workflowDefinition"):
         value = out.get(key)
         if isinstance(value, (str, dict)) and "${" in str(value):
-            doc = doc or params.Document(wf)
+            doc = doc or params.Document(wf, env)
             out[key] = params.resolve_value(value, doc)
     return out
 
@@ -113,7 +114,7 @@ class SubWorkflow(TaskType):
         if task.status != "SCHEDULED" or task.sub_workflow_id:
             return False
         wt = task.workflow_task or self._workflow_task(wf, task)
-        param = resolved_param(wf, wt.get("subWorkflowParam") or {})
+        param = resolved_param(wf, wt.get("subWorkflowParam") or {}, services.env)
         inline = param.get("workflowDefinition")
         child_id = sub_workflow_id(wf.workflow_id, task.task_id, task.retry_count)
         if services.workflow_summary(child_id) is None:
