@@ -141,3 +141,47 @@ def workflow_summary_json(wf: WorkflowState) -> dict:
         "parentWorkflowId": wf.parent_workflow_id or "",
     }
     return _drop_none(out)
+
+
+def _summary_time(ms: int | None) -> str:
+    return iso_time(ms) or "1970-01-01T00:00:00.000Z"
+
+
+def task_queue_wait_ms(task: TaskState, now: int) -> int:
+    """Conductor's ``TaskModel.getQueueWaitTime`` (ms): start - scheduled, or, while a
+    callback is pending, the time since the callback became due."""
+    if task.start_time > 0 and task.scheduled_time > 0:
+        if task.update_time > 0 and task.callback_after_seconds > 0:
+            wait = now - (task.update_time + task.callback_after_seconds * 1000)
+            return wait if wait > 0 else 0
+        return task.start_time - task.scheduled_time
+    return 0
+
+
+def task_summary_json(task: TaskState, correlation_id: str | None = None, *, now: int) -> dict:
+    """Conductor's ``TaskSummary``: times as ``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`` text (epoch 0
+    prints ``1970-01-01T00:00:00.000Z``), input/output as JSON text, ``executionTime``
+    (end - start, ms, 0 until the task ends) and ``queueWaitTime`` (ms). ``taskType`` is
+    the task's name for SIMPLE tasks, as in Conductor. Null fields are omitted. ``now``
+    (epoch ms) is the time ``queueWaitTime`` is measured at."""
+    out = {
+        "workflowId": task.workflow_id,
+        "workflowType": task.workflow_type,
+        "correlationId": correlation_id,
+        "scheduledTime": _summary_time(task.scheduled_time),
+        "startTime": _summary_time(task.start_time),
+        "updateTime": _summary_time(task.update_time),
+        "endTime": _summary_time(task.end_time),
+        "status": task.status,
+        "reasonForIncompletion": task.reason_for_incompletion,
+        "executionTime": task.end_time - task.start_time if task.end_time > 0 and task.start_time > 0 else 0,
+        "queueWaitTime": task_queue_wait_ms(task, now),
+        "taskDefName": task.task_def_name,
+        "taskType": task.task_def_name if task.task_type == "SIMPLE" else task.task_type,
+        "input": json.dumps(task.input_data),
+        "output": json.dumps(task.output_data),
+        "taskId": task.task_id,
+        "workflowPriority": task.workflow_priority,
+        "domain": task.domain,
+    }
+    return {k: v for k, v in out.items() if v is not None}

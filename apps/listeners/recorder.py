@@ -65,9 +65,9 @@ def _workflow_task(task, wf) -> dict:
 def task_notification(task, wf) -> dict:
     """Conductor's ``TaskNotification``: the TaskSummary plus ``workflowTaskType``,
     ``referenceTaskName``, ``retryCount`` and ``taskDescription``."""
-    from apps.engine.search import task_summary_json
+    from apps.engine.representation import task_summary_json
 
-    out = task_summary_json(task, wf.correlation_id)
+    out = task_summary_json(task, wf.correlation_id, now=now_ms())
     workflow_task = _workflow_task(task, wf)
     out.update({"workflowTaskType": workflow_task.get("type") or task.task_type,
                 "referenceTaskName": task.reference_task_name, "retryCount": task.retry_count})
