@@ -55,6 +55,7 @@ from apps.core.errors import ConductorError, InvalidInput, NotFound, Transient
 from apps.engine import event_queue, executor, params, store
 from apps.engine.evaluators import EvaluationError, evaluate, evaluate_js, truthy
 from apps.engine.models import EventExecution, EventMessage, TaskExecution
+from apps.engine.representation import event_execution_json
 
 log = logging.getLogger(__name__)
 
@@ -459,18 +460,6 @@ class PayloadDocument(params.Document):
 
     def entry(self, head: str) -> Any:
         return self.payload.get(head)
-
-
-def event_execution_json(row: EventExecution) -> dict:
-    """An EventExecution row as Conductor's EventExecution JSON: ``{id, messageId, name,
-    event, created (epoch ms), status, action?, output}``; ``id`` is
-    ``<messageId>_<action index>``."""
-    out = {"id": f"{row.message_id}_{max(row.action_index, 0)}", "messageId": row.message_id,
-           "name": row.handler_name, "event": row.event, "created": row.created_time, "status": row.status}
-    if row.action:
-        out["action"] = row.action
-    out["output"] = row.output
-    return out
 
 
 def event_execution_list(*, message_id: str | None = None, handler_name: str | None = None) -> list[dict]:

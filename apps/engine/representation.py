@@ -1,7 +1,9 @@
 """Conductor's JSON shapes of executions: ``Workflow``, ``Task``, ``WorkflowSummary``,
 ``TaskSummary`` (camelCase, times in epoch ms; summaries use ISO-8601 text).
 
-Written once here and used by the API, the failure workflow input and ``/workflow/test``.
+Also ``WorkflowRun``/``TaskRun`` (execute and signal answers), the workflow status and
+``EventExecution``. Written once here and used by the API, the failure workflow input,
+``/workflow/test``, signals and event processing.
 Null fields are omitted, as Conductor's Jackson config (NON_NULL) does.
 """
 from __future__ import annotations
@@ -185,3 +187,86 @@ def task_summary_json(task: TaskState, correlation_id: str | None = None, *, now
         "domain": task.domain,
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+def workflow_status_json(wf: WorkflowState, *, include_output: bool = False, include_variables: bool = False) -> dict:
+    """``GET /workflow/{id}/status``: ``{workflowId, correlationId?, output?, variables?,
+    status}``."""
+    out = {"workflowId": wf.workflow_id, "status": wf.status}
+    if wf.correlation_id:
+        out["correlationId"] = wf.correlation_id
+    if include_output:
+        out["output"] = wf.output
+    if include_variables:
+        out["variables"] = wf.variables
+    return out
+
+
+def workflow_run_json(wf: WorkflowState, *, target: WorkflowState, strategy: str, request_id: str | None,
+                      signal_timeout: bool) -> dict:
+    """Conductor's ``WorkflowRun`` (a SignalResponse) of ``wf``; ``target*`` name the
+    workflow of the request. Times in epoch ms."""
+    full = workflow_json(wf)
+    out = {
+        "responseType": strategy,
+        "targetWorkflowId": target.workflow_id,
+        "targetWorkflowStatus": target.status,
+        "requestId": request_id,
+        "workflowId": wf.workflow_id,
+        "correlationId": wf.correlation_id,
+        "input": wf.input,
+        "output": wf.output,
+        "signalTimeout": signal_timeout,
+        "priority": wf.priority or 0,
+        "variables": wf.variables or {},
+        "tasks": full.get("tasks", []),
+        "createdBy": wf.created_by,
+        "createTime": wf.create_time,
+        "updateTime": wf.update_time or 0,
+        "status": wf.status,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def task_run_json(task: TaskState, *, target: WorkflowState, strategy: str, request_id: str | None,
+                  signal_timeout: bool, correlation_id: str | None = None) -> dict:
+    """Conductor's ``TaskRun`` (a SignalResponse) of a blocking task: ``input``/``output``
+    are the task's, ``workflowId`` is the workflow holding it, ``createdBy`` its worker,
+    ``createTime`` its start time (epoch ms)."""
+    out = {
+        "responseType": strategy,
+        "targetWorkflowId": target.workflow_id,
+        "targetWorkflowStatus": target.status,
+        "requestId": request_id,
+        "workflowId": task.workflow_id,
+        "correlationId": correlation_id,
+        "input": task.input_data,
+        "output": task.output_data,
+        "signalTimeout": signal_timeout,
+        "taskType": task.task_def_name if task.task_type == "SIMPLE" else task.task_type,
+        "taskId": task.task_id,
+        "referenceTaskName": task.reference_task_name,
+        "retryCount": task.retry_count,
+        "taskDefName": task.task_def_name,
+        "retriedTaskId": task.retried_task_id,
+        "workflowType": task.workflow_type,
+        "reasonForIncompletion": task.reason_for_incompletion,
+        "priority": task.workflow_priority or 0,
+        "createdBy": task.worker_id,
+        "createTime": task.start_time,
+        "updateTime": task.update_time,
+        "status": task.status,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def event_execution_json(row) -> dict:
+    """An ``EventExecution`` row as Conductor's EventExecution JSON: ``{id, messageId, name,
+    event, created (epoch ms), status, action?, output}``; ``id`` is
+    ``<messageId>_<action index>``."""
+    out = {"id": f"{row.message_id}_{max(row.action_index, 0)}", "messageId": row.message_id,
+           "name": row.handler_name, "event": row.event, "created": row.created_time, "status": row.status}
+    if row.action:
+        out["action"] = row.action
+    out["output"] = row.output
+    return out

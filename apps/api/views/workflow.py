@@ -15,7 +15,7 @@ from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput
 from apps.engine import executor, notify, recovery, selectors, signals
-from apps.engine.representation import workflow_json
+from apps.engine.representation import workflow_json, workflow_status_json
 
 
 def _start_request(data) -> dict:
@@ -158,14 +158,9 @@ class WorkflowStatusApi(ConductorApi):
 
     def get(self, request, workflow_id):
         wf = selectors.workflow_get(workflow_id=workflow_id, include_tasks=False)
-        out = {"workflowId": wf.workflow_id, "status": wf.status}
-        if wf.correlation_id:
-            out["correlationId"] = wf.correlation_id
-        if qbool(request.query_params, "includeOutput", False):
-            out["output"] = wf.output
-        if qbool(request.query_params, "includeVariables", False):
-            out["variables"] = wf.variables
-        return Response(out)
+        return Response(workflow_status_json(
+            wf, include_output=qbool(request.query_params, "includeOutput", False),
+            include_variables=qbool(request.query_params, "includeVariables", False)))
 
 
 class PauseWorkflowApi(ConductorApi):
