@@ -213,8 +213,9 @@ CONDUCTOR = {
     # Conductor's activeWorkerLastPollTimeout).
     "ACTIVE_WORKER_WINDOW_MS": envint("CONDUCTOR_ACTIVE_WORKER_WINDOW_MS", 10_000),
     # The sweeper claims a due execution for this long (ms) before deciding it: a sweeper
-    # that dies mid-way delays that execution by this much.
-    "SWEEPER_DECIDE_LEASE_MS": envint("CONDUCTOR_SWEEPER_DECIDE_LEASE_MS", 30_000),
+    # killed mid-batch delays the executions it had claimed by this much. A decide that
+    # outlasts it is harmless (deciding takes the workflow's row lock).
+    "SWEEPER_DECIDE_LEASE_MS": envint("CONDUCTOR_SWEEPER_DECIDE_LEASE_MS", 5_000),
     # Event messages: a claim holds a message this long (ms); claims before transient
     # failures are recorded FAILED; delay (ms, times attempts) before a message that failed
     # transiently is claimable again; the event sweep leaves younger messages (ms) to the
@@ -298,11 +299,16 @@ CONDUCTOR_AI = {
 # the task output limit, so an oversize output still fails its task with Conductor's reason.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CONDUCTOR_MAX_REQUEST_BODY_BYTES", 16 * 1024 * 1024)
 
+# LOG_FORMAT=json: one JSON object per line with workflowId/taskId/taskType/workerId
+# (apps.core.logs); default: plain text lines.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "apps.core.logs.ContextFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+                   "json": {"()": "apps.core.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["context"],
+                             "formatter": "json" if os.environ.get("LOG_FORMAT", "").lower() == "json" else "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
     "loggers": {
         "apps": {"level": os.environ.get("APP_LOG_LEVEL", "INFO"), "propagate": True},

@@ -2,13 +2,14 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from apps.api.views.health import HealthApi
+from apps.api.views.health import HealthApi, ReadyApi
 from apps.api.views.metrics import metrics_view
 
 urlpatterns = [
     path("api/scheduler/", include("apps.scheduler.urls")),
     path("api/", include("apps.api.urls")),
     path("health", HealthApi.as_view()),
+    path("health/ready", ReadyApi.as_view()),
     # Prometheus scrape endpoint (Conductor serves it at /actuator/prometheus)
     path("metrics", metrics_view),
     path("actuator/prometheus", metrics_view),

@@ -83,12 +83,50 @@ class MCPClient:
         self._next_id = 0
         self.timeout = float(settings.CONDUCTOR_AI.get("TIMEOUT_SECONDS") or 45)
 
-    def _post(self, client: httpx.Client, payload: dict) -> httpx.Response:
+    def _headers(self) -> dict:
         headers = {**self.headers, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
             headers["MCP-Protocol-Version"] = PROTOCOL_VERSION
-        return client.post(self.url, content=json.dumps(payload), headers=headers)
+        return headers
+
+    def _exchange(self, client: httpx.Client, payload: dict, method: str) -> list:
+        """POST one JSON-RPC message; the JSON-RPC messages of the answer. An SSE answer
+        is read only until the event answering this request (a server may keep the
+        stream open for more). At most MAX_RESPONSE_BYTES are read."""
+        request_id = payload.get("id")
+        with client.stream("POST", self.url, content=json.dumps(payload), headers=self._headers()) as response:
+            status = response.status_code
+            if status in (400, 404, 409) and not self.session_id and method != "initialize":
+                raise _SessionNeeded(f"HTTP {status}: {_read(response)[:500]}")
+            if response.is_redirect:
+                raise AIError(f"HTTP {status} redirect to {response.headers.get('location')} not followed")
+            if not 200 <= status < 300:
+                raise AIError(f"HTTP {status} error from MCP server: {_read(response)[:2000]}")
+            if method == "initialize" and response.headers.get("mcp-session-id"):
+                self.session_id = response.headers["mcp-session-id"]
+            if "text/event-stream" in response.headers.get("content-type", ""):
+                messages, data, size = [], [], 0
+                for line in response.iter_lines():
+                    size += len(line) + 1
+                    if size > MAX_RESPONSE_BYTES:
+                        raise AIError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
+                    if line.startswith("data:"):
+                        data.append(line[6:] if line[5:6] == " " else line[5:])
+                    elif line == "" and data:
+                        messages.extend(_parse_sse("data: " + "\ndata: ".join(data) + "\n\n"))
+                        data = []
+                        if any(isinstance(m, dict) and m.get("id") == request_id for m in messages):
+                            break
+                if data:
+                    messages.extend(_parse_sse("data: " + "\ndata: ".join(data) + "\n\n"))
+                return messages
+            text = _read(response)
+        try:
+            body = json.loads(text)
+        except ValueError:
+            raise AIError(f"MCP server answered a body that is not JSON: {text[:500]}") from None
+        return body if isinstance(body, list) else [body]
 
     def _rpc(self, client: httpx.Client, method: str, params: dict | None) -> dict:
         self._next_id += 1
@@ -96,25 +134,7 @@ class MCPClient:
         payload = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             payload["params"] = params
-        response = self._post(client, payload)
-        if len(response.content) > MAX_RESPONSE_BYTES:
-            raise AIError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
-        if response.status_code in (400, 404, 409) and not self.session_id and method != "initialize":
-            raise _SessionNeeded(f"HTTP {response.status_code}: {response.text[:500]}")
-        if response.is_redirect:
-            raise AIError(f"HTTP {response.status_code} redirect to {response.headers.get('location')} not followed")
-        if not 200 <= response.status_code < 300:
-            raise AIError(f"HTTP {response.status_code} error from MCP server: {response.text[:2000]}")
-        if method == "initialize" and response.headers.get("mcp-session-id"):
-            self.session_id = response.headers["mcp-session-id"]
-        if "text/event-stream" in response.headers.get("content-type", ""):
-            messages = _parse_sse(response.text)
-        else:
-            try:
-                body = response.json()
-            except ValueError:
-                raise AIError(f"MCP server answered a body that is not JSON: {response.text[:500]}") from None
-            messages = body if isinstance(body, list) else [body]
+        messages = self._exchange(client, payload, method)
         answer = next((m for m in messages if isinstance(m, dict) and m.get("id") == request_id), None)
         if answer is None:
             answer = next((m for m in messages if isinstance(m, dict) and ("result" in m or "error" in m)), None)
@@ -133,11 +153,8 @@ class MCPClient:
     def _initialize(self, client: httpx.Client) -> None:
         self._rpc(client, "initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
                                          "clientInfo": {"name": "conductor-web", "version": "1"}})
-        headers = {**self.headers, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        if self.session_id:
-            headers["Mcp-Session-Id"] = self.session_id
         client.post(self.url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-                    headers=headers)
+                    headers=self._headers())
 
     def request(self, method: str, params: dict | None) -> dict:
         """One JSON-RPC call (with the session handshake when the server needs it)."""
@@ -183,6 +200,17 @@ class MCPClient:
                 entry["parsed"] = _parse_text(item["text"])
             content.append(entry)
         return {"content": content, "isError": bool(result.get("isError")) if isinstance(result, dict) else False}
+
+
+def _read(response: httpx.Response) -> str:
+    """The body of a streamed response, at most MAX_RESPONSE_BYTES of it."""
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise AIError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
+    return b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
 
 
 def _parse_text(text: str):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -119,18 +120,20 @@ def _tool_schemas(tools: list[dict]) -> list[dict]:
         for t in tools if isinstance(t, dict) and t.get("name")]
 
 
-class Provider:
+class Provider(ABC):
     """The interface: ``chat(ChatRequest) -> ChatResult`` and
     ``embed(model, text, dimensions) -> list[float]``. Raise AIError."""
 
     def __init__(self, name: str, base_url: str, api_key: str, timeout: float):
         self.name, self.base_url, self.api_key, self.timeout = name, base_url, api_key, timeout
 
+    @abstractmethod
     def chat(self, request: ChatRequest) -> ChatResult:
-        raise NotImplementedError
+        """One chat completion."""
 
+    @abstractmethod
     def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
-        raise NotImplementedError
+        """The embedding vector of ``text``."""
 
 
 class OpenAIProvider(Provider):

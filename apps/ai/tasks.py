@@ -95,7 +95,23 @@ def _parse_result(text: str | None, json_output: bool):
     return text
 
 
+def _end_with_user(messages: list[dict]) -> list[dict]:
+    """Conductor's ensureLastMessageIsFromUser: a trailing assistant message becomes a user
+    message asking to continue it; after any other non-user message (system, tool_call,
+    tool) a user message asks to continue."""
+    if not messages or (messages[-1].get("role") or "user") == "user":
+        return messages
+    last = messages[-1]
+    if last.get("role") == "assistant":
+        text = last.get("message")
+        prompt = (f"You were saying:\n\n{text}\n\nPlease continue where you left off."
+                  if isinstance(text, str) and text.strip() else "Please continue where you left off.")
+        return messages[:-1] + [{"role": "user", "message": prompt}]
+    return messages + [{"role": "user", "message": "Please continue where you left off."}]
+
+
 def _chat(inp: dict, messages: list[dict]) -> dict:
+    messages = _end_with_user(messages)
     provider = get_provider(inp.get("llmProvider") or inp.get("integrationName"))
     model = inp.get("model")
     if not model:

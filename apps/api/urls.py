@@ -5,6 +5,7 @@ from apps.api.views import bulk, health, metadata, search, tasks, workflow
 
 urlpatterns = [
     path("health", health.HealthApi.as_view()),
+    path("health/ready", health.ReadyApi.as_view()),
     # --- metadata
     path("metadata/taskdefs", metadata.TaskDefsApi.as_view()),
     path("metadata/taskdefs/<str:name>", metadata.TaskDefApi.as_view()),

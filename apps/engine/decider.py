@@ -305,6 +305,10 @@ class Decider:
             if not ttype.is_worker and ttype.execute(self, task):
                 self.touch(task)
                 changed = True
+                if task.terminal and not task.successful:
+                    # its retry or the workflow's end comes first (phase 1 of the next
+                    # pass): a JOIN must not judge an attempt that is about to be retried
+                    break
         if not wf.terminal and self._successful_terminate() is None and self.check_for_completion():
             self._fail_for_permissive_tasks()
             self.complete_workflow()

@@ -3,7 +3,8 @@ event-handler conditions.
 
 JavaScript (``javascript`` / ``graaljs``) runs in QuickJS-ng (``quickjs`` module), a
 fresh context per evaluation with a CPU time limit and a memory limit, no host access;
-``$`` is bound to the JSON input. Values cross the boundary as JSON, so integers stay
+``$`` is bound to the JSON input, whose arrays also answer ``get(i)`` and ``size()`` as
+the Java Lists of Conductor's GraalJS do. Values cross the boundary as JSON, so integers stay
 integers. ``value-param`` reads one input key. Errors raise ``EvaluationError`` with the
 engine's message (first line of the JS error).
 Source: Conductor's ScriptEvaluator / JavascriptEvaluator / ValueParamEvaluator
@@ -20,6 +21,15 @@ import quickjs
 TIME_LIMIT_SECONDS = 4.0
 MEMORY_LIMIT_BYTES = 64 << 20
 STACK_LIMIT_BYTES = 1 << 20
+
+
+# Conductor's GraalJS hands lists to scripts as Java Lists, so scripts written for it call
+# ``list.get(i)`` and ``list.size()``; arrays here answer them the same (not enumerable:
+# JSON output and for-in loops are unchanged).
+_JAVA_LIST_METHODS = (
+    "Object.defineProperty(Array.prototype, 'get', {value: function (i) { return this[i]; }, writable: true});"
+    "Object.defineProperty(Array.prototype, 'size', {value: function () { return this.length; }, writable: true});"
+)
 
 
 class EvaluationError(Exception):
@@ -42,6 +52,7 @@ def evaluate_js(expression: str, bindings: Any) -> Any:
     ctx.set_memory_limit(MEMORY_LIMIT_BYTES)
     ctx.set_max_stack_size(STACK_LIMIT_BYTES)
     try:
+        ctx.eval(_JAVA_LIST_METHODS)
         ctx.set("$", ctx.parse_json(json.dumps(bindings, default=str)))
         ctx.set("__conductor_expr", expression)
         raw = ctx.eval("(function(){ var __v = (0, eval)(__conductor_expr); "

@@ -29,6 +29,7 @@ from django.db import IntegrityError, OperationalError, transaction
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
+from apps.core.logs import log_context
 from apps.engine import effects, event_queue, notify, retention, store
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
@@ -338,7 +339,8 @@ def workflow_decide(workflow_id: str) -> None:
             if loaded.wf.terminal:
                 return
             decide_and_save(loaded, now_ms())
-    with_retries(run)
+    with log_context(workflowId=workflow_id):
+        with_retries(run)
 
 
 # --- task updates ----------------------------------------------------------------------
@@ -409,7 +411,10 @@ def task_update(*, task_result: dict) -> TaskState | None:
             decide_and_save(loaded, now, touched={task_id})
             return task
 
-    return with_retries(run)
+    with log_context(workflowId=str(task_result.get("workflowInstanceId") or "") or None,
+                     taskId=str(task_result.get("taskId") or "") or None,
+                     workerId=str(task_result.get("workerId") or "") or None):
+        return with_retries(run)
 
 
 MAX_REASON_CHARS = 500

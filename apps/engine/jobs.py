@@ -16,6 +16,7 @@ the task again on a survivor.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import socket
@@ -28,6 +29,7 @@ from django.conf import settings
 from django.db import connections, transaction
 
 from apps.core.clock import now_ms
+from apps.core.logs import log_context
 from apps.engine import event_handlers, executor, jobqueue, store, sweeper
 from apps.engine.models import TaskExecution
 
@@ -47,12 +49,13 @@ def system_task_job(task_id: str) -> None:
 
     lease = f"task:{task_id}"
     token = uuid.uuid4().hex
-    if not SweeperLease.acquire(lease, token, SYSTEM_TASK_LEASE_MS):
-        return  # another live job is running it
-    try:
-        _run_system_task(task_id, lease, token)
-    finally:
-        SweeperLease.objects.filter(name=lease, holder=token).delete()
+    with log_context(taskId=task_id, workerId=settings.CONDUCTOR["INSTANCE_ID"]):
+        if not SweeperLease.acquire(lease, token, SYSTEM_TASK_LEASE_MS):
+            return  # another live job is running it
+        try:
+            _run_system_task(task_id, lease, token)
+        finally:
+            SweeperLease.objects.filter(name=lease, holder=token).delete()
 
 
 def _run_system_task(task_id: str, lease: str, token: str) -> None:
@@ -67,6 +70,12 @@ def _run_system_task(task_id: str, lease: str, token: str) -> None:
     ttype = get_type(task.task_type)
     if not executor.system_task_claim(task_id):
         return
+    with log_context(workflowId=task.workflow_id, taskType=task.task_type):
+        _run_claimed(task, ttype, lease, token)
+
+
+def _run_claimed(task, ttype, lease: str, token: str) -> None:
+    task_id = task.task_id
     try:
         result = _renewing(lease, token, ttype.run_async, task)
     except Exception as exc:  # noqa: BLE001 - the task fails, the job does not
@@ -90,7 +99,7 @@ def _renewing(lease: str, token: str, fn, *args):
             connections.close_all()  # this helper thread's own connections, if it opened any
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="system-task") as pool:
-        future = pool.submit(call)
+        future = pool.submit(contextvars.copy_context().run, call)  # keeps the log context
         while True:
             try:
                 return future.result(timeout=SYSTEM_TASK_RENEW_SECONDS)

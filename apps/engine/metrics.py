@@ -141,6 +141,32 @@ class _Histogram:
         return pairs
 
 
+def operator_gauges(now: int) -> list[Metric]:
+    """The cluster's signals: ``sweeper_last_run_age_seconds`` (since the sweeper lease
+    was last renewed by its holder's tick; +Inf when no sweeper ever ran),
+    ``sweeper_due_lag_seconds`` (how far behind the sweeper is: age of the most overdue
+    execution, 0 when none is due) and ``cluster_queue_depth`` (jobs waiting in the
+    django-q2 broker; NaN when the broker cannot be read)."""
+    from apps.engine.cluster import LEASE_MS, LEASE_NAME
+    from apps.engine.models import SweeperLease
+
+    last = GaugeMetricFamily("sweeper_last_run_age_seconds", "Seconds since the sweeper's last tick")
+    expires = SweeperLease.objects.filter(name=LEASE_NAME).values_list("expires_at", flat=True).first()
+    last.add_metric([], max(0.0, (now - (expires - LEASE_MS)) / 1000) if expires else float("inf"))
+    lag = GaugeMetricFamily("sweeper_due_lag_seconds", "Age of the most overdue execution the sweeper has not decided")
+    oldest = (WorkflowExecution.objects.filter(status__in=("RUNNING", "PAUSED"), next_decide_at__lte=now)
+              .order_by("next_decide_at").values_list("next_decide_at", flat=True).first())
+    lag.add_metric([], (now - oldest) / 1000 if oldest is not None else 0.0)
+    depth = GaugeMetricFamily("cluster_queue_depth", "Jobs waiting in the django-q2 broker")
+    try:
+        from django_q.brokers import get_broker
+
+        depth.add_metric([], float(get_broker().queue_size() or 0))
+    except Exception:  # noqa: BLE001 - a broker outage must not break the scrape
+        depth.add_metric([], float("nan"))
+    return [last, lag, depth]
+
+
 class DatabaseCollector(Collector):
     """The prometheus-client collector described in the module doc. One instance per
     registry; its counters live as long as the instance. ``clock`` returns epoch ms
@@ -205,7 +231,7 @@ class DatabaseCollector(Collector):
             wf_counts[r["workflow_name"]] = r["n"]
         for name, n in sorted(wf_counts.items()):
             running.add_metric([name, workflow_owner.get(name, "unknown")], n)
-        return [depth, in_progress, running]
+        return [depth, in_progress, running, *operator_gauges(self._clock())]
 
     # --- windows of events -----------------------------------------------------------------
 

@@ -124,8 +124,19 @@ def _task_entry(task: TaskState, wf: WorkflowState) -> dict:
         "reasonForIncompletion": task.reason_for_incompletion,
         "callbackAfterSeconds": task.callback_after_seconds,
         "workerId": task.worker_id,
-        "iteration": task.iteration,
+        "iteration": loop_iteration(task),
     }
+
+
+def loop_iteration(task: TaskState) -> int:
+    """A task's ``iteration`` as Conductor shows it: for a DO_WHILE its own counter (the
+    iteration running now, 1 in the first pass), for a loop body task the iteration it
+    belongs to, else 0."""
+    if task.task_type == "DO_WHILE":
+        counter = (task.output_data or {}).get("iteration")
+        if isinstance(counter, int) and not isinstance(counter, bool):
+            return counter
+    return task.iteration
 
 
 def _workflow_entry(wf: WorkflowState) -> dict:

@@ -58,9 +58,36 @@ def _reopen_parents(child: WorkflowState, now: int) -> None:
             # the parent's workflow timeout counts from now on (Conductor sets
             # lastRetriedTime on the parent it revives)
             parent.last_retried_time = now
+            _repair_canceled_siblings(parent, task, outcome, now)
         store.save(loaded, outcome, workflow_changed=True)
         transaction.on_commit(lambda wid=parent.workflow_id: notify.workflow_changed(wid), robust=True)
         child = parent
+
+
+def _repair_canceled_siblings(parent: WorkflowState, revived: TaskState, outcome: DeciderOutcome, now: int) -> None:
+    """What ending the parent canceled comes back with it (WorkflowExecutorOps, a retried
+    child reviving its parent): a CANCELED JOIN or DO_WHILE is IN_PROGRESS again, a
+    CANCELED worker task is SCHEDULED again in place (retryCount + 1)."""
+    for task in parent.tasks:
+        if task is revived or task.status != "CANCELED" or task.retried:
+            continue
+        if task.task_type in ("JOIN", "DO_WHILE"):
+            task.status = "IN_PROGRESS"
+        elif get_type(task.task_type).is_worker:
+            task.status = "SCHEDULED"
+            task.retry_count += 1
+            task.poll_count = 0
+            task.worker_id = None
+            task.scheduled_time = now
+            task.start_time = 0
+            task.visible_at = now
+        else:
+            continue
+        task.end_time = 0
+        task.reason_for_incompletion = None
+        task.executed = False
+        task.update_time = now
+        outcome.updated_tasks[task.task_id] = task
 
 
 def _locked_ended(workflow_id: str, action: str) -> store.Loaded:

@@ -12,7 +12,7 @@ import json
 from datetime import datetime, timezone
 
 from apps.engine.blueprint import Blueprint
-from apps.engine.params import definition_ref
+from apps.engine.params import definition_ref, loop_iteration
 from apps.engine.state import TaskState, WorkflowState
 
 
@@ -62,7 +62,7 @@ def task_json(task: TaskState, wf: WorkflowState | None = None, blueprint: Bluep
         "workflowTask": workflow_task,
         "domain": task.domain,
         "workflowPriority": task.workflow_priority,
-        "iteration": task.iteration,
+        "iteration": loop_iteration(task),
         "subWorkflowId": task.sub_workflow_id or (task.output_data or {}).get("subWorkflowId"),
         "firstStartTime": task.first_scheduled_time,
         "queueWaitTime": queue_wait,

@@ -2,8 +2,9 @@
 async work, repairs after a crash).
 
 ``sweep_once`` claims each due execution by compare-and-set on ``next_decide_at`` (pushed
-``CONDUCTOR["SWEEPER_DECIDE_LEASE_MS"]`` ahead), so several sweepers on several machines never decide the same
-execution at once and a sweeper that dies mid-way only delays it by the lease.
+``CONDUCTOR["SWEEPER_DECIDE_LEASE_MS"]`` ahead), so several sweepers on several machines
+never decide the same execution at once and a sweeper that dies mid-way only delays it
+by the lease.
 Source: Conductor's WorkflowSweeper + WorkflowReconciler.
 """
 from __future__ import annotations

@@ -31,10 +31,10 @@ SYSTEM_TASK_TYPES = frozenset(
 )
 
 # AI tasks Conductor schedules through its AIModelTaskMapper, which gives a TaskDef with
-# retryCount < 1 three LINEAR_BACKOFF retries 2 s apart.
+# retryCount < 1 (an explicit 0 included) three LINEAR_BACKOFF retries 2 s apart.
 AI_RETRY_TASK_TYPES = frozenset({"LLM_CHAT_COMPLETE", "LLM_TEXT_COMPLETE", "LLM_GENERATE_EMBEDDINGS",
                                  "LLM_INDEX_TEXT", "LLM_STORE_EMBEDDINGS", "LLM_SEARCH_INDEX",
-                                 "LLM_GET_EMBEDDINGS", "LIST_MCP_TOOLS"})
+                                 "LLM_GET_EMBEDDINGS", "LIST_MCP_TOOLS", "CALL_MCP_TOOL"})
 
 TASK_DEF_DEFAULTS: dict[str, Any] = {
     "retryCount": 3,

@@ -356,6 +356,93 @@ def failure_clusters(query: SearchQuery, limit: int = 8) -> list[dict]:
     return sorted(groups.values(), key=lambda g: (-g["count"], g["key"]))[:limit]
 
 
+NESTED_KEYS = ("decisionCases", "defaultCase", "forkTasks", "loopOver")
+
+
+def _own_fields(task: dict) -> dict:
+    """A WorkflowTask without its nested tasks (those are compared on their own)."""
+    return {k: v for k, v in task.items() if k not in NESTED_KEYS}
+
+
+def definition_diff(old: dict, new: dict, context: int = 3) -> dict:
+    """The difference between two WorkflowDef versions: ``{"added", "removed",
+    "changed"}`` (task references: in ``new`` only, in ``old`` only, in both with their
+    own fields changed, nested tasks aside) and ``lines``: a unified diff of the two
+    JSON texts (keys sorted, indented) as ``[{"kind": "add"|"del"|"ctx"|"hunk", "text"}]``
+    with ``context`` unchanged lines around each change; empty when they are equal."""
+    from apps.engine.blueprint import Blueprint
+
+    a, b = Blueprint(old).by_ref, Blueprint(new).by_ref
+    changed = sorted(r for r in a.keys() & b.keys() if _own_fields(a[r]) != _own_fields(b[r]))
+    lines = json_diff(old, new, context=context, limit=None)
+    return {"added": [r for r in b if r not in a], "removed": [r for r in a if r not in b], "changed": changed,
+            "lines": lines}
+
+
+COMPARE_TEXT_CHARS = 20_000  # payload text compared per side; longer payloads are cut
+
+
+def json_diff(old, new, context: int = 2, limit: int | None = COMPARE_TEXT_CHARS) -> list[dict]:
+    """A unified diff of two JSON values (indented, keys sorted, each cut at ``limit``
+    characters unless None) as ``[{"kind": "add"|"del"|"ctx"|"hunk", "text"}]``; empty
+    when equal."""
+    import difflib
+
+    def text(v) -> list[str]:
+        return json.dumps(v, indent=2, sort_keys=True, default=str)[:limit].splitlines()
+    out = []
+    for line in difflib.unified_diff(text(old), text(new), lineterm="", n=context):
+        if not line.startswith(("---", "+++")):
+            out.append({"kind": {"@": "hunk", "+": "add", "-": "del"}.get(line[:1], "ctx"), "text": line})
+    return out
+
+
+def compare_executions(a, b) -> dict:
+    """Two executions (WorkflowStates with tasks) side by side, aligned by task reference
+    and loop iteration (the latest attempt of each): ``{"rows": [{"ref", "iteration",
+    "a", "b" (task facts or None: status, attempts, duration_ms, task_id), "same_status",
+    "input_diff", "output_diff"}], "input_diff", "output_diff", "first_difference"}``.
+    Rows keep the order tasks were first scheduled in ``a``, then those only in ``b``;
+    ``first_difference`` is the reference of the first row whose status or payloads
+    differ (None when they ran alike)."""
+    def index(wf) -> dict:
+        out: dict[tuple, dict] = {}
+        for t in wf.tasks:
+            key = (t.reference_task_name, t.iteration or 0)
+            entry = out.setdefault(key, {"attempts": 0})
+            entry.update({"status": t.status, "task_id": t.task_id, "task": t,
+                          "duration_ms": (t.end_time - t.start_time) if t.end_time and t.start_time else None})
+            entry["attempts"] += 1
+        return out
+
+    ia, ib = index(a), index(b)
+    keys = list(ia) + [k for k in ib if k not in ia]
+    rows, first = [], None
+    for key in keys:
+        ta, tb = ia.get(key), ib.get(key)
+        input_diff = json_diff(ta["task"].input_data, tb["task"].input_data) if ta and tb else []
+        output_diff = json_diff(ta["task"].output_data, tb["task"].output_data) if ta and tb else []
+        same = bool(ta and tb and ta["status"] == tb["status"])
+        row = {"ref": key[0], "iteration": key[1], "same_status": same, "input_diff": input_diff,
+               "output_diff": output_diff,
+               "a": {k: v for k, v in ta.items() if k != "task"} if ta else None,
+               "b": {k: v for k, v in tb.items() if k != "task"} if tb else None}
+        row["differs"] = not same or bool(input_diff) or bool(output_diff)
+        if row["differs"] and first is None:
+            first = key[0]
+        rows.append(row)
+    return {"rows": rows, "input_diff": json_diff(a.input, b.input), "output_diff": json_diff(a.output, b.output),
+            "first_difference": first}
+
+
+def last_good_run(wf) -> str | None:
+    """The newest COMPLETED execution of the same workflow name (other than ``wf``), the
+    natural one to compare a failed run with; None when there is none."""
+    return (WorkflowExecution.objects.filter(workflow_name=wf.workflow_name, status="COMPLETED")
+            .exclude(workflow_id=wf.workflow_id).order_by("-create_time", "-workflow_id")
+            .values_list("workflow_id", flat=True).first())
+
+
 def workflow_names() -> list[str]:
     """Names of registered workflow definitions and of executed workflows, sorted."""
     names = set(WorkflowDef.objects.values_list("name", flat=True).distinct())

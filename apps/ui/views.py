@@ -22,7 +22,7 @@ from apps.engine.models import PollData, TaskExecution
 from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import WorkflowDef
-from apps.ui import actions, graph, live, selectors
+from apps.ui import actions, dryrun, graph, live, selectors
 from apps.ui.ai_panel import ai_summary
 from apps.ui.permissions import can_operate, operate_required, ui_context, view_required
 
@@ -167,9 +167,16 @@ def execution(request, workflow_id: str):
     wf = _load(workflow_id, include_tasks=False)
     reason, failed_task = selectors.name_tasks(wf.reason_for_incompletion,
                                                selectors.task_refs_in(wf.reason_for_incompletion))
+    latest = WorkflowDef.objects.filter(name=wf.workflow_name).order_by("-version").values_list("version", flat=True).first()
+    newer_url = (reverse("ui:definition_diff", args=[wf.workflow_name]) + "?" +
+                 urlencode({"from": wf.workflow_version, "to": latest})) if latest and latest > wf.workflow_version and \
+        WorkflowDef.objects.filter(name=wf.workflow_name, version=wf.workflow_version).exists() else None
     return _render(request, "ui/execution.html", {
         "wf": wf, "allowed": actions.allowed_actions(wf.status, sub_workflows=_has_sub_workflows(workflow_id)),
-        "reason": reason, "failed_task": failed_task,
+        "reason": reason, "failed_task": failed_task, "latest_version": latest, "newer_url": newer_url,
+        "compare_url": reverse("ui:compare") + "?" + urlencode(
+            {"a": workflow_id, "b": wf.re_run_from_workflow_id} if wf.re_run_from_workflow_id
+            and wf.re_run_from_workflow_id != workflow_id else {"a": workflow_id}),
         "workflow_actions": list(actions.WORKFLOW_ACTIONS.values()),
         "task_actions": list(actions.TASK_ACTIONS.values()),
         "ws_path": f"/ws/executions/{workflow_id}/",
@@ -288,10 +295,15 @@ def workflow_action(request, workflow_id: str, name: str):
         raise Http404("unknown action")
     if not can_operate(request.user):
         return _render(request, "403.html", {"message": "You may not operate workflows."}, status=403)
-    wf = _load(workflow_id, include_tasks=False)
     if request.method == "GET":
+        wf = _load(workflow_id, include_tasks=name in dryrun.ACTIONS)
+        plan = None
+        if name in dryrun.ACTIONS:
+            latest = WorkflowDef.objects.filter(name=wf.workflow_name).order_by("-version").values_list(
+                "version", flat=True).first()
+            plan = dryrun.plan(name, wf, latest_version=latest)
         return _render(request, "ui/action_confirm.html", {
-            "wf": wf, "action": info,
+            "wf": wf, "action": info, "plan": plan,
             "allowed": name in actions.allowed_actions(wf.status, sub_workflows=_has_sub_workflows(workflow_id)),
             "post_url": request.path, "kind": "workflow", "back": _back_url(request, workflow_id)})
     params = {}
@@ -354,8 +366,11 @@ def task_action(request, workflow_id: str, name: str):
         "output": "{}", "reason": "",
     }
     if request.method == "GET":
+        plan = None
+        if name in dryrun.ACTIONS:
+            plan = dryrun.plan(name, _load(workflow_id), task_id=task_id or None, ref=ref)
         return _render(request, "ui/action_confirm.html", {
-            "wf": wf, "action": info, "kind": "task", "task": row, "ref": ref,
+            "wf": wf, "action": info, "kind": "task", "task": row, "ref": ref, "plan": plan,
             "allowed": name in actions.task_actions(wf.status, row), "form": defaults, "post_url": request.get_full_path(),
             "back": _back_url(request, workflow_id)})
     form = {k: request.POST.get(k, defaults[k]) for k in defaults}
@@ -395,14 +410,68 @@ def definition(request, name: str, version: int):
     if row is None:
         raise Http404(f"No such workflow found by name: {name}, version: {version}")
     versions = list(WorkflowDef.objects.filter(name=name).order_by("version").values_list("version", flat=True))
+    earlier = [v for v in versions if v < version]
     return _render(request, "ui/definition.html", {
-        "row": row, "versions": versions,
+        "row": row, "versions": versions, "prev_version": earlier[-1] if earlier else None,
+        "export_name": f"{name}-v{version}",
+        "diff_url": (reverse("ui:definition_diff", args=[name]) + "?" + urlencode({"from": earlier[-1], "to": version}))
+        if earlier else None,
         "graph": graph.build_graph(row.definition, None),
         "definition_json": json.dumps(row.definition, indent=2),
         "executions_url": reverse("ui:executions") + "?" + urlencode({"name": name, "version": version}),
         "start_url": reverse("ui:start") + "?" + urlencode({"name": name, "version": version}),
         "input_parameters": row.definition.get("inputParameters") or [],
     })
+
+
+@view_required
+@require_GET
+def compare(request):
+    """``/compare?a=<id>&b=<id>``: two executions side by side, aligned by task reference
+    and iteration, with status, attempts, durations and input/output diffs; ``b``
+    defaults to the last good run of ``a``'s workflow."""
+    a_id = (request.GET.get("a") or "").strip()
+    if not a_id:
+        raise Http404("which execution? (?a=<workflow id>)")
+    a = _load(a_id)
+    b_id = (request.GET.get("b") or "").strip() or selectors.last_good_run(a)
+    b = _load(b_id) if b_id else None
+    return _render(request, "ui/compare.html", {
+        "a": a, "b": b, "cmp": selectors.compare_executions(a, b) if b else None})
+
+
+@view_required
+@require_GET
+def definition_diff(request, name: str):
+    """``/definitions/<name>/diff?from=1&to=3``: what changed between two versions, as a
+    graph of ``to`` with added and changed tasks marked (removed ones listed) and as a
+    text diff of the JSON. Defaults: ``to`` the latest version, ``from`` the one before."""
+    versions = list(WorkflowDef.objects.filter(name=name).order_by("version").values_list("version", flat=True))
+    if not versions:
+        raise Http404(f"No such workflow found by name: {name}")
+
+    def version(key: str, default: int) -> int:
+        try:
+            value = int(request.GET.get(key) or default)
+        except ValueError:
+            raise Http404(f"{key} must be a version number") from None
+        if value not in versions:
+            raise Http404(f"No such workflow found by name: {name}, version: {value}")
+        return value
+
+    to = version("to", versions[-1])
+    earlier = [v for v in versions if v < to]
+    frm = version("from", earlier[-1] if earlier else to)
+    old = WorkflowDef.objects.get(name=name, version=frm).definition
+    new = WorkflowDef.objects.get(name=name, version=to).definition
+    diff = selectors.definition_diff(old, new)
+    overlay = graph.build_graph(new, None)
+    marks = {**{r: "changed" for r in diff["changed"]}, **{r: "added" for r in diff["added"]}}
+    for node in overlay["nodes"]:
+        if node.get("ref") in marks and node["kind"] not in ("loopgroup", "loopend"):
+            node["diff"] = marks[node["ref"]]
+    return _render(request, "ui/definition_diff.html", {
+        "name": name, "versions": versions, "frm": frm, "to": to, "diff": diff, "graph": overlay})
 
 
 # --- queues --------------------------------------------------------------------------------

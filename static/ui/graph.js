@@ -95,6 +95,9 @@
     { selector: "node:selected", style: { "overlay-opacity": 0, "border-width": 4, "border-color": ACCENT,
       "outline-width": 3, "outline-color": ACCENT, "outline-offset": 3 } },
     { selector: "node.kind-fork:selected, node.kind-join:selected", style: { "background-color": ACCENT } },
+    // a definition diff's overlay: added and changed tasks
+    { selector: "node.diff-added", style: { "border-width": 5, "border-color": OK, "border-style": "solid" } },
+    { selector: "node.diff-changed", style: { "border-width": 5, "border-color": WARN, "border-style": "dashed" } },
     { selector: "node.focused", style: { "overlay-color": ACCENT, "overlay-opacity": 0.18, "overlay-padding": 8 } }
   ]);
 
@@ -293,6 +296,7 @@
     var classes = ["kind-" + n.kind];
     if (status) { classes.push("st-" + status); }
     if (!executed) { classes.push("dimmed"); }
+    if (n.diff) { classes.push("diff-" + n.diff); }
     return { id: id, data: n, status: status, attempts: attempts, executed: executed, label: label,
       classes: classes.join(" "), scope: this.scopeOf(n.loop) };
   };

@@ -38,7 +38,8 @@ def planner(mode: str = "refund"):
     propose a full refund; ``loop``: always ask for lookup_order (budget/iteration caps);
     ``rogue``: ask for an action outside the allow-list, then finish."""
     def handle(request: dict) -> dict:
-        user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+        # the ticket message (later turns are this task's own earlier answers: loop history)
+        user = next(m["content"] for m in request["messages"] if "Evidence so far:" in str(m.get("content")))
         evidence = json.loads(re.search(r"Evidence so far: (.*)$", user, re.S).group(1) or "[]")
         if mode == "loop":
             step = {"action": "lookup_order", "arguments": {}, "reason": "check again"}

@@ -11,7 +11,8 @@ formats so the real clients (``openai``, ``ollama``, our MCP client) talk to the
 * ``MCPStub``: an MCP server (JSON-RPC over HTTP at ``/mcp``): ``tools/list`` and
   ``tools/call`` over ``tools`` (name -> (description, schema, handler(args) -> result
   dict)); ``sse=True`` answers as ``text/event-stream``; ``require_session=True``
-  refuses calls without the ``initialize`` handshake (Streamable HTTP sessions).
+  refuses calls without the ``initialize`` handshake (Streamable HTTP sessions);
+  ``keep_open=True`` leaves each SSE stream open after the answer (until ``close()``).
 
 Every request is recorded (``requests``: ``(path, headers, json)``). All listen on
 127.0.0.1 and are stopped by ``close()``.
@@ -58,6 +59,17 @@ class _Server:
                     body = None
                 owner.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 status, headers, payload = owner.handle(self.path, self.headers, body)
+                if isinstance(payload, tuple):  # ("open", bytes): an SSE stream left open
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(payload[1])
+                    self.wfile.flush()
+                    owner.release.wait(30)
+                    self.close_connection = True
+                    return
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 for k, v in headers.items():
@@ -67,6 +79,7 @@ class _Server:
                 self.wfile.write(data)
 
         self.requests: list[tuple[str, dict, object]] = []
+        self.release = threading.Event()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
@@ -78,6 +91,7 @@ class _Server:
         raise NotImplementedError
 
     def close(self) -> None:
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -143,9 +157,10 @@ class LLMStub(_Server):
 
 
 class MCPStub(_Server):
-    def __init__(self, tools: dict, *, sse: bool = False, require_session: bool = False):
+    def __init__(self, tools: dict, *, sse: bool = False, require_session: bool = False, keep_open: bool = False):
         self.tools = tools
         self.sse = sse
+        self.keep_open = keep_open
         self.require_session = require_session
         self.sessions: set[str] = set()
         self.calls: list[tuple[str, dict]] = []
@@ -157,6 +172,8 @@ class MCPStub(_Server):
         if self.sse:
             note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}}
             payload = f"event: message\ndata: {json.dumps(note)}\n\nevent: message\ndata: {json.dumps(message)}\n\n"
+            if self.keep_open:
+                return 200, {"Content-Type": "text/event-stream"}, ("open", payload.encode())
             return 200, {"Content-Type": "text/event-stream"}, payload.encode()
         return 200, JSON, message
 

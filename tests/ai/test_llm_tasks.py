@@ -89,6 +89,7 @@ def test_chat_complete_tool_calls_and_tool_results(api, cluster, ai_settings, ll
     assert assistant["role"] == "assistant" and assistant["tool_calls"][0]["id"] == "call_1"
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"])["city"] == "Paris"
     assert tool == {"role": "tool", "tool_call_id": "call_1", "content": json.dumps({"tempC": 21})}
+    assert second["messages"][3] == {"role": "user", "content": "Please continue where you left off."}
 
 
 def test_text_complete_and_embeddings_through_ollama(api, cluster, ai_settings, llm):
@@ -170,3 +171,60 @@ def test_explicit_task_definition_keeps_its_retries(api, cluster, ai_settings, l
     assert wf["tasks"][1]["reasonForIncompletion"] == \
         "LLM provider 'openai' answered HTTP 500 for model gpt-stub: overloaded"
     assert wf["status"] == "FAILED"
+
+
+def test_ollama_tool_calls(api, cluster, ai_settings, llm):
+    llm.chat_handler = lambda req: {"tool_calls": [{"name": "lookup", "arguments": {"id": 7}}]}
+    wf = run(api, cluster, [chat("c", llmProvider="local", model="llama3", jsonOutput=True,
+                                 tools=[{"name": "lookup", "description": "Find", "inputSchema": {"type": "object"}}],
+                                 messages=[{"role": "user", "message": "find 7"}])])
+    assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
+    out = only(wf, "c")["outputData"]
+    assert out["finishReason"] == "TOOL_CALLS"
+    (call,) = out["toolCalls"]
+    assert (call["name"], call["type"], call["inputParameters"]) == ("lookup", "SIMPLE", {"id": 7, "method": "lookup"})
+    (sent,) = llm.chats("/api/chat")
+    assert sent["format"] == "json" and sent["tools"][0]["function"]["name"] == "lookup"
+
+
+def test_a_job_lost_by_the_cluster_is_handed_out_again(api, cluster, ai_settings, llm, clock):
+    llm.chat_handler = lambda req: {"text": "done"}
+    name = unique("ai_wf")
+    api.register_workflow(workflow_def(name, [chat("c", messages=[{"role": "user", "message": "hi"}])]))
+    wid = api.start(name)
+    lost = cluster.queued.pop()  # the cluster died before running it
+    clock.advance(ai_settings["TIMEOUT_SECONDS"] + 29)
+    sweeper.sweep_once()
+    assert cluster.queued == []
+    clock.advance(2)
+    sweeper.sweep_once()
+    assert cluster.queued == [lost]
+    cluster.run()
+    assert api.workflow(wid)["status"] == "COMPLETED"
+
+
+def test_workflow_test_endpoint_mocks_ai_tasks(api, ai_settings, llm):
+    resp = api.ok(api.post("/workflow/test", {
+        "name": "t", "workflowDef": workflow_def("t", [chat("c", messages=[{"role": "user", "message": "hi"}])],
+                                                 outputParameters={"r": "${c.output.result}"}),
+        "taskRefToMockOutput": {"c": [{"status": "COMPLETED", "output": {"result": "mocked"}}]}}))
+    assert resp.json()["status"] == "COMPLETED" and resp.json()["output"] == {"r": "mocked"}
+    assert llm.chats() == []
+
+
+def test_chat_in_a_loop_gets_earlier_answers_as_history(api, cluster, ai_settings, llm):
+    answers = iter(["first", '{"n": 2}', "third"])
+    llm.chat_handler = lambda req: {"text": next(answers)}
+    wf = run(api, cluster, [{
+        "name": "loop", "taskReferenceName": "loop", "type": "DO_WHILE",
+        "loopCondition": "$.loop['iteration'] < 3",
+        "loopOver": [chat("talk", messages=[{"role": "user", "message": "go on"}])]}])
+    assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
+    # the last answer is sent as a user turn asking to continue it (Conductor's
+    # ensureLastMessageIsFromUser), earlier ones as assistant turns
+    resume = "You were saying:\n\n{}\n\nPlease continue where you left off."
+    assert [[(m["role"], m["content"]) for m in c["messages"]] for c in llm.chats()] == [
+        [("user", "go on")],
+        [("user", "go on"), ("user", resume.format("first"))],
+        [("user", "go on"), ("assistant", "first"), ("user", resume.format('{"n": 2}'))],
+    ]

@@ -51,9 +51,12 @@ def test_mcp_over_sse_with_a_session_handshake(api, cluster, ai_settings, mcp_ss
 
 def test_mcp_failures_name_the_cause(api, cluster, ai_settings, mcp, settings):
     url = mcp.origin + "/mcp"
-    wf = run(api, cluster, [mcp_task("call", "CALL_MCP_TOOL", url, method="no_such_tool", arguments={})])
+    task = mcp_task("call", "CALL_MCP_TOOL", url, method="no_such_tool", arguments={})
+    task["taskDefinition"] = {"name": "call", "retryCount": 0}  # raised to 3, as Conductor's mapper does
+    wf = run(api, cluster, [task])
     first = wf["tasks"][0]
     assert first["status"] == "FAILED"
+    assert [(t["status"], t["retryCount"]) for t in wf["tasks"]] == [("FAILED", 0), ("SCHEDULED", 1)]
     assert first["reasonForIncompletion"] == (f"Failed to call MCP tool 'no_such_tool' on {url}: JSON-RPC error: "
                                               '{"code": -32602, "message": "Unknown tool: no_such_tool"}')
     # denied by default: an origin not on the allow-list is never contacted
@@ -108,3 +111,19 @@ def test_vector_task_input_errors_are_terminal(api, cluster, ai_settings):
     wf = run(api, cluster, [{"name": "e", "taskReferenceName": "e", "type": "LLM_GENERATE_EMBEDDINGS",
                              "inputParameters": {"llmProvider": "openai", "model": "m", "text": " "}}])
     assert wf["tasks"][0]["reasonForIncompletion"] == "No input text provided to generate embeddings"
+
+
+def test_an_sse_stream_left_open_is_read_up_to_the_answer(api, cluster, ai_settings, settings):
+    from tests.ai.conftest import _tools
+    from tests.ai.stubs import MCPStub
+
+    stub = MCPStub(_tools(), sse=True, keep_open=True)
+    try:
+        settings.CONDUCTOR_AI = {**ai_settings, "ALLOWED_ORIGINS": [stub.origin], "TIMEOUT_SECONDS": 3}
+        wf = run(api, cluster, [mcp_task("call", "CALL_MCP_TOOL", stub.origin + "/mcp", method="echo",
+                                         arguments={"text": "hi"})])
+        # had the client waited for the stream's end it would have timed out after 3 s
+        assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
+        assert only(wf, "call")["outputData"]["content"][0]["text"] == "hi"
+    finally:
+        stub.close()

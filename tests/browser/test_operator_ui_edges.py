@@ -216,3 +216,43 @@ def test_favicon_and_styled_404(page, ui_server):
     resp = page.goto(f"{ui_server.base}/execution/does-not-exist")
     assert resp.status == 404
     assert page.is_visible("#error-page") and page.is_visible("header.topbar")
+
+
+def test_retry_confirmation_shows_the_dry_run(page, ui_server):
+    errors = watch_errors(page)
+    name = chain(ui_server)
+    wf_id = ui_server.start(name, {"order_id": 8})
+    ui_server.complete(ui_server.poll(f"{name}_a"))
+    ui_server.fail(ui_server.poll(f"{name}_b"), "card declined")
+    sign_in(page, ui_server)
+    page.goto(f"{ui_server.base}/execution/{wf_id}")
+    page.wait_for_function("document.getElementById('wf-status').textContent === 'FAILED'")
+    assert page.inner_text("#wf-failed-ref") == "b"
+    page.click("#actions-menu summary")
+    page.click("#actions-menu a[data-action=retry]")
+    page.wait_for_selector("#dry-run")
+    assert "1 failed task reference(s) get a new attempt" in page.inner_text("#dry-run-summary")
+    assert page.locator("#dry-run-again tbody tr").count() == 1 and "b" in page.inner_text("#dry-run-effects")
+    screenshot(page, "dry-run")
+    page.click("#confirm-button")
+    page.wait_for_url(re.compile(rf".*/execution/{wf_id}$"))
+    wait_node(page, "b", "SCHEDULED")
+    assert errors == []
+
+
+def test_definition_version_diff_with_graph_overlay(page, ui_server):
+    errors = watch_errors(page)
+    name = chain(ui_server)
+    wf_id = ui_server.start(name, {"order_id": 9})
+    v1 = ui_server.http.get(f"{ui_server.api}/metadata/workflow/{name}", params={"version": 1}).json()
+    v2 = {**v1, "version": 2, "tasks": v1["tasks"] + [{**v1["tasks"][0], "taskReferenceName": "c"}]}
+    ui_server.register([], v2)
+    sign_in(page, ui_server)
+    page.goto(f"{ui_server.base}/execution/{wf_id}")
+    page.click("#newer-definition")
+    page.wait_for_function("window.conductorGraph && window.conductorGraph.cy.nodes().length > 3")
+    assert page.evaluate("window.conductorGraph.cy.nodes('.diff-added').map(n => n.id())") == ["c"]
+    assert "added 1 task: c" in " ".join(page.inner_text("#diff-summary").split())
+    assert page.locator("#diff-text .d-add").count() >= 3
+    screenshot(page, "definition-diff")
+    assert errors == []

@@ -311,6 +311,19 @@ def worker_loop(base_url: str, task_type: str, worker_id: str, ledger: Ledger, s
                 _send_update(http, d, body, ledger, deadline)
 
 
+def run_thread(errors: list, target, *args) -> threading.Thread:
+    """Run ``target(*args)`` in a daemon thread; an exception is appended to ``errors``
+    (the test reports them)."""
+    def body():
+        try:
+            target(*args)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(f"{target.__name__}: {exc!r}")
+    t = threading.Thread(target=body, daemon=True, name=target.__name__)
+    t.start()
+    return t
+
+
 # --- starting the workflows ---------------------------------------------------------------------
 
 def correlation_id(run_key: str, n: int) -> str:

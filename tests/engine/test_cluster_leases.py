@@ -136,3 +136,18 @@ def test_the_running_job_renews_its_lease(monkeypatch):
     first = SweeperLease.objects.get(name="task:renewed").expires_at
     assert jobs._renewing("task:renewed", "me", lambda: time.sleep(0.5) or "done") == "done"
     assert SweeperLease.objects.get(name="task:renewed").expires_at > first
+
+
+def test_redispatch_backs_off_with_the_tasks_age():
+    """5 s after the first dispatch, then half the task's age (up to a minute): a task
+    waiting its turn in a broker backlog is not re-queued every 5 s."""
+    from apps.engine.state import TaskState
+
+    def due(age_ms: int) -> int:
+        task = TaskState(task_id="t", workflow_id="w", task_type="HTTP", task_def_name="call", reference_task_name="call",
+                         status="SCHEDULED", scheduled_time=1_000_000, update_time=1_000_000 + age_ms)
+        return http.Http._deadline(task) - task.update_time
+
+    assert due(0) == http.REDISPATCH_MS
+    assert due(40_000) == 20_000
+    assert due(10 * 60_000) == http.REDISPATCH_MAX_MS

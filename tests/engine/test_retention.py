@@ -123,3 +123,23 @@ def test_ages():
     assert retention.parse_age("90") == 90 * DAY_MS
     assert retention.parse_age("15m") == 900_000
     assert retention.parse_age("250ms") == 250
+
+
+def test_a_day_of_traffic_keeps_the_tables_flat(settings, monkeypatch):
+    """24 hours in compressed time: every hour 5 executions finish and the cluster's
+    retention job runs (COMPLETED kept 6 h). Once the first 6 hours are behind, the row
+    counts of executions, tasks and task logs stop growing."""
+    from tests.factories import FakeClock
+
+    clock = FakeClock().install(monkeypatch)
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "RETENTION": "COMPLETED=6h"}
+    counts = []
+    for _hour in range(24):
+        for _ in range(5):
+            _done(0)  # ends now (the fake clock)
+        clock.advance(seconds=3600)
+        retention.retention_job()
+        counts.append((WorkflowExecution.objects.count(), TaskExecution.objects.count(), TaskExecLog.objects.count()))
+    steady = counts[6:]
+    assert len(set(steady)) == 1, counts
+    assert steady[0] == (30, 30, 30)  # 6 hours of 5 executions, each one task with one log line

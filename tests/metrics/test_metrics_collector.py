@@ -206,8 +206,9 @@ def test_scrape_cost_is_a_fixed_number_of_queries(client, data, clock, django_as
         make_task(wf, task_def_name=f"t{i % 4}", status="COMPLETED", scheduled_time=NOW - 500, start_time=NOW - 400,
                   end_time=NOW)
     clock.advance(seconds=10)
-    # 2 gauge queries + 4 window queries, however many rows and label sets
-    with django_assert_num_queries(6):
+    # 2 gauge queries + 3 operator gauges (sweeper lease, most overdue execution, broker
+    # queue) + 4 window queries, however many rows and label sets
+    with django_assert_num_queries(9):
         s = scrape(client)
     assert value(s, "workflow_execution_seconds_count", workflowName="bulkload0", ownerApp="unknown") == 7
 
@@ -219,3 +220,20 @@ def test_actuator_alias_and_openmetrics(client, data):
     assert resp["Content-Type"].startswith("application/openmetrics-text")
     assert resp.content.decode().rstrip().endswith("# EOF")
     assert client.post("/metrics").status_code == 405
+
+
+def test_operator_signals_sweeper_and_cluster_queue(client, data, clock):
+    """The sweeper's last tick (from its lease), how far behind it is, and the broker's
+    queue depth."""
+    from apps.engine.cluster import LEASE_MS, LEASE_NAME
+    from apps.engine.models import SweeperLease
+
+    s = scrape(client)
+    assert value(s, "sweeper_last_run_age_seconds") == float("inf")
+    assert value(s, "cluster_queue_depth") == 0
+    SweeperLease.objects.create(name=LEASE_NAME, holder="h:1:x", expires_at=NOW + LEASE_MS - 3_000)
+    overdue = make_workflow("late", status="RUNNING", create_time=NOW - 60_000)
+    WorkflowExecution.objects.filter(pk=overdue.pk).update(next_decide_at=NOW - 12_000)
+    s = scrape(client)
+    assert value(s, "sweeper_last_run_age_seconds") == pytest.approx(3.0)
+    assert value(s, "sweeper_due_lag_seconds") == pytest.approx(12.0)

@@ -152,3 +152,54 @@ TERMINATE_TASK_PARENT_WF = {
         {**join("thejoin", "test_terminate_subworkflow", "basicJavaB"), "name": "join"},
     ],
 }
+
+# do_while_with_decision_task.json: INLINE -> SWITCH -> (WAIT, INLINE) over the list
+DO_WHILE_WITH_DECISION_TASK = {
+    "name": "DO_While_with_Decision_task",
+    "tasks": [{
+        "name": "LoopTask", "taskReferenceName": "LoopTask", "type": "DO_WHILE",
+        "inputParameters": {"list": "${workflow.input.list}"},
+        "loopCondition": "$.LoopTask['iteration'] < $.list.length",
+        "loopOver": [
+            {"name": "GetNumberAtIndex", "taskReferenceName": "GetNumberAtIndex", "type": "INLINE",
+             "inputParameters": {"evaluatorType": "javascript", "list": "${workflow.input.list}",
+                                 "iterator": "${LoopTask.output.iteration}",
+                                 "expression": "function getElement() { return $.list.get($.iterator - 1); } getElement();"}},
+            {"name": "SwitchTask", "taskReferenceName": "SwitchTask", "type": "SWITCH", "evaluatorType": "javascript",
+             "inputParameters": {"param": "${GetNumberAtIndex.output.result}"}, "expression": "$.param > 0",
+             "decisionCases": {"true": [
+                 {"name": "WaitTask", "taskReferenceName": "WaitTask", "type": "WAIT"},
+                 {"name": "ComputeNumber", "taskReferenceName": "ComputeNumber", "type": "INLINE",
+                  "inputParameters": {"evaluatorType": "javascript",
+                                      "number": "${GetNumberAtIndex.output.result.number}",
+                                      "expression": "function compute() { return $.number+10; } compute();"}},
+             ]}},
+        ],
+    }],
+}
+
+# do_while_iteration_fix_test.json
+DO_WHILE_ITERATION_FIX = {
+    "name": "Do_While_Workflow_Iteration_Fix",
+    "tasks": [{
+        "name": "loopTask", "taskReferenceName": "loopTask", "type": "DO_WHILE",
+        "inputParameters": {"value": "${workflow.input.loop}"},
+        "loopCondition": "if ($.loopTask['iteration'] < $.value) { true; } else { false;} ",
+        "loopOver": [{"name": "form_uri", "taskReferenceName": "form_uri", "type": "LAMBDA",
+                      "inputParameters": {"index": "${loopTask['iteration']}", "scriptExpression": "return $.index - 1;"}}],
+    }],
+    "timeoutPolicy": "ALERT_ONLY", "timeoutSeconds": 0,
+}
+
+# do_while_set_variable_fix.json
+DO_WHILE_SET_VARIABLE_FIX = {
+    "name": "do_while_Set_variable_fix",
+    "tasks": [{
+        "name": "loopTask", "taskReferenceName": "loopTask", "type": "DO_WHILE",
+        "inputParameters": {"value": "${workflow.variables.value}"},
+        "loopCondition": "if ($.value > 0) { true; } else { false; } ",
+        "loopOver": [{"name": "set_variable", "taskReferenceName": "set_variable", "type": "SET_VARIABLE",
+                      "inputParameters": {"value": "0"}}],
+    }],
+    "timeoutPolicy": "ALERT_ONLY", "timeoutSeconds": 0,
+}

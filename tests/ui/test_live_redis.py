@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,37 +16,21 @@ from channels.db import database_sync_to_async
 from django.db import connection
 
 from conductor_web.settings import redis_channel_layer
+from tests.redis_server import have_redis_server, start_redis, stop_redis
 from tests.ui.test_consumer import connect, receive, setup, ui_settings
 
 pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")]
+              pytest.mark.skipif(not have_redis_server(), reason="needs redis-server")]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def redis_url(tmp_path):
     pytest.importorskip("channels_redis")
-    port = _free_port()
-    proc = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-                             "--appendonly", "no", "--dir", str(tmp_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
+    proc, url = start_redis(tmp_path)
+    yield url
+    stop_redis(proc)
 
 
 def _database_url() -> str:

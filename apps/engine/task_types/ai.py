@@ -12,8 +12,11 @@ decides then and dispatches it); a job lost to a crash is dispatched again once
 """
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 
+from apps.engine import params
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
@@ -36,6 +39,8 @@ class AiTask(TaskType):
         d.act("run_system_task", task)
 
     def start(self, d, task: TaskState) -> None:
+        if self.type_name == "LLM_CHAT_COMPLETE" and task.iteration:
+            _add_loop_history(d, task)
         if task.visible_at and task.visible_at > d.now:
             return  # a retry waiting for its delay: ``due_at`` brings the sweeper back
         self._dispatch(d, task)
@@ -63,6 +68,44 @@ class AiTask(TaskType):
         from apps.ai.tasks import run
 
         return run(self.type_name, task.input_data)
+
+
+def _add_loop_history(d, task: TaskState) -> None:
+    """Conductor's ChatCompleteTaskMapper history: a chat task inside a DO_WHILE gets the
+    earlier iterations' answers appended to its ``messages``, as ``assistant`` messages,
+    or, when an answer asked for tools, a ``tool_call`` + ``tool`` pair for each asked
+    call whose task (reference = the call's ``taskReferenceName``) completed."""
+    messages = task.input_data.get("messages")
+    if messages is not None and not isinstance(messages, list):
+        return
+    ref = params.definition_ref(task)
+    by_ref: dict[str, list[TaskState]] = {}
+    for t in d.wf.tasks:
+        by_ref.setdefault(t.reference_task_name, []).append(t)
+    history: list[dict] = []
+    for t in sorted(d.wf.tasks, key=lambda t: t.seq):
+        if t.task_id == task.task_id or not t.terminal or not t.iteration or params.definition_ref(t) != ref:
+            continue
+        output = t.output_data if isinstance(t.output_data, dict) else {}
+        calls = output.get("toolCalls") if isinstance(output.get("toolCalls"), list) else []
+        if calls:
+            for call in calls:
+                if not isinstance(call, dict):
+                    continue
+                for tool in by_ref.get(str(call.get("taskReferenceName")), []):
+                    if tool.terminal and tool.status in ("COMPLETED", "COMPLETED_WITH_ERRORS"):
+                        history.append({"role": "tool_call", "toolCalls": [call]})
+                        history.append({"role": "tool", "toolCalls": [{
+                            "taskReferenceName": call.get("taskReferenceName"), "name": tool.task_def_name,
+                            "type": tool.task_type, "inputParameters": tool.input_data, "output": tool.output_data}]})
+        elif output.get("result") is not None:
+            result = output["result"]
+            if isinstance(result, dict) and "response" in result:
+                result = result["response"]
+            history.append({"role": "assistant",
+                            "message": result if isinstance(result, str) else json.dumps(result)})
+    if history:
+        task.input_data = {**task.input_data, "messages": list(messages or []) + history}
 
 
 for _name in AI_TASK_TYPES:

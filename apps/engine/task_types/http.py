@@ -9,18 +9,32 @@ the status. Source: Conductor HttpTask (docs/conductor-notes.md §5; case 29).
 """
 from __future__ import annotations
 
+import functools
 import json
+import ssl
+
+import certifi
+import httpx
 
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType, async_complete
 
 DEFAULT_TIMEOUT_MS = 3000
-# A task not finished this long (ms) after it was (re-)dispatched is handed to the cluster
+# A task not finished REDISPATCH_MS after it was dispatched is handed to the cluster
 # again. The running job holds the task's lease (``jobs.system_task_job``), so while it
 # is alive the new job does nothing; a job lost with its cluster is replaced within
-# about this time plus the lease (``jobs.SYSTEM_TASK_LEASE_MS``).
+# about this time plus the lease (``jobs.SYSTEM_TASK_LEASE_MS``). The interval then grows
+# with the task's age (half of it, up to REDISPATCH_MAX_MS), so a backlog in the broker
+# is not multiplied by re-dispatches of tasks that are only waiting their turn.
 REDISPATCH_MS = 5_000
+REDISPATCH_MAX_MS = 60_000
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The TLS context of every HTTP task (certifi's CA bundle, as httpx's default),
+    built once per process: building it takes ~150 ms, more than most calls."""
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 @register
@@ -47,11 +61,10 @@ class Http(TaskType):
 
     @staticmethod
     def _deadline(task: TaskState) -> int:
-        return max(task.update_time, task.scheduled_time) + REDISPATCH_MS
+        last = max(task.update_time, task.scheduled_time)
+        return last + min(REDISPATCH_MAX_MS, max(REDISPATCH_MS, (last - task.scheduled_time) // 2))
 
     def run_async(self, task: TaskState) -> dict:
-        import httpx  # the cluster's side of this type: the decider never loads it
-
         request = task.input_data.get("http_request")
         if not isinstance(request, dict):
             request = task.input_data
@@ -77,7 +90,7 @@ class Http(TaskType):
                                 read=int(request.get("readTimeOut") or DEFAULT_TIMEOUT_MS) / 1000,
                                 write=10.0, pool=10.0)
         try:
-            with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+            with httpx.Client(timeout=timeout, follow_redirects=True, verify=_tls_context()) as client:
                 response = client.request(str(method).upper(), uri, headers=headers, content=content)
         except Exception as exc:  # noqa: BLE001 - any transport error fails the task
             return {"status": "FAILED", "reasonForIncompletion": f"Failed to invoke HTTP task due to: {exc!r}",
