@@ -14,7 +14,8 @@ from django.db import transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
-from apps.engine import executor, notify, store
+from apps.engine import executor, notify, params, store
+from apps.engine.blueprint import Blueprint
 from apps.engine.decider import Decider
 from apps.engine.models import TaskExecution
 from apps.engine.outcome import DeciderOutcome
@@ -36,15 +37,20 @@ def _reopen(wf: WorkflowState, now: int) -> None:
 
 def _reopen_parents(child: WorkflowState, now: int) -> None:
     """A revived child re-opens its parent chain: the parent's SUB_WORKFLOW task goes back
-    to IN_PROGRESS and the parent to RUNNING (case 13)."""
+    to IN_PROGRESS and the parent to RUNNING (case 13). The walk stops at an optional
+    SUB_WORKFLOW task and at one that was already retried (Conductor's
+    updateAndPushParents)."""
     while child.parent_workflow_id:
         parent = store.lock_workflow(child.parent_workflow_id)
         if parent is None:
             return
         loaded = store.Loaded(parent)
         task = next((t for t in reversed(parent.tasks) if t.sub_workflow_id == child.workflow_id), None)
-        if task is None:
-            return
+        if task is None or task.retried:
+            return  # an orphan, or the child of a superseded attempt: the parent moved on
+        workflow_task = task.workflow_task or Blueprint(parent.definition).get(params.definition_ref(task)) or {}
+        if workflow_task.get("optional"):
+            return  # an optional SUB_WORKFLOW's outcome is settled (updateAndPushParents)
         outcome = DeciderOutcome()
         if task.status != "IN_PROGRESS":
             task.status = "IN_PROGRESS"
@@ -131,7 +137,9 @@ def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) 
     executor.with_retries(run)
 
 
-def _latest_by_ref(wf: WorkflowState) -> dict[str, TaskState]:
+def latest_by_ref(wf: WorkflowState) -> dict[str, TaskState]:
+    """``{reference: its latest attempt}`` (tasks are ordered by seq): what a workflow
+    retry looks at (also the UI's dry run of it)."""
     latest: dict[str, TaskState] = {}
     for task in wf.tasks:
         latest[task.reference_task_name] = task
@@ -155,7 +163,7 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
                 raise NotFound(f"Workflow is still running.  status={wf.status}")
             if not wf.tasks:
                 raise Conflict("Workflow has not started yet")
-            latest = _latest_by_ref(wf)
+            latest = latest_by_ref(wf)
             failed = [t for t in latest.values() if t.status in RETRY_FROM_STATUSES]
             if resume_subworkflow_tasks:
                 for t in failed:
