@@ -1,10 +1,13 @@
 """Conductor's REST paths under /api (no trailing slashes: the SDK posts to exact paths)."""
 from django.urls import path
 
-from apps.api.views import bulk, health, metadata, search, tasks, workflow
+from apps.api.views import bulk, health, metadata, search, tasks, token, workflow
 
 urlpatterns = [
     path("health", health.HealthApi.as_view()),
+    # --- authentication (apps/api/auth.py)
+    path("token", token.TokenApi.as_view()),
+    path("token/userInfo", token.UserInfoApi.as_view()),
     path("health/ready", health.ReadyApi.as_view()),
     # --- metadata
     path("metadata/taskdefs", metadata.TaskDefsApi.as_view()),
@@ -37,6 +40,7 @@ urlpatterns = [
     path("workflow/test", workflow.WorkflowTestApi.as_view()),
     path("workflow/execute/<str:name>/<int:version>", workflow.ExecuteWorkflowApi.as_view()),
     path("workflow/running/<str:name>", workflow.RunningWorkflowsApi.as_view()),
+    path("workflow/correlated/batch", workflow.CorrelatedSearchApi.as_view()),
     path("workflow/decide/<str:workflow_id>", workflow.DecideWorkflowApi.as_view()),
     path("workflow/<str:name>/correlated", workflow.CorrelatedBatchApi.as_view()),
     path("workflow/<str:name>/correlated/<str:correlation_id>", workflow.CorrelatedApi.as_view()),
