@@ -20,7 +20,13 @@ PY := $(VENV)/bin/python
 # Installing is redone only when pyproject.toml changes (or the venv is new).
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install run migrate test test-sqlite test-fast test-pg test-packages clean
+# The official TypeScript SDK for the e2e suite (tests/e2e/test_typescript_sdk.py), from the
+# lockfile; reinstalled only when package.json or package-lock.json changes. Its optional
+# peer dependencies conflict with one another, hence --legacy-peer-deps.
+TS_DIR := tests/ts
+TS_INSTALLED := $(TS_DIR)/node_modules/.installed
+
+.PHONY: install run migrate test test-sqlite test-fast test-pg test-packages ts-sdk clean
 
 install: $(INSTALLED)
 
@@ -46,21 +52,21 @@ rc=0; $(1) $(PY) -m pytest --timeout=$(TEST_TIMEOUT) $(2) $(PYTEST_ARGS) || rc=$
 if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; rc=1; fi; exit $$rc
 endef
 
-test: $(INSTALLED) test-packages
+test: $(INSTALLED) test-packages ts-sdk
 	@sqlite=passed; pg=passed; \
 	$(MAKE) --no-print-directory test-sqlite || sqlite=FAILED; \
 	$(MAKE) --no-print-directory test-pg || pg=FAILED; \
 	echo "make test: SQLite $$sqlite, PostgreSQL $$pg"; \
 	[ $$sqlite = passed ] && [ $$pg = passed ]
 
-test-sqlite: $(INSTALLED)
+test-sqlite: $(INSTALLED) ts-sdk
 	@echo "=== tests on SQLite"
 	@$(call pytest,env -u DATABASE_URL,)
 
 test-fast: $(INSTALLED)
 	@$(call pytest,env -u DATABASE_URL,-m "not e2e")
 
-test-pg: $(INSTALLED) test-packages
+test-pg: $(INSTALLED) test-packages ts-sdk
 	@echo "=== tests on PostgreSQL"
 	@$(call pytest,scripts/with_postgres.sh,)
 
@@ -83,5 +89,12 @@ test-packages:
 	  fi; \
 	fi
 
+ts-sdk: $(TS_INSTALLED)
+
+$(TS_INSTALLED): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is missing: the TypeScript SDK tests need Node.js 18+ and npm (on Debian: apt-get install nodejs npm)" >&2; exit 1; }
+	cd $(TS_DIR) && npm ci --legacy-peer-deps --no-audit --no-fund
+	touch $@
+
 clean:
-	rm -rf $(VENV) var/test_db.sqlite3* .pytest_cache *.egg-info
+	rm -rf $(VENV) var/test_db.sqlite3* .pytest_cache *.egg-info $(TS_DIR)/node_modules

@@ -37,6 +37,7 @@ urlpatterns = [
     path("workflow/test", workflow.WorkflowTestApi.as_view()),
     path("workflow/execute/<str:name>/<int:version>", workflow.ExecuteWorkflowApi.as_view()),
     path("workflow/running/<str:name>", workflow.RunningWorkflowsApi.as_view()),
+    path("workflow/correlated/batch", workflow.CorrelatedSearchApi.as_view()),
     path("workflow/decide/<str:workflow_id>", workflow.DecideWorkflowApi.as_view()),
     path("workflow/<str:name>/correlated", workflow.CorrelatedBatchApi.as_view()),
     path("workflow/<str:name>/correlated/<str:correlation_id>", workflow.CorrelatedApi.as_view()),

@@ -14,7 +14,8 @@ from django.db import transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
-from apps.engine import executor, store
+from apps.engine import executor, params, store
+from apps.engine.blueprint import Blueprint
 from apps.engine.decider import Decider, DeciderOutcome
 from apps.engine.models import TaskExecution
 from apps.engine.state import TERMINAL_WORKFLOW, TaskState, WorkflowState
@@ -35,15 +36,20 @@ def _reopen(wf: WorkflowState, now: int) -> None:
 
 def _reopen_parents(child: WorkflowState, now: int) -> None:
     """A revived child re-opens its parent chain: the parent's SUB_WORKFLOW task goes back
-    to IN_PROGRESS and the parent to RUNNING (case 13)."""
+    to IN_PROGRESS and the parent to RUNNING (case 13). The walk stops at an optional
+    SUB_WORKFLOW task and at one that was already retried (Conductor's
+    updateAndPushParents)."""
     while child.parent_workflow_id:
         parent = store.lock_workflow(child.parent_workflow_id)
         if parent is None:
             return
         loaded = store.Loaded(parent)
         task = next((t for t in reversed(parent.tasks) if t.sub_workflow_id == child.workflow_id), None)
-        if task is None:
-            return
+        if task is None or task.retried:
+            return  # an orphan, or the child of a superseded attempt: the parent moved on
+        workflow_task = task.workflow_task or Blueprint(parent.definition).get(params.definition_ref(task)) or {}
+        if workflow_task.get("optional"):
+            return  # an optional SUB_WORKFLOW's outcome is settled (updateAndPushParents)
         outcome = DeciderOutcome()
         if task.status != "IN_PROGRESS":
             task.status = "IN_PROGRESS"

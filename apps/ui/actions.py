@@ -153,7 +153,8 @@ class Result:
     value: Any = None
 
 
-def perform(user, action: str, target: str, params: dict | None = None, *, bulk: bool = False) -> Result:
+def perform(user, action: str, target: str, params: dict | None = None, *, bulk: bool = False,
+            group: str = "") -> Result:
     """Run ``action`` on ``target`` (a workflow id, or a workflow name for ``start``) as
     ``user`` and audit it. Never raises for an engine refusal: the result carries the
     message. ``params`` are the action's inputs (reason, task id, JSON payloads)."""
@@ -172,22 +173,23 @@ def perform(user, action: str, target: str, params: dict | None = None, *, bulk:
     audited_target = value if action == "start" and ok and isinstance(value, str) else target
     if action == "start":
         params.setdefault("name", target)
-    record(user, action, audited_target, params, ok=ok, message=message, bulk=bulk)
+    record(user, action, audited_target, params, ok=ok, message=message, bulk=bulk, group=group)
     return Result(target=audited_target, ok=ok, message=message, value=value)
 
 
 def record(user, action: str, target: str, params: dict | None = None, *, ok: bool = True, message: str = "done",
-           bulk: bool = False):
+           bulk: bool = False, group: str = ""):
     """Write one ``AuditLog`` row: ``user`` (a Django user or None) did ``action`` on
     ``target`` with ``params`` (large values replaced by their size). Used by ``perform``
     and by the admin's definition edits (actions ``admin_add``, ``admin_change``,
-    ``admin_delete``, target ``WorkflowDef <name> v<version>`` or ``TaskDef <name>``)."""
+    ``admin_delete``, target ``WorkflowDef <name> v<version>`` or ``TaskDef <name>``).
+    ``group`` ties the rows of one bulk job together (the job id)."""
     from apps.ui.models import AuditLog
 
     return AuditLog.objects.create(user=user if getattr(user, "pk", None) else None,
                                    username=getattr(user, "get_username", lambda: "")() or "anonymous",
                                    action=action, target=target, params=_small(dict(params or {})), ok=ok,
-                                   message=message, bulk=bulk)
+                                   message=message, bulk=bulk, group=group)
 
 
 def _small(params: dict, limit: int = 4000) -> dict:

@@ -28,6 +28,7 @@ class AuditLog(models.Model):
     ok = models.BooleanField()
     message = models.TextField(blank=True, default="")
     bulk = models.BooleanField(default=False)
+    group = models.CharField(max_length=64, blank=True, default="", db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -41,3 +42,38 @@ class AuditLog(models.Model):
     def __str__(self) -> str:
         outcome = "ok" if self.ok else "failed"
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.target} ({outcome})"
+
+
+class BulkJob(models.Model):
+    """One action over every execution a search matched, run in the background by the
+    cluster (``apps.ui.bulkjobs``). ``targets`` are the matching workflow ids resolved when
+    the operator confirmed (in the search's order); ``results`` one ``{"target",
+    "outcome": "succeeded"|"skipped"|"failed", "message"}`` per target done. Its audit
+    rows carry ``group`` = this job's id. Status: QUEUED, RUNNING, CANCELING, CANCELED,
+    DONE."""
+
+    id = models.CharField(primary_key=True, max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    username = models.CharField(max_length=150)
+    action = models.CharField(max_length=64)
+    reason = models.TextField()
+    query = models.TextField(blank=True, default="")
+    targets = models.JSONField(default=list)
+    results = models.JSONField(default=list)
+    status = models.CharField(max_length=16, default="QUEUED")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def counts(self) -> dict:
+        """How many targets succeeded, were skipped, failed, and are left."""
+        out = {"succeeded": 0, "skipped": 0, "failed": 0}
+        for r in self.results:
+            out[r["outcome"]] = out.get(r["outcome"], 0) + 1
+        out["done"] = len(self.results)
+        out["total"] = len(self.targets)
+        out["left"] = out["total"] - out["done"]
+        return out

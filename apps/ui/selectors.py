@@ -236,9 +236,10 @@ def decode_cursor(text: str) -> tuple | None:
 AUDIT_PAGE_SIZE = 100
 
 
-def audit_page(*, target: str = "", before: str | None = None, size: int = AUDIT_PAGE_SIZE) -> dict:
+def audit_page(*, target: str = "", group: str = "", before: str | None = None, size: int = AUDIT_PAGE_SIZE) -> dict:
     """Audit entries newest first in a total order (time, then id, both descending), one
-    keyset page: ``before`` is the ``older`` marker of the previous page (None: the
+    keyset page (``group``: only the rows of one bulk job): ``before`` is the ``older``
+    marker of the previous page (None: the
     newest). Returns ``{"entries": [AuditLog], "older": marker or None}`` (None on the
     last page)."""
     from apps.ui.models import AuditLog
@@ -246,6 +247,8 @@ def audit_page(*, target: str = "", before: str | None = None, size: int = AUDIT
     qs = AuditLog.objects.order_by("-created_at", "-id")
     if target:
         qs = qs.filter(target=target)
+    if group:
+        qs = qs.filter(group=group)
     values = decode_marker(before, 2) if before else None
     if values is not None and isinstance(values[1], int) and isinstance(values[0], str):
         try:

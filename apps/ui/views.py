@@ -107,6 +107,7 @@ def executions(request):
         params["sort"] = column if query.sort != column else "-" + column
         return "?" + params.urlencode()
 
+    without_paging = base.copy()
     without_cluster = base.copy()
     without_cluster.pop("cluster", None)
     clusters = selectors.failure_clusters(query) if result.total else []
@@ -127,6 +128,7 @@ def executions(request):
         "next_url": page_url(result.page + 1, after=result.last_cursor) if result.page < result.pages else None,
         "bulk_actions": [actions.WORKFLOW_ACTIONS[a] for a in actions.BULK_ACTIONS],
         "current_url": request.get_full_path(),
+        "search_query": without_paging.urlencode(),
     })
 
 
@@ -156,6 +158,83 @@ def bulk(request):
         "action": info, "results": results, "back": back,
         "succeeded": sum(1 for r in results if r.ok), "failed": sum(1 for r in results if not r.ok),
     })
+
+
+@operate_required
+@require_POST
+def bulk_query(request):
+    """``POST /executions/bulk-query``: an action on every execution a search matches (``q``:
+    the search's query string). First the dry run (how many match, how many the action
+    applies to by status, the first targets; a reason is required), then, with
+    ``confirm=yes``, a background job whose progress page opens."""
+    from django.http import QueryDict
+
+    from apps.ui import bulkjobs
+
+    action = request.POST.get("action", "")
+    query_string = request.POST.get("q", "")
+    reason = request.POST.get("reason", "").strip()
+    back = reverse("ui:executions") + ("?" + query_string if query_string else "")
+    if action not in actions.BULK_ACTIONS:
+        messages.error(request, "Choose a bulk action.")
+        return redirect(back)
+    query = selectors.SearchQuery.from_querydict(QueryDict(query_string))
+    info = actions.WORKFLOW_ACTIONS[action]
+    context = {"action": info, "q": query_string, "reason": reason, "back": back,
+               "preview": bulkjobs.preview(action, query), "max": bulkjobs.BULK_QUERY_MAX}
+    if request.POST.get("confirm") != "yes":
+        return _render(request, "ui/bulk_query_confirm.html", context)
+    try:
+        job = bulkjobs.create(request.user, action, reason, query, query_string)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return _render(request, "ui/bulk_query_confirm.html", context, status=400)
+    return redirect("ui:bulk_job", job_id=job.id)
+
+
+def _bulk_job_or_404(job_id: str):
+    from apps.ui.models import BulkJob
+
+    job = BulkJob.objects.filter(pk=job_id).first()
+    if job is None:
+        raise Http404(f"No such bulk job: {job_id}")
+    return job
+
+
+def bulk_job_state(job) -> dict:
+    """What the progress page shows: status, counts, and the results grouped by outcome
+    (failed first, then skipped, then succeeded)."""
+    grouped = {"failed": [], "skipped": [], "succeeded": []}
+    for r in job.results:
+        grouped[r["outcome"]].append(r)
+    return {"id": job.id, "status": job.status, "action": job.action, "reason": job.reason, "counts": job.counts(),
+            "results": grouped, "finished": job.status in ("DONE", "CANCELED")}
+
+
+@view_required
+@require_GET
+def bulk_job(request, job_id: str):
+    """``/bulk-jobs/<id>``: a bulk job's live progress and result table (``.json``: the same as
+    data, polled by the page)."""
+    job = _bulk_job_or_404(job_id)
+    state = bulk_job_state(job)
+    if request.GET.get("format") == "json":
+        return JsonResponse(state)
+    return _render(request, "ui/bulk_job.html", {"job": job, "state": state,
+                                                 "info": actions.WORKFLOW_ACTIONS.get(job.action)})
+
+
+@operate_required
+@require_POST
+def bulk_job_cancel(request, job_id: str):
+    """``POST /bulk-jobs/<id>/cancel``: stop the job at its next target (audited)."""
+    from apps.ui import bulkjobs
+
+    job = _bulk_job_or_404(job_id)
+    bulkjobs.cancel(job.id)
+    actions.record(request.user, "bulk_job_cancel", job.id, {}, group=job.id)
+    messages.success(request, "Canceling: the job stops at its next execution.")
+    return redirect("ui:bulk_job", job_id=job.id)
 
 
 # --- execution detail ---------------------------------------------------------------------
@@ -550,13 +629,15 @@ def start(request):
 @require_GET
 def audit(request):
     """``/audit/``: operator actions newest first, 100 a page by keyset (``?before=``
-    marker of the older page; ``?target=`` filters by target)."""
+    marker of the older page; ``?target=`` filters by target, ``?group=`` to one bulk job's rows)."""
     target = request.GET.get("target", "").strip()
-    page = selectors.audit_page(target=target, before=request.GET.get("before"))
+    group = request.GET.get("group", "").strip()
+    page = selectors.audit_page(target=target, group=group, before=request.GET.get("before"))
     older_url = None
     if page["older"]:
         params = request.GET.copy()
         params["before"] = page["older"]
         older_url = "?" + params.urlencode()
-    return _render(request, "ui/audit.html", {**page, "target": target, "older_url": older_url,
-                                               "newest_url": "?" + urlencode({"target": target}) if target else "?"})
+    return _render(request, "ui/audit.html", {
+        **page, "target": target, "group": group, "older_url": older_url,
+        "newest_url": "?" + urlencode({k: v for k, v in (("target", target), ("group", group)) if v})})

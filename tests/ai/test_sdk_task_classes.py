@@ -9,6 +9,7 @@ from conductor.client.workflow.task.llm_tasks.list_mcp_tools import ListMcpTools
 from conductor.client.workflow.task.llm_tasks.llm_chat_complete import LlmChatComplete
 from conductor.client.workflow.task.llm_tasks.llm_generate_embeddings import LlmGenerateEmbeddings
 from conductor.client.workflow.task.llm_tasks.llm_index_text import LlmIndexText
+from conductor.client.workflow.task.llm_tasks.llm_query_embeddings import LlmQueryEmbeddings
 from conductor.client.workflow.task.llm_tasks.llm_search_embeddings import LlmSearchEmbeddings
 from conductor.client.workflow.task.llm_tasks.llm_search_index import LlmSearchIndex
 from conductor.client.workflow.task.llm_tasks.llm_store_embeddings import LlmStoreEmbeddings
@@ -39,12 +40,14 @@ def test_sdk_built_ai_tasks_run(api, cluster, ai_settings, llm, mcp):
         LlmSearchIndex("search", "pg", "sdk", "kb", "openai", "text-embedding-3-small", "answer 42"),
         LlmStoreEmbeddings("store", "pg", "kb", "${emb.output.result}", namespace="sdk", id="topic"),
         LlmSearchEmbeddings("near", "pg", "kb", "${emb.output.result}", namespace="sdk", max_results=2),
+        LlmQueryEmbeddings("query", "pg", "kb", "${emb.output.result}", namespace="sdk"),
         ListMcpTools("tools", url),
         CallMcpTool("call", url, "get_weather", arguments={"city": "Lima"}),
     )
     assert [t["type"] for t in tasks] == ["LLM_CHAT_COMPLETE", "LLM_TEXT_COMPLETE", "LLM_GENERATE_EMBEDDINGS",
                                           "LLM_INDEX_TEXT", "LLM_SEARCH_INDEX", "LLM_STORE_EMBEDDINGS",
-                                          "LLM_SEARCH_EMBEDDINGS", "LIST_MCP_TOOLS", "CALL_MCP_TOOL"]
+                                          "LLM_SEARCH_EMBEDDINGS", "LLM_GET_EMBEDDINGS", "LIST_MCP_TOOLS",
+                                          "CALL_MCP_TOOL"]
     wf = run(api, cluster, tasks, {"topic": "life"})
     assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
     assert only(wf, "ask")["outputData"]["result"] == {"answer": "42"}
@@ -58,5 +61,7 @@ def test_sdk_built_ai_tasks_run(api, cluster, ai_settings, llm, mcp):
     assert only(wf, "store")["outputData"] == {"result": 1}
     near = only(wf, "near")["outputData"]["result"]
     assert [h["docId"] for h in near][0] == "topic" and near[0]["score"] > 0.99 and len(near) == 2
+    # LLM_GET_EMBEDDINGS: Conductor's deprecated alias of LLM_SEARCH_EMBEDDINGS (maxResults 1)
+    assert [h["docId"] for h in only(wf, "query")["outputData"]["result"]] == ["topic"]
     assert len(only(wf, "tools")["outputData"]["tools"]) == 3
     assert only(wf, "call")["outputData"]["content"][0]["parsed"] == {"city": "Lima", "tempC": 21}

@@ -447,6 +447,16 @@ def test_post_log_stores_the_raw_body(api, single, body):
     assert isinstance(logs[0]["createdTime"], int) and logs[0]["createdTime"] > 1_600_000_000_000
 
 
+@pytest.mark.parametrize("body, stored", [('"audited by \\"ops\\""', 'audited by "ops"'), ('"\\u00e9t\\u00e9"', "été"),
+                                          ('"unterminated', '"unterminated'), ('"a" "b"', '"a" "b"')])
+def test_post_log_of_a_json_string_stores_the_text(api, single, body, stored):
+    """The TypeScript SDK's ``addTaskLog`` sends the line JSON-encoded."""
+    wf_id = api.start(single["name"], {"n": 1})
+    task_id = api.workflow(wf_id)["tasks"][0]["taskId"]
+    api.ok(api.post(f"/tasks/{task_id}/log", raw=body))
+    assert [e["log"] for e in api.ok(api.get(f"/tasks/{task_id}/log")).json()] == [stored]
+
+
 def test_logs_accumulate_in_order(api, single):
     api.start(single["name"], {"n": 1})
     task = api.poll_one(single["t"])

@@ -417,6 +417,26 @@ def test_correlated_batch_lookup(api, flow):
     assert {w["workflowId"] for w in body["k2"]} == {b, closed}
 
 
+def test_correlated_search_over_several_workflow_names(api, flow):
+    """``POST /workflow/correlated/batch`` (the TypeScript SDK's ``getByCorrelationIds``)."""
+    other = unique("other")
+    api.register_workflow(workflow_def(other, [simple_task(flow["a"], "a")]))
+    a = api.start(flow["name"], correlationId="m1")
+    b = api.start(other, correlationId="m1")
+    closed = api.start(other, correlationId="m2")
+    api.ok(api.delete(f"/workflow/{closed}"))
+    body = api.ok(api.post("/workflow/correlated/batch", {"workflowNames": [flow["name"], other],
+                                                          "correlationIds": ["m1", "m2"]})).json()
+    assert {w["workflowId"] for w in body["m1"]} == {a, b}
+    assert body["m2"] == []
+    body = api.ok(api.post("/workflow/correlated/batch", {"workflowNames": [other], "correlationIds": ["m2"]},
+                           params={"includeClosed": True})).json()
+    assert [w["workflowId"] for w in body["m2"]] == [closed]
+    for bad in ({"workflowNames": other, "correlationIds": ["m1"]}, {"workflowNames": [other]}, ["m1"]):
+        resp = api.post("/workflow/correlated/batch", bad)
+        assert resp.status_code == 400, (bad, resp.content)
+
+
 def test_running_list_defaults_to_version_one(api, flow):
     api.register_workflow(workflow_def(flow["name"], [simple_task(flow["b"], "only_b")], version=2))
     v1 = api.start(flow["name"], version=1)

@@ -145,6 +145,23 @@ def test_task_updates_and_logs(api, flow):
     assert _wf(api, wid)["tasks"][0]["outputData"] == {"done": "sync"}
 
 
+def test_signals_and_correlation_search(api):
+    name = unique("chunk_signal")
+    api.register_workflow(workflow_def(name, [
+        {"name": w, "taskReferenceName": w, "type": "WAIT"} for w in ("w1", "w2")]))
+    wid = api.ok(api.post("/workflow", {"name": name, "input": {}, "correlationId": "chunk-c"})).content.decode()
+    status, out = chunked("POST", f"/api/tasks/{wid}/COMPLETED/signal", {"via": "signal"})
+    assert status == 200, out
+    status, out = chunked("POST", f"/api/tasks/{wid}/COMPLETED/signal/sync", {"via": "signal/sync"})
+    assert status == 200, out
+    assert json.loads(out)["status"] == "COMPLETED"
+    assert [t["outputData"] for t in _wf(api, wid)["tasks"]] == [{"via": "signal"}, {"via": "signal/sync"}]
+    status, out = chunked("POST", "/api/workflow/correlated/batch",
+                          {"workflowNames": [name], "correlationIds": ["chunk-c"]}, query="includeClosed=true")
+    assert status == 200, out
+    assert [w["workflowId"] for w in json.loads(out)["chunk-c"]] == [wid]
+
+
 def test_bulk_and_test_run(api, flow):
     name, task = flow
     ids = [_start(api, name) for _ in range(2)]

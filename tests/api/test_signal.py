@@ -250,3 +250,21 @@ def test_execute_wait_until_task_ref_settles_on_an_ended_task(api):
                    returnStrategy="BLOCKING_TASK")
     assert body["responseType"] == "BLOCKING_TASK" and body["signalTimeout"] is False
     assert body["referenceTaskName"] == "calc" and body["status"] == "COMPLETED"
+
+
+@pytest.mark.django_db(transaction=True)  # the parent is decided after the child's commit
+def test_an_inline_sub_workflow_resolves_its_own_expressions(api):
+    """An inline ``workflowDefinition`` (what the SDKs' inline sub-workflows send) keeps
+    its ``${workflow.input...}`` for the child: Conductor resolves only a String one."""
+    child = workflow_def(unique("inline_child"), [wait_task("gate", order="${workflow.input.order}")],
+                         outputParameters={"decision": "${gate.output.decision}"})
+    parent = unique("inline_parent")
+    api.register_workflow(workflow_def(parent, [
+        {"name": "child", "taskReferenceName": "child", "type": "SUB_WORKFLOW",
+         "subWorkflowParam": {"name": child["name"], "version": 1, "workflowDefinition": child},
+         "inputParameters": {"order": "${workflow.input.order}"}}],
+        outputParameters={"decision": "${child.output.decision}"}))
+    run = execute(api, parent, {"order": "o-9"}, returnStrategy="BLOCKING_TASK_INPUT")
+    assert run["input"] == {"order": "o-9"}
+    api.ok(api.post(f"/tasks/{run['targetWorkflowId']}/COMPLETED/signal", {"decision": "keep"}))
+    assert api.workflow(run["targetWorkflowId"])["output"] == {"decision": "keep"}

@@ -256,3 +256,25 @@ def test_definition_version_diff_with_graph_overlay(page, ui_server):
     assert page.locator("#diff-text .d-add").count() >= 3
     screenshot(page, "definition-diff")
     assert errors == []
+
+
+def test_bulk_by_query_job_with_progress(page, ui_server):
+    errors = watch_errors(page)
+    name = chain(ui_server)
+    correlation = unique("bulkq")
+    ids = [ui_server.start(name, {"order_id": i}, correlation) for i in range(12)]
+    sign_in(page, ui_server)
+    page.goto(f"{ui_server.base}/executions/?correlation_id={correlation}&size=10")
+    page.select_option("#bulk-query-action", "pause")
+    page.fill("#bulk-query-reason", "browser maintenance")
+    page.click("#bulk-query-button")
+    page.wait_for_selector("#bulk-dry-run")
+    assert page.inner_text("#dry-total") == "12" and page.inner_text("#dry-act") == "12"
+    page.click("#confirm-button")
+    page.wait_for_url(re.compile(r".*/bulk-jobs/[0-9a-f-]{36}$"))
+    # the cluster runs it; the page follows without a reload
+    page.wait_for_function("document.getElementById('job-status').textContent === 'DONE'", timeout=60_000)
+    assert page.inner_text("#n-succeeded") == "12" and page.locator("#job-results tr[data-outcome=succeeded]").count() == 12
+    screenshot(page, "bulk-job")
+    assert all(ui_server.workflow(i)["status"] == "PAUSED" for i in ids)
+    assert errors == []

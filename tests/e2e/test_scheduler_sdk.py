@@ -21,7 +21,7 @@ from tests.factories import unique
 
 pytestmark = pytest.mark.e2e
 
-RUNS_WANTED = 8
+RUNS_WANTED = 5
 WAIT_SECONDS = 90
 
 

@@ -203,3 +203,18 @@ DO_WHILE_SET_VARIABLE_FIX = {
     }],
     "timeoutPolicy": "ALERT_ONLY", "timeoutSeconds": 0,
 }
+
+# fork_join_with_optional_sub_workflow_forks_integration_test.json
+WORKFLOW_FORK_JOIN_OPTIONAL_SW = {
+    "name": "integration_test_fork_join_optional_sw",
+    "tasks": [
+        fork("fanouttask",
+             [{"name": "st1", "taskReferenceName": "st1", "type": "SUB_WORKFLOW", "optional": True,
+               "subWorkflowParam": {"name": "sub_workflow"}}],
+             [{"name": "st2", "taskReferenceName": "st2", "type": "SUB_WORKFLOW", "optional": True,
+               "subWorkflowParam": {"name": "sub_workflow"}}]),
+        join("fanouttask_join", "st1", "st2"),
+    ],
+    "inputParameters": ["param1", "param2"],
+    "timeoutPolicy": "ALERT_ONLY", "timeoutSeconds": 0,
+}

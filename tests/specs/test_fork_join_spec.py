@@ -88,3 +88,36 @@ def test_permissive_sub_workflow_forks_terminated_by_the_user(conductor):
     assert conductor.wf(wid)["status"] == "TERMINATED"
     assert conductor.statuses(wid) == [("FORK", "COMPLETED"), ("SUB_WORKFLOW", "CANCELED"),
                                        ("SUB_WORKFLOW", "CANCELED"), ("JOIN", "CANCELED")]
+
+
+def test_fork_join_with_optional_sub_workflows_that_fail(conductor):
+    """"Test fork join with sub workflows containing optional tasks": both optional
+    SUB_WORKFLOWs' children fail, each ends COMPLETED_WITH_ERRORS, so does the JOIN, and the
+    workflow COMPLETES; re-running one child afterwards leaves the COMPLETED parent as it is."""
+    from tests.specs.definitions import SUB_WORKFLOW, WORKFLOW_FORK_JOIN_OPTIONAL_SW
+
+    conductor.task_defs("simple_task_in_sub_wf", retryCount=0)
+    conductor.workflow_defs(SUB_WORKFLOW, WORKFLOW_FORK_JOIN_OPTIONAL_SW)
+    wid = conductor.start("integration_test_fork_join_optional_sw", {"param1": "p1 value", "param2": "p2 value"})
+    assert conductor.statuses(wid) == [("FORK", "COMPLETED"), ("SUB_WORKFLOW", "IN_PROGRESS"),
+                                       ("SUB_WORKFLOW", "IN_PROGRESS"), ("JOIN", "IN_PROGRESS")]
+    assert conductor.task(wid, "fanouttask_join")["inputData"]["joinOn"] == ["st1", "st2"]
+    children = [conductor.child(wid, "st1"), conductor.child(wid, "st2")]
+    for child in children:
+        assert conductor.statuses(child) == [("simple_task_in_sub_wf", "SCHEDULED")]
+    conductor.fail("simple_task_in_sub_wf", "Failed....")
+    conductor.fail("simple_task_in_sub_wf", "Failed....")
+    for child in children:
+        assert conductor.wf(child)["status"] == "FAILED"
+        assert conductor.statuses(child) == [("simple_task_in_sub_wf", "FAILED")]
+    conductor.decide(wid)
+    done = [("FORK", "COMPLETED"), ("SUB_WORKFLOW", "COMPLETED_WITH_ERRORS"),
+            ("SUB_WORKFLOW", "COMPLETED_WITH_ERRORS"), ("JOIN", "COMPLETED_WITH_ERRORS")]
+    assert conductor.wf(wid)["status"] == "COMPLETED"
+    assert conductor.statuses(wid) == done
+
+    conductor.call("post", f"/workflow/{children[0]}/rerun", {"reRunFromWorkflowId": children[0]})
+    assert conductor.wf(children[0])["status"] == "RUNNING"
+    assert conductor.statuses(children[0]) == [("simple_task_in_sub_wf", "SCHEDULED")]
+    assert conductor.wf(wid)["status"] == "COMPLETED"
+    assert conductor.statuses(wid) == done

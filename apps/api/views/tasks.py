@@ -129,9 +129,26 @@ class TaskApi(ConductorApi):
         return Response(task_json(task, wf, blueprint))
 
 
+def _log_line(text: str) -> str:
+    """``text``, or the string it encodes when it is one JSON string literal."""
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+        try:
+            decoded = json.loads(stripped)
+        except ValueError:
+            return text
+        if isinstance(decoded, str):
+            return decoded
+    return text
+
+
 class TaskLogApi(ConductorApi):
-    """``GET /tasks/{taskId}/log`` (204 when none) and ``POST`` of one raw-text line
-    (413 above ``CONDUCTOR["MAX_TASK_LOG_BYTES"]``)."""
+    """``GET /tasks/{taskId}/log`` (204 when none) and ``POST`` of one log line
+    (413 above ``CONDUCTOR["MAX_TASK_LOG_BYTES"]``).
+
+    The Python SDK sends the line as raw text; the TypeScript SDK sends it JSON-encoded
+    (``"text"``, quotes included). A body that is exactly one JSON string literal is
+    stored decoded, anything else as is, so both store the line their caller wrote."""
 
     def get(self, request, task_id):
         logs = selectors.task_logs(task_id=task_id)
@@ -140,11 +157,10 @@ class TaskLogApi(ConductorApi):
         return Response(logs)
 
     def post(self, request, task_id):
-        # The SDK sends the line raw (not JSON-quoted): keep the body's text as is.
         limit = settings.CONDUCTOR["MAX_TASK_LOG_BYTES"]
         if len(request.body) > limit:
             raise PayloadTooLarge(f"Task log line of {len(request.body)} bytes is larger than the limit of {limit} bytes")
-        line = request.body.decode("utf-8", errors="replace")
+        line = _log_line(request.body.decode("utf-8", errors="replace"))
         selectors.task_get(task_id=task_id)
         executor.task_log_add(task_id=task_id, log_line=line)
         return empty()

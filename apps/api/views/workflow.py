@@ -205,20 +205,47 @@ class CorrelatedApi(ConductorApi):
         return Response([workflow_json(w, include_tasks=include_tasks) for w in wfs])
 
 
+def _correlated(request, names: list[str], ids: list[str]) -> dict:
+    """``{correlationId: [Workflow]}`` over the workflow ``names``, by the query's
+    ``includeClosed``/``includeTasks`` (both default false)."""
+    q = request.query_params
+    include_tasks = qbool(q, "includeTasks", False)
+    include_closed = qbool(q, "includeClosed", False)
+    return {cid: [workflow_json(w, include_tasks=include_tasks)
+                  for name in names for w in selectors.workflows_by_correlation_id(
+                      name=name, correlation_id=cid, include_closed=include_closed, include_tasks=include_tasks)]
+            for cid in ids}
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(i, str) for i in value)
+
+
 class CorrelatedBatchApi(ConductorApi):
     """``POST /workflow/{name}/correlated`` with a list of correlation ids."""
 
     def post(self, request, name):
         ids = require_json(request.data)
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        if not _strings(ids):
             raise InvalidInput("Request body must be a list of correlation ids (strings)")
-        q = request.query_params
-        include_tasks = qbool(q, "includeTasks", False)
-        include_closed = qbool(q, "includeClosed", False)
-        return Response({
-            cid: [workflow_json(w, include_tasks=include_tasks) for w in selectors.workflows_by_correlation_id(
-                name=name, correlation_id=cid, include_closed=include_closed, include_tasks=include_tasks)]
-            for cid in ids})
+        return Response(_correlated(request, [name], ids))
+
+
+class CorrelatedSearchApi(ConductorApi):
+    """``POST /workflow/correlated/batch?includeClosed&includeTasks`` with a
+    CorrelationIdsSearchRequest ``{"workflowNames": [...], "correlationIds": [...]}``
+    (Orkes' endpoint, what the TypeScript SDK's ``getByCorrelationIds`` calls) ->
+    ``{correlationId: [Workflow of any of those names]}``."""
+
+    def post(self, request):
+        req = require_json(request.data)
+        if not isinstance(req, dict):
+            raise InvalidInput("CorrelationIdsSearchRequest must be a JSON object")
+        for key in ("workflowNames", "correlationIds"):
+            if not _strings(req.get(key)):
+                raise InvalidInput(f"{key} must be a list of strings", validation_errors=[
+                    {"path": key, "message": f"{key} must be a list of strings"}])
+        return Response(_correlated(request, req["workflowNames"], req["correlationIds"]))
 
 
 class RunningWorkflowsApi(ConductorApi):

@@ -38,12 +38,17 @@ _STATUS = {"COMPLETED": "COMPLETED", "FAILED": "FAILED", "TIMED_OUT": "TIMED_OUT
 
 def resolved_param(wf, param: dict) -> dict:
     """``subWorkflowParam`` with ``${...}`` expressions in ``name``, ``version``,
-    ``priority``, ``taskToDomain`` and ``workflowDefinition`` resolved against the parent
-    (Conductor's SubWorkflowTaskMapper resolves them with ``getTaskInputV2``)."""
+    ``priority``, ``taskToDomain`` resolved against the parent, and ``workflowDefinition``
+    too when it is an expression (a string) naming a definition. An inline definition
+    (an object) is left alone: its ``${workflow.input...}`` belong to the child
+    (Conductor's SubWorkflowTaskMapper.getSubWorkflowInputParameters resolves the
+    definition only when it is a String)."""
     out = dict(param)
     doc = None
     for key in ("name", "version", "priority", "taskToDomain", "workflowDefinition"):
         value = out.get(key)
+        if key == "workflowDefinition" and not isinstance(value, str):
+            continue
         if isinstance(value, (str, dict)) and "${" in str(value):
             doc = doc or params.Document(wf)
             out[key] = params.resolve_value(value, doc)
