@@ -238,6 +238,13 @@ CONDUCTOR = {
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
     # How often the cluster's retention job runs (minutes).
     "RETENTION_EVERY_MINUTES": envint("CONDUCTOR_RETENTION_EVERY_MINUTES", 10),
+    # Longest wait of a synchronous call (execute's waitForSeconds, signal's timeoutMillis),
+    # in seconds: below scripts/run.sh's STOP_TIMEOUT, so a stopping server never hangs on one.
+    "MAX_SYNC_WAIT_SECONDS": float(os.environ.get("CONDUCTOR_MAX_SYNC_WAIT_SECONDS", "30")),
+    # A DO_WHILE whose loopCondition still holds after this many iterations fails.
+    "DO_WHILE_MAX_ITERATIONS": envint("CONDUCTOR_DO_WHILE_MAX_ITERATIONS", 1000),
+    # A JSON_JQ_TRANSFORM program running longer than this (s) fails its task.
+    "JQ_TIME_LIMIT_SECONDS": float(os.environ.get("CONDUCTOR_JQ_TIME_LIMIT_SECONDS", "5")),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.

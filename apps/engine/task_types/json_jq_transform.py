@@ -1,20 +1,22 @@
 """JSON_JQ_TRANSFORM: apply a jq expression to the task input.
 
+The program runs in a helper process (``apps.engine.jq_sandbox``) bounded by
+``CONDUCTOR["JQ_TIME_LIMIT_SECONDS"]``: a runaway program fails its own task and holds
+nothing else up.
 Source: Conductor's JsonJqTransform system task.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
-import jq
-
+from apps.engine import jq_sandbox
 from apps.engine.task_types import register
 from apps.engine.task_types.base import SystemTask, finish
 
 
-@lru_cache(maxsize=512)
-def _jq_program(expression: str):
-    return jq.compile(expression)
+def jq_time_limit() -> float:
+    """Seconds a JSON_JQ_TRANSFORM program may run (``CONDUCTOR["JQ_TIME_LIMIT_SECONDS"]``)."""
+    from django.conf import settings
+
+    return float(settings.CONDUCTOR.get("JQ_TIME_LIMIT_SECONDS", jq_sandbox.DEFAULT_TIME_LIMIT_SECONDS))
 
 
 @register
@@ -31,8 +33,8 @@ class JsonJqTransform(SystemTask):
             finish(d, task, "FAILED", reason="Missing 'queryExpression' in input parameters")
             return
         try:
-            results = _jq_program(expression).input_value(task.input_data).all()
-        except ValueError as exc:
+            results = jq_sandbox.evaluate(expression, task.input_data, jq_time_limit())
+        except jq_sandbox.JqError as exc:
             message = str(exc)
             finish(d, task, "FAILED", output={"error": message}, reason=message)
             return
