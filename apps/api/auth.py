@@ -38,6 +38,7 @@ KEY_CACHE_SECONDS = 5.0
 
 _WORKER_WRITES = re.compile(r"^/api/tasks(/update-v2|/[^/]+/log|/[^/]+/[^/]+/[^/]+(/sync)?)?$")
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
+_SCHEDULE_SWITCH = re.compile(r"^/api/scheduler/schedules/[^/]+/(pause|resume)$")
 
 
 class Unauthorized(ConductorError):
@@ -76,6 +77,10 @@ def required_role(method: str, path: str) -> str:
 
     if path.startswith("/api/tasks/poll"):
         return ROLE_WORKER
+    if path.startswith("/api/scheduler/admin/"):  # GETs that stop all firing or requeue
+        return ROLE_ADMIN
+    if _SCHEDULE_SWITCH.match(path):  # pause/resume answer GET too (the Orkes dialect)
+        return ROLE_OPERATOR
     if method in _READS:
         return ROLE_READ_ONLY
     if _WORKER_WRITES.match(path) and not path.startswith(("/api/tasks/queue/", "/api/tasks/search")):

@@ -19,7 +19,7 @@
   };
   var TASKS_PER_PAGE = 50;
   var TIMELINE_ROWS_PER_PAGE = 60;
-  var TERMINAL = ["COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"];
+  var TERMINAL = JSON.parse(document.getElementById("conductor-statuses").textContent).terminalWorkflow;
 
   var state = null;       // the current snapshot
   var seq = 0;

@@ -196,3 +196,23 @@ def test_the_cli_signs_in_with_the_sdk_variables(auth_on, monkeypatch, capsys, t
     monkeypatch.setenv("CONDUCTOR_AUTH_SECRET", secret)
     assert cli_main.main(["taskDef", "list"], transport=transport) == 0
     assert isinstance(json.loads(capsys.readouterr().out), list)
+
+
+def test_scheduler_switches_reached_by_get_need_their_role(as_role):
+    """Per-schedule pause/resume answer GET too (the Orkes dialect) and the admin
+    switches are GETs: a read-only key may read schedules but not flip them."""
+    admin = as_role("admin")
+    name = unique("auth_sched")
+    admin.ok(admin.post("/scheduler/schedules", {"name": name, "cronExpression": "0 0 * * * *",
+                                                 "startWorkflowRequest": {"name": "w"}}))
+    reader = as_role("read_only")
+    reader.ok(reader.get(f"/scheduler/schedules/{name}"))
+    reader.ok(reader.get("/scheduler/search/executions"))
+    assert reader.get(f"/scheduler/schedules/{name}/pause").status_code == 403
+    assert reader.get("/scheduler/admin/pause").status_code == 403
+    assert reader.post("/scheduler/schedules", {"name": name}).status_code == 403
+    operator = as_role("operator")
+    operator.ok(operator.get(f"/scheduler/schedules/{name}/pause"))
+    operator.ok(operator.put(f"/scheduler/schedules/{name}/resume"))
+    assert operator.get("/scheduler/admin/requeue").status_code == 403
+    admin.ok(admin.get("/scheduler/admin/requeue"))
