@@ -208,7 +208,31 @@ class Decider:
             self.wf.tasks.append(task)
             self._new_ids.add(task.task_id)
             self.outcome.new_tasks.append(task)
+            if self._delayed_system_task(task):
+                continue  # a system task's retry waits out retryDelaySeconds SCHEDULED
             get_type(task.task_type).start(self, task)
+
+    def _delayed_system_task(self, task: TaskState) -> bool:
+        """A retry of a system task whose retry delay has not passed: Conductor queues it
+        with that delay, so it stays SCHEDULED until then (``start_delayed`` starts it)."""
+        from apps.engine.task_types import get_type
+
+        return (task.status == "SCHEDULED" and task.callback_after_seconds > 0 and task.visible_at > self.now
+                and task.retried_task_id is not None and not get_type(task.task_type).is_worker)
+
+    def start_delayed(self) -> bool:
+        """Start the delayed system-task retries whose delay has passed."""
+        from apps.engine.task_types import get_type
+
+        started = False
+        for task in list(self.wf.tasks):
+            if task.status == "SCHEDULED" and task.callback_after_seconds > 0 and task.retried_task_id \
+                    and not task.retried and task.visible_at <= self.now and not get_type(task.task_type).is_worker:
+                task.callback_after_seconds = 0
+                self.touch(task)
+                get_type(task.task_type).start(self, task)
+                started = True
+        return started
 
     def make_pollable(self, task: TaskState) -> None:
         """Put a worker task on its queue ``[domain:]taskDefName``; it is handed out once
@@ -281,12 +305,17 @@ class Decider:
         wf = self.wf
         if wf.terminal:
             return self.outcome
+        self._rounds_exhausted = False
         try:
             for _ in range(MAX_ROUNDS):
                 if not self._decide_once():
                     break
                 if wf.terminal:
                     break
+            else:
+                # still changing after MAX_ROUNDS passes (a long loop of system tasks):
+                # the sweeper carries on shortly instead of leaving it RUNNING untouched
+                self._rounds_exhausted = True
         except TerminateWorkflow as exc:
             self.end_workflow(exc.status, exc.reason, exc.task)
         self._set_next_decide_at()
@@ -340,6 +369,8 @@ class Decider:
                 changed = True
         if to_schedule:
             self.schedule(to_schedule)
+            changed = True
+        if self.start_delayed():
             changed = True
         # Phase 2: synchronous system tasks and operators re-evaluate (after the
         # successors above exist, so a DO_WHILE or JOIN never judges a half-built step).
@@ -621,7 +652,7 @@ class Decider:
                 wf.next_decide_at = None
                 self.touch_workflow()
             return
-        due: list[int] = []
+        due: list[int] = [self.now] if getattr(self, "_rounds_exhausted", False) else []
         timeout_s = int(wf.definition.get("timeoutSeconds") or 0)
         if timeout_s > 0 and (wf.definition.get("timeoutPolicy") or "ALERT_ONLY") == "TIME_OUT_WF":
             due.append((wf.last_retried_time or wf.create_time) + timeout_s * 1000)
@@ -630,6 +661,9 @@ class Decider:
                 if task.terminal or task.retried:
                     continue
                 ttype = get_type(task.task_type)
+                if self._delayed_system_task(task):
+                    due.append(task.visible_at)
+                    continue
                 at = ttype.due_at(self, task)
                 if at is not None:
                     due.append(at)

@@ -136,10 +136,14 @@ def test_kick_hands_due_deliveries_to_the_cluster_once(api, clock, listener_sett
     queued = []
     monkeypatch.setattr("django_q.tasks.async_task", lambda func, *a, **kw: queued.append(func))
     monkeypatch.setattr(delivery, "_last_kick", 0)
+    monkeypatch.setattr(delivery, "_last_check", 0)
     delivery.kick()
     assert queued == []  # nothing due
     name, _task = register(api)
     api.start(name, {})
+    delivery.kick()
+    assert queued == []  # looked less than a second ago
+    clock.advance(1)
     delivery.kick()
     delivery.kick()  # at most once a second
     assert queued == ["apps.listeners.delivery.deliver_job"]

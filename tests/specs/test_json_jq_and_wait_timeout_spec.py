@@ -51,6 +51,27 @@ def test_rerun_workflow_with_failed_json_jq_transform_task(conductor):
     assert "resultList" in wf["tasks"][0]["outputData"]
 
 
+def test_wait_retry_starts_after_its_retry_delay(conductor):
+    """Our addition to the spec: left alone, the SCHEDULED retry starts (IN_PROGRESS) once
+    retryDelaySeconds have passed, and times out again (no retries left) when 2 s have
+    passed beyond startTime + startDelayInSeconds (DeciderService.checkTaskTimeout)."""
+    conductor.task_defs("waitTimeout", timeoutSeconds=2, responseTimeoutSeconds=2, retryCount=1,
+                        timeoutPolicy="RETRY", retryDelaySeconds=10)
+    conductor.workflow_defs(WAIT_TIMEOUT_WF)
+    wid = conductor.start("test_wait_timeout", {})
+    conductor.tick(3)
+    assert conductor.statuses(wid) == [("WAIT", "TIMED_OUT"), ("WAIT", "SCHEDULED")]
+    conductor.tick(9.5)  # the retry was made 3 s after the start: its delay ends at 13 s
+    assert conductor.statuses(wid) == [("WAIT", "TIMED_OUT"), ("WAIT", "SCHEDULED")]
+    conductor.tick(1)
+    assert conductor.statuses(wid) == [("WAIT", "TIMED_OUT"), ("WAIT", "IN_PROGRESS")]
+    conductor.tick(11)
+    assert conductor.statuses(wid) == [("WAIT", "TIMED_OUT"), ("WAIT", "IN_PROGRESS")]
+    conductor.tick(1.5)
+    assert conductor.wf(wid)["status"] == "TIMED_OUT"
+    assert conductor.statuses(wid) == [("WAIT", "TIMED_OUT"), ("WAIT", "TIMED_OUT")]
+
+
 def test_wait_with_a_task_definition_timeout_is_retried(conductor):
     conductor.task_defs("waitTimeout", timeoutSeconds=2, responseTimeoutSeconds=2, retryCount=1,
                         timeoutPolicy="RETRY", retryDelaySeconds=10)
@@ -61,9 +82,8 @@ def test_wait_with_a_task_definition_timeout_is_retried(conductor):
     conductor.tick(3)
     conductor.decide(wid)
     assert conductor.wf(wid)["status"] == "RUNNING"
-    # Known difference: Conductor keeps the new attempt SCHEDULED for its retryDelaySeconds
-    # (10 s) before the WAIT starts; ours starts the WAIT attempt at once.
-    assert conductor.statuses(wid) == [("WAIT", "TIMED_OUT"), ("WAIT", "IN_PROGRESS")]
+    # the new attempt stays SCHEDULED for its retryDelaySeconds (10 s) before the WAIT starts
+    assert conductor.statuses(wid) == [("WAIT", "TIMED_OUT"), ("WAIT", "SCHEDULED")]
     assert conductor.wf(wid)["tasks"][1]["retriedTaskId"] == conductor.wf(wid)["tasks"][0]["taskId"]
     retry = conductor.wf(wid)["tasks"][1]
     conductor.result(retry, "COMPLETED")
