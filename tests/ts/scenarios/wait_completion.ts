@@ -110,3 +110,5 @@ assert.equal(called.status, "RUNNING");
 await executor.updateTaskByRefName("start_job", cbId, "COMPLETED", { jobId: "job-7" });
 assert.deepEqual((await waitForStatus(executor, cbId, "COMPLETED")).output, { jobId: "job-7" });
 console.log("wait completion: ok");
+// The client refreshes its auth token on a timer that keeps node alive: exit explicitly.
+process.exit(0);
