@@ -41,10 +41,14 @@ $(INSTALLED): pyproject.toml | $(VENV)/bin/pip
 migrate: $(INSTALLED)
 	$(PY) manage.py migrate --noinput
 
+# API authentication is on unless CONDUCTOR_API_AUTH=off. The developer setup on a
+# loopback address turns it off (unless the variable is set); scripts/run.sh says which.
+LOOPBACK := $(filter 127.0.0.1 localhost ::1 [::1],$(HOST))
+
 run: migrate
 	$(PY) manage.py load_examples
 	$(PY) manage.py install_schedules
-	scripts/run.sh $(HOST) $(PORT)
+	CONDUCTOR_API_AUTH=$${CONDUCTOR_API_AUTH:-$(if $(LOOPBACK),off,on)} scripts/run.sh $(HOST) $(PORT)
 
 # pytest's exit status 5 (no test collected) counts as a failure.
 define pytest

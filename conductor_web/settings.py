@@ -18,13 +18,13 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def envbool(name: str, default: str = "False") -> bool:
-    """Read a boolean env var; only ``True``/``False`` (any case) or 1/0 are accepted."""
+    """Read a boolean env var: ``True``/``False``, ``on``/``off``, ``yes``/``no`` or 1/0 (any case)."""
     value = os.environ.get(name, default).strip().lower()
-    if value in ("true", "1", "yes"):
+    if value in ("true", "1", "yes", "on"):
         return True
-    if value in ("false", "0", "no", ""):
+    if value in ("false", "0", "no", "off", ""):
         return False
-    raise ImproperlyConfigured(f"{name} must be True or False, not {value!r}")
+    raise ImproperlyConfigured(f"{name} must be True or False (on/off), not {value!r}")
 
 
 def envint(name: str, default: int) -> int:
@@ -63,6 +63,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # first: chunked request bodies get their length before anything parses them
     "apps.api.middleware.ChunkedBodyMiddleware",
+    # then: /api calls carry a token from POST /api/token (apps/api/auth.py)
+    "apps.api.middleware.ApiAuthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -208,11 +210,23 @@ CONDUCTOR = {
     "MAX_LONG_POLL_MS": 5000,
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
     "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
+    # API authentication (apps/api/auth.py): on unless CONDUCTOR_API_AUTH=off. `make run`
+    # on a loopback address turns it off and says so.
+    "API_AUTH": envbool("CONDUCTOR_API_AUTH", "on"),
+    # Lifetime of a token from POST /api/token (s); the SDKs renew theirs every 45 minutes.
+    "API_TOKEN_TTL_SECONDS": envint("CONDUCTOR_API_TOKEN_TTL_SECONDS", 3600),
     # Retention of terminal executions per status, e.g. "COMPLETED=30d,FAILED=90d"
     # (apps.engine.retention); empty keeps everything.
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
     # How often the cluster's retention job runs (minutes).
     "RETENTION_EVERY_MINUTES": envint("CONDUCTOR_RETENTION_EVERY_MINUTES", 10),
+    # Longest wait of a synchronous call (execute's waitForSeconds, signal's timeoutMillis),
+    # in seconds: below scripts/run.sh's STOP_TIMEOUT, so a stopping server never hangs on one.
+    "MAX_SYNC_WAIT_SECONDS": float(os.environ.get("CONDUCTOR_MAX_SYNC_WAIT_SECONDS", "30")),
+    # A DO_WHILE whose loopCondition still holds after this many iterations fails.
+    "DO_WHILE_MAX_ITERATIONS": envint("CONDUCTOR_DO_WHILE_MAX_ITERATIONS", 1000),
+    # A JSON_JQ_TRANSFORM program running longer than this (s) fails its task.
+    "JQ_TIME_LIMIT_SECONDS": float(os.environ.get("CONDUCTOR_JQ_TIME_LIMIT_SECONDS", "5")),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.

@@ -81,6 +81,15 @@ start daphne "$VENV/bin/daphne" -v "$DAPHNE_VERBOSITY" -b "$HOST" -p "$PORT" con
 start qcluster "$VENV/bin/python" manage.py qcluster
 
 base="http://$HOST:$PORT"
+case "$(printf '%s' "${CONDUCTOR_API_AUTH:-on}" | tr '[:upper:]' '[:lower:]')" in
+  off|false|0|no)
+    auth_line="API auth OFF: anyone who can reach $HOST:$PORT can use the API (CONDUCTOR_API_AUTH=off)"
+    sdk_auth="" ;;
+  *)
+    auth_line="API auth ON: clients need an access key (manage.py create_access_key NAME --role admin)"
+    sdk_auth=$'\n  export CONDUCTOR_AUTH_KEY=<keyId> CONDUCTOR_AUTH_SECRET=<keySecret>' ;;
+esac
+echo "conductor-web: $auth_line"
 banner() {
   cat <<EOF
 
@@ -88,10 +97,11 @@ conductor-web is running (Ctrl-C stops it)
   API      $base/api        (Conductor REST; health: $base/api/health)
   UI       $base/
   Admin    $base/admin/
+  $auth_line
 First admin user (for the UI and the admin):
   $VENV/bin/python manage.py createsuperuser
 Example workers (order_fulfillment, official SDK), in another terminal:
-  export CONDUCTOR_SERVER_URL=$base/api
+  export CONDUCTOR_SERVER_URL=$base/api$sdk_auth
   $VENV/bin/python examples/order_fulfillment.py
 
 EOF

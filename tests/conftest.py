@@ -6,7 +6,20 @@ Tests marked ``@pytest.mark.postgres`` run only in the second pass.
 """
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The suite talks to the API without credentials: API authentication (on by default) is
+# turned off here, before the settings load, so servers the e2e tests start inherit it;
+# tests/auth turns it on where it is under test.
+os.environ["CONDUCTOR_API_AUTH"] = "off"
+
+
+def pytest_configure(config):
+    from django.conf import settings
+
+    settings.CONDUCTOR["API_AUTH"] = False
 
 
 def db_vendor() -> str:

@@ -43,8 +43,10 @@ def error_body(status: int, message: str, *, retryable: bool = False, validation
 def body_for_exception(exc: Exception) -> tuple[int, dict]:
     """HTTP status and Conductor error body for any exception."""
     if isinstance(exc, ConductorError):
-        return exc.status, error_body(exc.status, exc.message, retryable=exc.retryable,
-                                      validation_errors=exc.validation_errors)
+        body = error_body(exc.status, exc.message, retryable=exc.retryable, validation_errors=exc.validation_errors)
+        if getattr(exc, "error_code", None):  # 401s: the code the SDKs read to renew a token
+            body["error"] = exc.error_code
+        return exc.status, body
     if isinstance(exc, RequestDataTooBig):
         return 413, error_body(413, f"Request body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
     if isinstance(exc, Http404):

@@ -9,7 +9,8 @@ answers them before Django's stack: the engine call runs in a thread pool
 (``thread_sensitive=False``: real concurrency, one database connection per thread) and a
 long poll waits on the event loop, holding no thread. Every other path goes to Django.
 The answers are the same as the Django views in ``apps.api.views`` give (those serve the
-test client and WSGI deployments and share the functions below).
+test client and WSGI deployments and share the functions below). Each fast-path request
+passes ``auth.authorize`` first, as ``ApiAuthMiddleware`` does for Django.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
+from apps.api import auth
 from apps.api.exceptions import logged_body_for_exception
 from apps.api.parsers import check_body_size, parse_json
 from apps.api.shapes import check_task_result
@@ -229,6 +231,28 @@ async def _respond(send, status: int, content_type: str, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body if status != 204 else b""})
 
 
+def _authorize_guarded(method: str, path: str, token: str | None):
+    """``auth.authorize`` in a pool thread: None when allowed, else an error answer."""
+    try:
+        auth.authorize(method, path, token)
+        return None
+    except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
+        status, body = logged_body_for_exception(exc)
+        return status, JSON, _dumps(body)
+    finally:
+        close_old_connections()
+
+
+_run_authorize = sync_to_async(_authorize_guarded, thread_sensitive=False)
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
 def worker_fast_path(django_app):
     """Wrap the Django ASGI app: the worker protocol and workflow start are answered
     here; everything else goes to ``django_app``."""
@@ -240,10 +264,18 @@ def worker_fast_path(django_app):
         if method == "GET":
             m = _BATCH.match(path) or _SINGLE.match(path)
             if m:
+                refused = await _run_authorize(method, path, _header(scope, b"x-authorization"))
+                if refused:
+                    await _respond(send, *refused)
+                    return
                 query = parse_qs(scope.get("query_string", b"").decode(), keep_blank_values=True)
                 await _respond(send, *await _long_poll(m.group(1), query, single=m.re is _SINGLE))
                 return
         elif method == "POST" and path in ("/api/tasks", "/api/tasks/update-v2", "/api/workflow"):
+            refused = await _run_authorize(method, path, _header(scope, b"x-authorization"))
+            if refused:
+                await _respond(send, *refused)
+                return
             try:
                 body = await _read_body(receive)
             except PayloadTooLarge as exc:

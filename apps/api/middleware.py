@@ -35,3 +35,24 @@ class ChunkedBodyMiddleware:
 
                 return error_response(exc)
         return self.get_response(request)
+
+
+class ApiAuthMiddleware:
+    """Every /api request passes ``apps.api.auth.authorize`` (token, role) before any view;
+    a refusal answers 401/403 with Conductor's error body. The caller is kept as
+    ``request.api_principal`` (None when auth is off or the path is open)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith("/api/"):
+            from apps.api.auth import authorize
+            from apps.api.exceptions import error_response
+            from apps.core.errors import ConductorError
+
+            try:
+                request.api_principal = authorize(request.method, request.path, request.headers.get("X-Authorization"))
+            except ConductorError as exc:
+                return error_response(exc)
+        return self.get_response(request)

@@ -1,10 +1,13 @@
 """Conductor's REST paths under /api (no trailing slashes: the SDK posts to exact paths)."""
 from django.urls import path
 
-from apps.api.views import bulk, health, metadata, search, tasks, workflow
+from apps.api.views import bulk, health, metadata, search, tasks, token, workflow
 
 urlpatterns = [
     path("health", health.HealthApi.as_view()),
+    # --- authentication (apps/api/auth.py)
+    path("token", token.TokenApi.as_view()),
+    path("token/userInfo", token.UserInfoApi.as_view()),
     path("health/ready", health.ReadyApi.as_view()),
     # --- metadata
     path("metadata/taskdefs", metadata.TaskDefsApi.as_view()),

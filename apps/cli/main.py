@@ -2,7 +2,9 @@
 
 It talks to the REST API only (httpx), so it works against any Conductor-compatible
 server; it never imports Django. Base URL: ``--server``, else ``CONDUCTOR_SERVER_URL``,
-else ``http://127.0.0.1:8080/api``.
+else ``http://127.0.0.1:8080/api``. With ``CONDUCTOR_AUTH_KEY`` and ``CONDUCTOR_AUTH_SECRET``
+set (an access key, as the SDKs read it), it trades them at ``POST /token`` for a token and
+sends it as ``X-Authorization``, renewing it once when the server answers EXPIRED_TOKEN.
 
 Commands (JSON on stdout unless noted)::
 
@@ -24,9 +26,14 @@ Commands (JSON on stdout unless noted)::
     conductor task list [-w WORKFLOW_ID] [-s STATUS] [-t TASK_TYPE] [-c COUNT]
     conductor task get TASK_ID
     conductor task queues                                {queueName: size}
+    conductor schedule list [-w WORKFLOW] / get NAME / create FILE.json / delete NAME...
+    conductor schedule pause NAME... [--reason TEXT] / resume NAME...
+    conductor schedule next CRON [-n N] [--start T] [--end T]   next slots (epoch ms and UTC)
+    conductor schedule executions [NAME...] [-s STATE] [-c COUNT]  runs, newest first
 
 Actions on executions (pause, resume, retry, ...) print one JSON line per id,
-``{"workflowId": id, "result": "paused"}``. Errors print Conductor's error message (and
+``{"workflowId": id, "result": "paused"}``; actions on schedules one line per name,
+``{"name": name, "result": "paused"}``. Errors print Conductor's error message (and
 its validation errors) on stderr and exit 1; usage errors exit 2. Times for
 ``--start-time-*`` are epoch ms, ``YYYY-MM-DD``, ``YYYY-MM-DD HH:MM[:SS]`` or ISO-8601
 (UTC unless an offset is given).
@@ -44,6 +51,7 @@ import httpx
 
 DEFAULT_SERVER = "http://127.0.0.1:8080/api"
 ENV_SERVER = "CONDUCTOR_SERVER_URL"
+ENV_KEY, ENV_SECRET = "CONDUCTOR_AUTH_KEY", "CONDUCTOR_AUTH_SECRET"
 
 
 class CliError(Exception):
@@ -73,14 +81,39 @@ def _error_message(resp: httpx.Response) -> str:
     return text or f"HTTP {resp.status_code}"
 
 
+def _error_code(resp: httpx.Response) -> str | None:
+    try:
+        body = resp.json()
+    except ValueError:
+        return None
+    return body.get("error") if isinstance(body, dict) else None
+
+
 class Client:
     """Thin REST client: every call returns the decoded JSON, the text body, or None for
     an empty one; a non-2xx answer raises CliError with Conductor's message."""
 
-    def __init__(self, server: str, timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
+    def __init__(self, server: str, timeout: float = 30.0, transport: httpx.BaseTransport | None = None,
+                 key_id: str | None = None, key_secret: str | None = None):
         self.base = server.rstrip("/")
         self.http = httpx.Client(timeout=timeout, transport=transport,
                                  headers={"Accept": "application/json, text/plain, */*"})
+        self.key = (key_id, key_secret) if key_id and key_secret else None
+        self.token: str | None = None
+
+    def _authenticate(self) -> None:
+        """Trade the access key for a token (``POST /token``); CliError when refused."""
+        try:
+            resp = self.http.post(self.base + "/token", json={"keyId": self.key[0], "keySecret": self.key[1]})
+        except httpx.HTTPError as exc:
+            raise CliError(f"Cannot reach the Conductor server at {self.base}: {exc}") from None
+        if resp.status_code == 404:  # an open server: no credentials needed
+            self.key = None
+            return
+        if resp.status_code >= 400:
+            raise CliError(f"Authentication failed ({ENV_KEY}/{ENV_SECRET}): {_error_message(resp)}")
+        self.token = resp.json()["token"]
+        self.http.headers["X-Authorization"] = self.token
 
     def close(self) -> None:
         self.http.close()
@@ -95,8 +128,13 @@ class Client:
         if body is not None:
             kwargs["content"] = json.dumps(body) if json_body else body
             kwargs["headers"] = {"Content-Type": "application/json"}
+        if self.key and self.token is None:
+            self._authenticate()
         try:
             resp = self.http.request(method, self.base + path, **kwargs)
+            if resp.status_code == 401 and self.key and _error_code(resp) == "EXPIRED_TOKEN":
+                self._authenticate()
+                resp = self.http.request(method, self.base + path, **kwargs)
         except httpx.HTTPError as exc:
             raise CliError(f"Cannot reach the Conductor server at {self.base}: {exc}") from None
         if resp.status_code >= 400:
@@ -128,6 +166,15 @@ def _load_json_file(path: str, what: str) -> Any:
     except OSError as exc:
         raise CliError(f"Cannot read {what} {path}: {exc.strerror}") from None
     return _load_json_text(text, f"{what} {path}")
+
+
+def _load_objects(path: str, what: str, model: str) -> list[dict]:
+    """The JSON objects of a file holding one ``model`` object or a list of them."""
+    data = _load_json_file(path, what)
+    items = data if isinstance(data, list) else [data]
+    if not items or not all(isinstance(d, dict) for d in items):
+        raise CliError(f"The file must hold a {model} object or a list of them")
+    return items
 
 
 def _json_object(text: str | None, what: str) -> dict | None:
@@ -181,11 +228,7 @@ def _done(wid: str, result: str) -> None:
 # --- workflow commands -------------------------------------------------------------------------
 
 def _cmd_workflow_create(c: Client, a) -> int:
-    data = _load_json_file(a.file, "workflow definition")
-    defs = data if isinstance(data, list) else [data]
-    if not defs or not all(isinstance(d, dict) for d in defs):
-        raise CliError("The file must hold a WorkflowDef object or a list of them")
-    for d in defs:
+    for d in _load_objects(a.file, "workflow definition", "WorkflowDef"):
         c.call("POST", "/metadata/workflow", params={"overwrite": bool(a.force)}, body=d)
         print(json.dumps({"name": d.get("name"), "version": d.get("version", 1), "result": "registered"}))
     return 0
@@ -372,13 +415,73 @@ def _cmd_task_queues(c: Client, a) -> int:
 
 # --- parser ----------------------------------------------------------------------------------------
 
+# --- schedule commands ----------------------------------------------------------------------------
+
+def _each_schedule(names: list[str], action, result: str) -> int:
+    def run(name: str) -> None:
+        action(name)
+        print(json.dumps({"name": name, "result": result}))
+    return _each(names, run)
+
+
+def _cmd_schedule_list(c: Client, a) -> int:
+    _print_json(c.call("GET", "/scheduler/schedules", params={"workflowName": a.workflow}))
+    return 0
+
+
+def _cmd_schedule_get(c: Client, a) -> int:
+    _print_json(c.call("GET", f"/scheduler/schedules/{a.name}"))
+    return 0
+
+
+def _cmd_schedule_create(c: Client, a) -> int:
+    for d in _load_objects(a.file, "schedule", "WorkflowSchedule"):
+        saved = c.call("POST", "/scheduler/schedules", body=d)
+        print(json.dumps({"name": saved.get("name"), "nextRunTime": saved.get("nextRunTime"), "result": "saved"}))
+    return 0
+
+
+def _cmd_schedule_delete(c: Client, a) -> int:
+    return _each_schedule(a.names, lambda n: c.call("DELETE", f"/scheduler/schedules/{n}"), "deleted")
+
+
+def _cmd_schedule_pause(c: Client, a) -> int:
+    return _each_schedule(a.names, lambda n: c.call("PUT", f"/scheduler/schedules/{n}/pause",
+                                                    params={"reason": a.reason}), "paused")
+
+
+def _cmd_schedule_resume(c: Client, a) -> int:
+    return _each_schedule(a.names, lambda n: c.call("PUT", f"/scheduler/schedules/{n}/resume"), "resumed")
+
+
+def _cmd_schedule_next(c: Client, a) -> int:
+    times = c.call("GET", "/scheduler/nextFewSchedules", params={
+        "cronExpression": a.cron, "limit": a.count,
+        "scheduleStartTime": parse_time(a.start) if a.start else None,
+        "scheduleEndTime": parse_time(a.end) if a.end else None})
+    for t in times or []:
+        print(json.dumps({"time": t, "utc": datetime.fromtimestamp(t / 1000, tz=timezone.utc).isoformat()}))
+    return 0
+
+
+def _cmd_schedule_executions(c: Client, a) -> int:
+    clauses = []
+    if a.names:
+        clauses.append(f"scheduleName IN ({','.join(a.names)})")
+    if a.state:
+        clauses.append(f"state IN ({a.state})")
+    _print_json(c.call("GET", "/scheduler/search/executions",
+                       params={"query": " AND ".join(clauses) or None, "size": a.count}))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every command (see the module doc)."""
     p = argparse.ArgumentParser(prog="conductor", description="Operate a Conductor server over its REST API.")
     p.add_argument("--server", default=None,
                    help=f"API base URL (default: ${ENV_SERVER} or {DEFAULT_SERVER})")
     p.add_argument("--timeout", type=float, default=30.0, help="HTTP timeout in seconds (default 30)")
-    groups = p.add_subparsers(dest="group", metavar="{workflow,taskDef,task}")
+    groups = p.add_subparsers(dest="group", metavar="{workflow,taskDef,task,schedule}")
     groups.required = True
 
     wf = groups.add_parser("workflow", help="workflow definitions and executions")
@@ -488,6 +591,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_task_get)
     s = t.add_parser("queues", help="size of every task queue")
     s.set_defaults(func=_cmd_task_queues)
+
+    sc = groups.add_parser("schedule", help="workflow schedules (/api/scheduler)")
+    t = sc.add_subparsers(dest="command", metavar="COMMAND")
+    t.required = True
+    s = t.add_parser("list", help="all schedules, or those of one workflow")
+    s.add_argument("-w", "--workflow", help="workflow name")
+    s.set_defaults(func=_cmd_schedule_list)
+    s = t.add_parser("get", help="one schedule")
+    s.add_argument("name")
+    s.set_defaults(func=_cmd_schedule_get)
+    s = t.add_parser("create", help="create or update schedules from a JSON file (object or list)")
+    s.add_argument("file")
+    s.set_defaults(func=_cmd_schedule_create)
+    s = t.add_parser("delete", help="delete schedules")
+    s.add_argument("names", nargs="+", metavar="NAME")
+    s.set_defaults(func=_cmd_schedule_delete)
+    s = t.add_parser("pause", help="pause schedules")
+    s.add_argument("names", nargs="+", metavar="NAME")
+    s.add_argument("--reason", help="reason recorded on the schedule")
+    s.set_defaults(func=_cmd_schedule_pause)
+    s = t.add_parser("resume", help="resume paused schedules")
+    s.add_argument("names", nargs="+", metavar="NAME")
+    s.set_defaults(func=_cmd_schedule_resume)
+    s = t.add_parser("next", help="the next slots of a cron expression (server zone)")
+    s.add_argument("cron", help="Spring cron, six fields, e.g. '0 0 9 * * MON-FRI'")
+    s.add_argument("-n", "--count", type=int, default=5, help="how many (at most 5)")
+    s.add_argument("--start", help="not before (epoch ms or date)")
+    s.add_argument("--end", help="not after (epoch ms or date)")
+    s.set_defaults(func=_cmd_schedule_next)
+    s = t.add_parser("executions", help="runs of schedules, newest first")
+    s.add_argument("names", nargs="*", metavar="NAME")
+    s.add_argument("-s", "--state", help="EXECUTED and/or FAILED, comma separated")
+    s.add_argument("-c", "--count", type=int, default=20, help="page size (default 20)")
+    s.set_defaults(func=_cmd_schedule_executions)
     return p
 
 
@@ -501,7 +638,8 @@ def main(argv: list[str] | None = None, *, transport: httpx.BaseTransport | None
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)
     server = args.server or os.environ.get(ENV_SERVER) or DEFAULT_SERVER
-    client = Client(server, timeout=args.timeout, transport=transport)
+    client = Client(server, timeout=args.timeout, transport=transport,
+                    key_id=os.environ.get(ENV_KEY), key_secret=os.environ.get(ENV_SECRET))
     try:
         return args.func(client, args)
     except CliError as exc:

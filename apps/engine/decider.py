@@ -305,12 +305,17 @@ class Decider:
         wf = self.wf
         if wf.terminal:
             return self.outcome
+        self._rounds_exhausted = False
         try:
             for _ in range(MAX_ROUNDS):
                 if not self._decide_once():
                     break
                 if wf.terminal:
                     break
+            else:
+                # still changing after MAX_ROUNDS passes (a long loop of system tasks):
+                # the sweeper carries on shortly instead of leaving it RUNNING untouched
+                self._rounds_exhausted = True
         except TerminateWorkflow as exc:
             self.end_workflow(exc.status, exc.reason, exc.task)
         self._set_next_decide_at()
@@ -647,7 +652,7 @@ class Decider:
                 wf.next_decide_at = None
                 self.touch_workflow()
             return
-        due: list[int] = []
+        due: list[int] = [self.now] if getattr(self, "_rounds_exhausted", False) else []
         timeout_s = int(wf.definition.get("timeoutSeconds") or 0)
         if timeout_s > 0 and (wf.definition.get("timeoutPolicy") or "ALERT_ONLY") == "TIME_OUT_WF":
             due.append((wf.last_retried_time or wf.create_time) + timeout_s * 1000)

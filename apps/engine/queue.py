@@ -38,6 +38,13 @@ def queue_name_for(task_type: str, domain: str | None) -> str:
 _CLAIM_RESTORED = ("start_time", "worker_id", "callback_after_seconds", "update_time")
 
 
+def _announce(tasks: list[TaskState]) -> None:
+    """Tell the listeners (live pages on every server, through the channel layer) that
+    these tasks' executions changed: a poll moves a task to IN_PROGRESS."""
+    ids = sorted({t.workflow_id for t in tasks})
+    transaction.on_commit(lambda: [events.workflow_changed(wf_id) for wf_id in ids], robust=True)
+
+
 def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = None) -> list[TaskState]:
     """Move up to ``count`` pollable tasks of ``queue_name`` to IN_PROGRESS for
     ``worker_id`` and return them (one statement, see module doc). Tasks over their
@@ -88,6 +95,8 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
             handed, refused = limits.admit(tasks, now)
             if refused:
                 _give_back(cursor, refused, before)
+    if handed:
+        _announce(handed)
     return handed
 
 
@@ -125,13 +134,6 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
                                        defaults={"last_poll_time": now})
 
 
-def _announce(tasks: list[TaskState]) -> None:
-    """Tell the listeners (live pages on every server, through the channel layer) that
-    these tasks' executions changed: a poll moves a task to IN_PROGRESS."""
-    ids = sorted({t.workflow_id for t in tasks})
-    transaction.on_commit(lambda: [events.workflow_changed(wf_id) for wf_id in ids], robust=True)
-
-
 def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
               timeout_ms: int = 0, max_timeout_ms: int = 5000) -> list[TaskState]:
     """Poll up to ``count`` tasks of ``task_type`` (and ``domain``), waiting up to
@@ -151,7 +153,6 @@ def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | Non
         version = events.queue_version(queue_name)
         tasks = claim(queue_name, count, worker_id)
         if tasks:
-            _announce(tasks)
             return tasks
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -25,6 +25,7 @@ urlpatterns = [
     path("execution/<str:workflow_id>/task/<str:task_id>/download/<str:what>", views.task_download,
          name="task_download"),
     path("compare", views.compare, name="compare"),
+    path("tasks/", views.task_search_page, name="tasks"),
     path("definitions/", views.definitions, name="definitions"),
     path("definitions/<str:name>/<int:version>", views.definition, name="definition"),
     path("definitions/<str:name>/diff", views.definition_diff, name="definition_diff"),

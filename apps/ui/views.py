@@ -237,6 +237,50 @@ def bulk_job_cancel(request, job_id: str):
     return redirect("ui:bulk_job", job_id=job.id)
 
 
+TASK_SEARCH_SIZE = 50
+TASK_STATUSES = ["SCHEDULED", "IN_PROGRESS", "COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED", "FAILED_WITH_TERMINAL_ERROR",
+                 "TIMED_OUT", "CANCELED", "SKIPPED"]
+
+
+@view_required
+@require_GET
+def task_search_page(request):
+    """``/tasks/``: task executions by type (or SIMPLE task name), status, worker, reference
+    and workflow name, newest scheduled first (the task id breaks ties), 50 a page; each
+    row links to its execution with the task open. Uses ``apps.engine.search.task_search``
+    (the ``/api/tasks/search`` query)."""
+    from apps.core.errors import ConductorError
+    from apps.engine.search import task_search
+
+    fields = {"taskType": "type", "status": "status", "workerId": "worker", "referenceTaskName": "ref",
+              "workflowType": "workflow"}
+    form = {param: request.GET.get(param, "").strip() for param in fields.values()}
+    filters = {name: form[param] for name, param in fields.items() if form[param]}
+    try:
+        page = max(1, int(request.GET.get("page") or 1))
+    except ValueError:
+        page = 1
+    error, total, hits = None, 0, []
+    try:
+        total, hits = task_search(start=(page - 1) * TASK_SEARCH_SIZE, size=TASK_SEARCH_SIZE, **filters)
+    except ConductorError as exc:
+        error = exc.message
+    pages = max(1, -(-total // TASK_SEARCH_SIZE))
+    base = request.GET.copy()
+    base.pop("page", None)
+
+    def page_url(n: int) -> str:
+        params = base.copy()
+        params["page"] = str(n)
+        return "?" + params.urlencode()
+    rows = [{"task": h.task, "url": reverse("ui:execution", args=[h.task.workflow_id]) + "?" +
+             urlencode({"node": strip_iteration(h.task.reference_task_name), "task": h.task.task_id})} for h in hits]
+    return _render(request, "ui/tasks.html", {
+        "form": form, "rows": rows, "total": total, "page": page, "pages": pages, "error": error,
+        "statuses": TASK_STATUSES,
+        "prev_url": page_url(page - 1) if page > 1 else None, "next_url": page_url(page + 1) if page < pages else None})
+
+
 # --- execution detail ---------------------------------------------------------------------
 
 @view_required

@@ -439,6 +439,7 @@
           return '<option value="' + esc(s) + '"' + (s === current ? " selected" : "") + ">" +
             window.ConductorGraph.iterationLabel(s) + (s.split("__").length > 2 ? " (" + esc(s) + ")" : "") + "</option>";
         }).join("") + "</select></label>";
+        html += iterationStrip(loopId, scopes, current);
       }
     }
     var attempts = view.attempts || [];
@@ -460,6 +461,7 @@
       pickers.innerHTML = html;
       var it = $("pick-iteration");
       if (it) { it.onchange = function () { graph.selectScope(loopId, it.value); panelTaskId = null; renderPanel(true); writeUrl(); }; }
+      bindStrip(loopId);
       var at = $("pick-attempt");
       if (at) { at.onchange = function () { panelTaskId = at.value; renderPanel(true); writeUrl(); }; }
     }
@@ -470,7 +472,14 @@
       members.forEach(function (m) { statuses[m.status] = (statuses[m.status] || 0) + 1; });
       if (dynFilter && !statuses[dynFilter]) { dynFilter = ""; }
       var shown = members.filter(function (m) { return !dynFilter || m.status === dynFilter; });
+      var failedMembers = members.filter(function (m) { return isFailure(m.status); });
       var list = '<p class="hint">' + members.length + ' dynamically forked tasks.</p>' +
+        '<div class="strip" id="member-strip" role="group" aria-label="Members by status">' + members.map(function (m) {
+          return '<button type="button" class="cell st-' + esc(m.status) + (m.taskId === panelTaskId ? " current" : "") +
+            '" data-open-task="' + esc(m.taskId) + '" title="' + esc(m.ref) + ": " + esc(m.status) + '" aria-label="' +
+            esc(m.ref) + " " + esc(m.status) + '"></button>';
+        }).join("") + "</div>" + (failedMembers.length ? '<p><a href="#" data-open-task="' + esc(failedMembers[0].taskId) +
+          '" id="first-failed-member">first failed member (' + failedMembers.length + " failed)</a></p>" : "") +
         '<label class="dyn-filter">Status <select id="dyn-status"><option value="">any (' + members.length + ")</option>" +
         Object.keys(statuses).sort().map(function (st) {
           return '<option value="' + esc(st) + '"' + (st === dynFilter ? " selected" : "") + ">" + esc(st) + " (" + statuses[st] + ")</option>";
@@ -504,6 +513,58 @@
       body.scrollTop = 0;
       $("task-panel").scrollTop = 0;
     }).catch(function () { body.innerHTML = '<p class="error">Could not load the task.</p>'; });
+  }
+
+  // worst first: a strip cell shows the worst status of its iteration or member
+  var SEVERITY = ["FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED", "COMPLETED_WITH_ERRORS",
+    "IN_PROGRESS", "SCHEDULED", "SKIPPED", "COMPLETED"];
+  function worst(statuses) {
+    var best = null;
+    statuses.forEach(function (st) {
+      var i = SEVERITY.indexOf(st);
+      if (i >= 0 && (best === null || i < SEVERITY.indexOf(best))) { best = st; }
+    });
+    return best;
+  }
+  function isFailure(st) { return SEVERITY.indexOf(st) >= 0 && SEVERITY.indexOf(st) <= 4; }
+
+  /** One cell per iteration of a DO_WHILE, coloured by the worst status of the tasks that
+   * ran in it; a click picks that iteration; "next failure" jumps to the next failed one. */
+  function iterationStrip(loopId, scopes, current) {
+    var members = state.graph.nodes.filter(function (x) { return x.loop === loopId; });
+    var cells = scopes.map(function (scope) {
+      var st = worst(members.map(function (m) {
+        var runs = (m.iters || {})[scope] || [];
+        return runs.length ? runs[runs.length - 1].status : null;
+      }).filter(Boolean));
+      return { scope: scope, status: st };
+    });
+    var failures = cells.filter(function (c) { return isFailure(c.status); }).length;
+    return '<div class="strip" id="iteration-strip" role="group" aria-label="Iterations by status">' + cells.map(function (c) {
+      return '<button type="button" class="cell st-' + esc(c.status || "none") + (c.scope === current ? " current" : "") +
+        '" data-scope="' + esc(c.scope) + '" title="iteration ' + window.ConductorGraph.iterationLabel(c.scope) + ": " +
+        esc(c.status || "not run") + '" aria-label="iteration ' + window.ConductorGraph.iterationLabel(c.scope) + " " +
+        esc(c.status || "not run") + '"></button>';
+    }).join("") + "</div>" + (failures ? '<button type="button" class="link" id="next-failure">next failed iteration (' +
+      failures + ")</button>" : "");
+  }
+
+  function bindStrip(loopId) {
+    var strip = $("iteration-strip");
+    if (!strip) { return; }
+    function pick(scope) { graph.selectScope(loopId, scope); panelTaskId = null; renderPanel(true); writeUrl(); }
+    strip.querySelectorAll("button.cell").forEach(function (b) { b.onclick = function () { pick(b.dataset.scope); }; });
+    var next = $("next-failure");
+    if (next) {
+      next.onclick = function () {
+        var cells = Array.prototype.slice.call(strip.querySelectorAll("button.cell"));
+        var at = cells.findIndex(function (b) { return b.classList.contains("current"); });
+        for (var k = 1; k <= cells.length; k++) {
+          var c = cells[(at + k) % cells.length];
+          if (/st-(FAILED|FAILED_WITH_TERMINAL_ERROR|TIMED_OUT|CANCELED|COMPLETED_WITH_ERRORS)\b/.test(c.className)) { pick(c.dataset.scope); return; }
+        }
+      };
+    }
   }
 
   function bindDynFilter() {

@@ -52,7 +52,7 @@ class UiServer:
         self.server = server
         self.base = server.url[: -len("/api")]
         self.api = server.url
-        self.http = httpx.Client(timeout=120)
+        self.http = httpx.Client(timeout=120, headers=server.auth_headers())  # API auth is on
 
     def register(self, task_defs: list[dict], workflow_def: dict) -> None:
         if task_defs:

@@ -173,6 +173,7 @@ def test_dynamic_fork_member_details_at_the_top_with_a_status_filter(page, ui_se
     wf_id = ui_server.start(name, {"tasks": tasks, "inputs": {f"m{i}": {"i": i} for i in range(n)}})
     for _ in range(5):
         ui_server.complete(ui_server.poll(worker))
+    ui_server.fail(ui_server.poll(worker), "member failed")  # the fork fails: the others are CANCELED
     sign_in(page, ui_server)
     page.goto(f"{ui_server.base}/execution/{wf_id}")
     page.wait_for_function("window.conductorGraph && window.conductorGraph.cy.nodes('.kind-dynamic').length === 1")
@@ -180,6 +181,13 @@ def test_dynamic_fork_member_details_at_the_top_with_a_status_filter(page, ui_se
     page.wait_for_function("(id) => (window.conductorGraph.nodes[id].members || []).length === 60", arg=dyn)
     click_node(page, dyn)
     page.wait_for_selector("#dyn-status")
+    # the status strip: one cell per member, failures one click away
+    assert page.locator("#member-strip .cell").count() == 60
+    assert page.locator("#member-strip .cell.st-FAILED").count() == 1
+    assert page.locator("#member-strip .cell.st-COMPLETED").count() == 5
+    page.click("#first-failed-member")
+    page.wait_for_function("""() => { const t = document.getElementById('panel-body').textContent;
+        return t.includes('Task id') && (t.includes('member failed') || t.includes('CANCELED')); }""")
     page.select_option("#dyn-status", "COMPLETED")
     page.wait_for_function("document.querySelectorAll('#dyn-members tr').length === 5")
     page.click("#dyn-members a[data-open-task]")
@@ -277,4 +285,26 @@ def test_bulk_by_query_job_with_progress(page, ui_server):
     assert page.inner_text("#n-succeeded") == "12" and page.locator("#job-results tr[data-outcome=succeeded]").count() == 12
     screenshot(page, "bulk-job")
     assert all(ui_server.workflow(i)["status"] == "PAUSED" for i in ids)
+    assert errors == []
+
+
+def test_loop_iteration_strip_picks_iterations(page, ui_server):
+    errors = watch_errors(page)
+    name = unique("ui_loop")
+    body = [{"name": "step", "taskReferenceName": "step", "type": "INLINE",
+             "inputParameters": {"evaluatorType": "javascript", "expression": "1"}}]
+    ui_server.register([], {"name": name, "version": 1, "schemaVersion": 2, "ownerEmail": "ui@example.com",
+                            "tasks": [{"name": "loop", "taskReferenceName": "loop", "type": "DO_WHILE",
+                                       "loopCondition": "$.loop['iteration'] < 4", "loopOver": body}]})
+    wf_id = ui_server.start(name, {})
+    sign_in(page, ui_server)
+    page.goto(f"{ui_server.base}/execution/{wf_id}")
+    wait_node(page, "loop", "COMPLETED")
+    click_node(page, "loop")
+    page.wait_for_selector("#iteration-strip")
+    assert page.locator("#iteration-strip .cell.st-COMPLETED").count() == 4
+    assert page.locator("#next-failure").count() == 0
+    page.click("#iteration-strip .cell >> nth=1")
+    page.wait_for_function("document.getElementById('pick-iteration').value === '__2'")
+    assert "iter=loop%3A__2" in page.url or "iter=loop:__2" in page.url
     assert errors == []

@@ -229,3 +229,33 @@ def test_over_real_http(live_server, capsys, tmp_path):
     assert cli.json("workflow", "search", "-w", name)["results"][0]["correlationId"] == "live-1"
     code, _, err = cli("task", "get", "missing-task")
     assert code == 1 and "Task not found for taskId: missing-task" in err
+
+
+def test_schedule_commands(cli, wf_file, tmp_path, monkeypatch):
+    from apps.scheduler import firing
+    from tests.factories import FakeClock
+
+    clock = FakeClock(1_772_798_400_000).install(monkeypatch)  # Friday 2026-03-06 12:00 UTC
+    cli.ok("workflow", "create", wf_file["path"])
+    name = unique("cli_sched")
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps({"name": name, "cronExpression": "0 0 * * * *",
+                                "startWorkflowRequest": {"name": wf_file["name"]}}))
+    assert cli.json("schedule", "create", str(path)) == {"name": name, "nextRunTime": clock.ms + 3600_000,
+                                                          "result": "saved"}
+    assert [s["name"] for s in cli.json("schedule", "list", "-w", wf_file["name"])] == [name]
+    assert cli.json("schedule", "get", name)["cronExpression"] == "0 0 * * * *"
+    nxt = [json.loads(line) for line in cli.ok("schedule", "next", "0 0 9 * * MON-FRI", "-n", "2").splitlines()]
+    assert [n["utc"] for n in nxt] == ["2026-03-09T09:00:00+00:00", "2026-03-10T09:00:00+00:00"]
+    clock.advance(3600)
+    firing.fire_due()
+    runs = cli.json("schedule", "executions", name, "-s", "EXECUTED")
+    assert runs["totalHits"] == 1 and runs["results"][0]["workflowName"] == wf_file["name"]
+    assert json.loads(cli.ok("schedule", "pause", name, "--reason", "audit")) == {"name": name, "result": "paused"}
+    assert cli.json("schedule", "get", name)["pausedReason"] == "audit"
+    cli.ok("schedule", "resume", name)
+    code, out, err = cli("schedule", "resume", name)
+    assert code == 1 and f"Schedule '{name}' not found" in err
+    cli.ok("schedule", "delete", name)
+    code, _out, err = cli("schedule", "get", name)
+    assert code == 1 and f"Schedule '{name}' not found" in err

@@ -65,14 +65,16 @@ def test_every_transition_is_delivered_once_across_a_restart(tmp_path, monkeypat
         try:
             server.start()
             base = server.url
+            http = httpx.Client(headers=server.auth_headers(), timeout=30)
             workflow, task = unique("notified"), unique("notified_task")
-            assert httpx.post(f"{base}/metadata/taskdefs", json=[{"name": task, "ownerEmail": "e2e@example.com",
+            assert http.post(f"{base}/metadata/taskdefs", json=[{"name": task, "ownerEmail": "e2e@example.com",
                                                                   "retryCount": 0}]).status_code == 200
-            assert httpx.post(f"{base}/metadata/workflow", json={
+            assert http.post(f"{base}/metadata/workflow", json={
                 "name": workflow, "version": 1, "schemaVersion": 2, "ownerEmail": "e2e@example.com",
                 "workflowStatusListenerEnabled": True,
                 "tasks": [{"name": task, "taskReferenceName": "step", "type": "SIMPLE"}]}).status_code == 200
-            monkeypatch.setenv("CONDUCTOR_SERVER_URL", base)
+            for key, value in server.sdk_env().items():
+                monkeypatch.setenv(key, value)
             tasks = OrkesTaskClient(Configuration())
 
             def work():
@@ -81,7 +83,7 @@ def test_every_transition_is_delivered_once_across_a_restart(tmp_path, monkeypat
                                                  worker_id="w1", status=TaskResultStatus.COMPLETED, output_data={}))
 
             def start() -> str:
-                r = httpx.post(f"{base}/workflow/{workflow}", json={})
+                r = http.post(f"{base}/workflow/{workflow}", json={})
                 assert r.status_code == 200, r.text
                 return r.text
 
@@ -92,7 +94,7 @@ def test_every_transition_is_delivered_once_across_a_restart(tmp_path, monkeypat
             # 2. the receiver refuses while more workflows run; the server is killed
             receiver.failing.set()
             ids = [start() for _ in range(3)]
-            _wait(lambda: all(httpx.get(f"{base}/workflow/{i}", params={"includeTasks": "false"}).json()["status"]
+            _wait(lambda: all(http.get(f"{base}/workflow/{i}", params={"includeTasks": "false"}).json()["status"]
                               == "COMPLETED" for i in ids), "the workflows to complete", tick=work)
             refused = receiver.attempts()
             _wait(lambda: receiver.attempts() >= refused + 2, "refused delivery attempts")
@@ -113,6 +115,8 @@ def test_every_transition_is_delivered_once_across_a_restart(tmp_path, monkeypat
             print(f"listener restart: {len(want)} notifications delivered once, "
                   f"{receiver.attempts() - len(want)} refused attempts retried")
         finally:
+            if "http" in locals():
+                http.close()
             server.kill_all()
             if pg is not None:
                 pg.drop()

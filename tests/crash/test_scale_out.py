@@ -13,6 +13,8 @@ restarted. Checked, bounded in time:
   COMPLETED task; no taskId was handed to two workers; the work ran once per task;
 * the sweeper lease moved to a worker of the surviving cluster within seconds
   (``HANDOVER_LIMIT_SECONDS``; before the sweeper threads it took up to a minute);
+* a signed-in browser's live page on server A stays open through 7 s of silence and
+  shows a poll and a completion made through server B (page polling slowed to 30 s);
 * SIGTERM stops the surviving cluster and a server within ``STOP_LIMIT_SECONDS``, and
   the stopped cluster leaves the sweeper lease released;
 * every HTTP task, those in flight in the killed cluster included, ended within
@@ -51,6 +53,7 @@ from tests.crash.harness import (
     task_defs,
     worker_loop,
 )
+from tests.crash.wsclient import WebSocket
 from tests.e2e.conftest import PostgresDatabase, _is_postgres, tail
 from tests.redis_server import free_port, have_redis_server, start_redis, stop_redis
 
@@ -72,6 +75,8 @@ STARTS_SECONDS = 90
 RECOVERY_SECONDS = 120
 WORKER_STOP_SECONDS = 15
 STOP_LIMIT_SECONDS = 30
+LIVE_IDLE_SECONDS = 7            # longer than channels-redis's 5 s blocking read
+LIVE_LIMIT_SECONDS = 10          # a delta through Redis takes well under a second
 Q_WORKERS = 4                    # per cluster: one survivor alone keeps up with the HTTP calls
 
 
@@ -154,7 +159,9 @@ class Topology:
                     "CHANNEL_REDIS_URL": redis_url, "SECRET_KEY": secrets.token_hex(32),
                     "VENV": str(Path(sys.executable).parent.parent), "Q_WORKERS": str(Q_WORKERS),
                     "Q_CLUSTER_NAME": f"scale{secrets.token_hex(3)}", "DB_POOL_MAX": "8",
-                    "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+                    "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
+                    # the live pages' own polling is slowed: only Redis can explain a prompt delta
+                    "UI_LIVE_POLL_SECONDS": "30"}
 
     def log_path(self, name: str) -> Path:
         return self.workdir / f"{name}.log"
@@ -162,6 +169,19 @@ class Topology:
     def migrate(self) -> None:
         subprocess.run([str(REPO_ROOT / "deploy" / "migrate.sh")], cwd=REPO_ROOT, env=self.env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=180)
+
+    def session_cookie(self) -> str:
+        """``sessionid=...`` of a signed-in superuser (what a browser holds)."""
+        code = ("from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY\n"
+                "from django.contrib.auth.models import User\n"
+                "from django.contrib.sessions.backends.db import SessionStore\n"
+                "u = User.objects.create_superuser('ops', 'ops@example.com', 'x')\n"
+                "s = SessionStore(); s[SESSION_KEY] = str(u.pk)\n"
+                "s[BACKEND_SESSION_KEY] = 'django.contrib.auth.backends.ModelBackend'\n"
+                "s[HASH_SESSION_KEY] = u.get_session_auth_hash(); s.create(); print('SID=' + s.session_key)")
+        out = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=REPO_ROOT, env=self.env,
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+        return "sessionid=" + next(line[4:] for line in out.splitlines() if line.startswith("SID="))
 
     def spawn(self, name: str, script: str, **env: str) -> None:
         with open(self.log_path(name), "ab") as out:
@@ -280,6 +300,7 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
     for definition in workflow_defs(stub.url):
         r = http_b.post("/metadata/workflow", json=definition)
         assert r.status_code in (200, 204), r.text
+    live = _live_page(topo, url_a, http_b)
     # a sweeper holder among the clusters' workers
     until = time.monotonic() + 60
     while _holder_group(topo, topo.database_url) not in ("cluster-1", "cluster-2"):
@@ -374,7 +395,42 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
           f"{handover:.1f} s after the SIGKILL; HTTP task span max {max(http_spans):.1f} s, "
           f"p50 {sorted(http_spans)[len(http_spans) // 2]:.1f} s; HTTP calls made again after the kill: {repeated}; "
           f"deliveries {len(ledger.deliveries)}, update retries {ledger.update_retries}, poll errors {ledger.poll_errors}; "
-          f"SIGTERM stop: cluster {cluster_stop:.1f} s, server {server_stop:.1f} s")
+          f"SIGTERM stop: cluster {cluster_stop:.1f} s, server {server_stop:.1f} s; live page on A: survived "
+          f"{LIVE_IDLE_SECONDS} s idle, poll through B seen {live[0]:.2f} s later, completion {live[1]:.2f} s later")
+
+
+def _live_page(topo: Topology, url_a: str, http_b: httpx.Client) -> tuple[float, float]:
+    """A signed-in browser's live page on server A stays open while idle, and shows a
+    poll and a completion made through server B (only channels-redis can carry them:
+    the page's own polling is slowed to 30 s). Returns both latencies (seconds)."""
+    assert http_b.post("/metadata/taskdefs", json=[{"name": "scale_live", "retryCount": 0,
+                                                    "responseTimeoutSeconds": 600, "timeoutSeconds": 0,
+                                                    "ownerEmail": "scale@example.com"}]).status_code in (200, 204)
+    definition = {"name": "scale_live", "version": 1, "schemaVersion": 2, "ownerEmail": "scale@example.com",
+                  "tasks": [{"name": "scale_live", "taskReferenceName": "live", "type": "SIMPLE"}]}
+    assert http_b.post("/metadata/workflow", json=definition).status_code in (200, 204)
+    wf_id = http_b.post("/workflow/scale_live", json={}).text.strip()
+    ws = WebSocket("127.0.0.1", int(url_a.rsplit(":", 1)[1]), f"/ws/executions/{wf_id}/", topo.session_cookie())
+    try:
+        assert ws.receive(15)["type"] == "snapshot"
+        with pytest.raises(TimeoutError):
+            ws.receive(LIVE_IDLE_SECONDS)  # nothing happens: the channel must stay open
+        sent = time.monotonic()
+        [task] = http_b.get("/tasks/poll/batch/scale_live", params={"workerid": "live-w", "count": 1}).json()
+        delta = ws.receive(LIVE_LIMIT_SECONDS)
+        polled = time.monotonic() - sent
+        assert delta["type"] == "delta" and {r["status"] for r in delta["data"]["tasks"]} == {"IN_PROGRESS"}
+        sent = time.monotonic()
+        r = http_b.post("/tasks", json={"workflowInstanceId": wf_id, "taskId": task["taskId"], "status": "COMPLETED",
+                                        "workerId": "live-w", "outputData": {}})
+        assert r.status_code == 200, r.text
+        while True:
+            delta = ws.receive(LIVE_LIMIT_SECONDS)
+            if delta["data"].get("header", {}).get("status") == "COMPLETED":
+                break
+        return polled, time.monotonic() - sent
+    finally:
+        ws.close()
 
 
 def _start(api: str, run_key: str, count: int, ids: dict, ledger: Ledger, deadline: float) -> None:

@@ -9,15 +9,20 @@
 * ``daphne -b 127.0.0.1 -p PORT conductor_web.asgi:application`` and
   ``manage.py qcluster`` (``Q_WORKERS=2``), each in its own session;
 * it waits for ``GET /api/health`` and yields a ``ConductorServer`` whose ``url`` is
-  ``http://127.0.0.1:PORT/api`` (``conductor_url`` yields just that string).
+  ``http://127.0.0.1:PORT/api`` (``conductor_url`` yields just that string);
+* API authentication is on (``CONDUCTOR_API_AUTH=on``, the production default): an admin
+  access key is made with ``manage.py create_access_key`` and every SDK client and worker
+  signs in with it, as a user configures the SDK (``CONDUCTOR_AUTH_KEY`` /
+  ``CONDUCTOR_AUTH_SECRET``); raw HTTP calls send ``server.auth_headers()``.
 
 At the end exactly those processes are stopped by PID (SIGTERM, then SIGKILL of their
 process group after ``STOP_TIMEOUT_SECONDS``). Their output goes to files; the tail of
 each is attached to the report of every failing e2e test and to a startup error.
 
 ``sdk_config`` (function) points the SDK at the server the way a user does, by
-exporting ``CONDUCTOR_SERVER_URL``, and returns a fresh ``Configuration()``. Worker
-processes spawned by a ``TaskHandler`` inherit the variable.
+exporting ``CONDUCTOR_SERVER_URL``, ``CONDUCTOR_AUTH_KEY`` and ``CONDUCTOR_AUTH_SECRET``, and
+returns a fresh ``Configuration()``. Worker processes spawned by a ``TaskHandler`` inherit
+the variables.
 
 Tests that use these fixtures are marked ``@pytest.mark.e2e``.
 """
@@ -127,7 +132,10 @@ class ConductorServer:
             "CONDUCTOR_VAR_DIR": str(workdir),
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p),
             "PYTHONUNBUFFERED": "1",
+            "CONDUCTOR_API_AUTH": "on",
         })
+        self.key_id = self.key_secret = ""
+        self._token: str | None = None
         # qcluster finishes the running sweeper loop before it obeys SIGTERM: short loops
         # let it stop gracefully within STOP_TIMEOUT_SECONDS (production default: 25 s).
         self.env.setdefault("CONDUCTOR_SWEEPER_LOOP_SECONDS", "5")
@@ -151,9 +159,33 @@ class ConductorServer:
                                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                     start_new_session=True)
 
+    def sdk_env(self) -> dict:
+        """The variables a user sets for the SDK: server URL and access key."""
+        return {"CONDUCTOR_SERVER_URL": self.url, "CONDUCTOR_AUTH_KEY": self.key_id,
+                "CONDUCTOR_AUTH_SECRET": self.key_secret}
+
+    def auth_headers(self) -> dict:
+        """``{"X-Authorization": token}`` for raw HTTP calls (the admin key's token)."""
+        if self._token is None:
+            resp = httpx.post(f"{self.url}/token", json={"keyId": self.key_id, "keySecret": self.key_secret},
+                              timeout=10)
+            resp.raise_for_status()
+            self._token = resp.json()["token"]
+        return {"X-Authorization": self._token}
+
+    def _create_key(self) -> None:
+        proc = subprocess.run([sys.executable, "manage.py", "create_access_key", "e2e-tests", "--role", "admin",
+                               "--env"], cwd=REPO_ROOT, env=self.env, capture_output=True, text=True,
+                              timeout=MIGRATE_TIMEOUT_SECONDS)
+        if proc.returncode != 0:
+            raise ServerStartError(f"manage.py create_access_key exited with {proc.returncode}:\n{proc.stderr}")
+        values = dict(line.split("=", 1) for line in proc.stdout.split())
+        self.key_id, self.key_secret = values["CONDUCTOR_AUTH_KEY"], values["CONDUCTOR_AUTH_SECRET"]
+
     def start(self) -> None:
         self._run_manage("migrate", "--noinput")
         self._run_manage("install_schedules")
+        self._create_key()
         # A port can be taken between choosing and binding it: a few attempts.
         for _attempt in range(3):
             self.port = free_port()
@@ -249,11 +281,13 @@ def conductor_url(conductor_server) -> str:
 
 @pytest.fixture
 def sdk_config(conductor_server, monkeypatch):
-    """A ``Configuration()`` built as a user builds it: from ``CONDUCTOR_SERVER_URL``."""
+    """A ``Configuration()`` built as a user builds it: from ``CONDUCTOR_SERVER_URL`` and
+    the access key in ``CONDUCTOR_AUTH_KEY`` / ``CONDUCTOR_AUTH_SECRET``."""
     from conductor.client.configuration.configuration import Configuration
 
     conductor_server.assert_alive()
-    monkeypatch.setenv("CONDUCTOR_SERVER_URL", conductor_server.url)
+    for name, value in conductor_server.sdk_env().items():
+        monkeypatch.setenv(name, value)
     return Configuration()
 
 

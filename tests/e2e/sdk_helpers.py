@@ -26,11 +26,24 @@ def running_workers(configuration: Configuration):
         handler.stop_processes()
 
 
+def auth_headers(configuration: Configuration) -> dict:
+    """``{"X-Authorization": token}`` for a raw HTTP call with the configuration's access
+    key (``{}`` when it has none)."""
+    settings = configuration.authentication_settings
+    if settings is None:
+        return {}
+    resp = httpx.post(f"{configuration.host}/token", json={"keyId": settings.key_id, "keySecret": settings.key_secret},
+                      timeout=10)
+    resp.raise_for_status()
+    return {"X-Authorization": resp.json()["token"]}
+
+
 def raw_workflow(configuration: Configuration, workflow_id: str) -> str:
     """The server's JSON for an execution, for failure messages (bypasses the SDK's
     model, which turns a response it cannot deserialize into None)."""
     try:
-        r = httpx.get(f"{configuration.host}/workflow/{workflow_id}", params={"includeTasks": "true"}, timeout=10)
+        r = httpx.get(f"{configuration.host}/workflow/{workflow_id}", params={"includeTasks": "true"},
+                      headers=auth_headers(configuration), timeout=10)
         return f"HTTP {r.status_code}: {json.dumps(r.json(), indent=1)[:6000]}"
     except (httpx.HTTPError, ValueError) as exc:
         return f"(could not read the workflow: {exc!r})"

@@ -46,7 +46,8 @@ def world(tmp_path_factory):
         server.start()
         server._run_manage("load_examples")
         with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("CONDUCTOR_SERVER_URL", server.url)
+            for name, value in server.sdk_env().items():
+                mp.setenv(name, value)
             config = Configuration()
             with running_workers(config):
                 yield server, config, OrkesClients(configuration=config), llm, shop
@@ -119,7 +120,7 @@ def test_failure_after_the_refund_is_compensated(world):
     refund_id = failed.variables["refund"]["refundId"]
     assert comp.output == {"voidedRefund": refund_id, "incident": "INC-T-1"}
     assert ("void_refund", {"refundId": refund_id, "reason": failed.reason_for_incompletion}) in shop.calls
-    body = httpx.get(f"{server.url}/workflow/{comp_id}", timeout=10).json()
+    body = httpx.get(f"{server.url}/workflow/{comp_id}", headers=server.auth_headers(), timeout=10).json()
     void = [t for t in body["tasks"] if t["referenceTaskName"] == "void_refund"]
     assert [(t["taskType"], t["status"]) for t in void] == [("CALL_MCP_TOOL", "COMPLETED")]
     assert void[0]["outputData"]["content"][0]["parsed"] == {"voided": refund_id}

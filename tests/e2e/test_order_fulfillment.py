@@ -99,9 +99,10 @@ def test_order_fulfillment_with_the_sdk(sdk_config):
         assert_order_tasks(run.tasks, "ORD-790")
 
 
-def test_example_script_runs_as_is(conductor_url):
-    """``python examples/order_fulfillment.py`` with CONDUCTOR_SERVER_URL, as the README says."""
-    env = dict(os.environ, CONDUCTOR_SERVER_URL=conductor_url)
+def test_example_script_runs_as_is(conductor_server):
+    """``python examples/order_fulfillment.py`` with CONDUCTOR_SERVER_URL (and the access
+    key's CONDUCTOR_AUTH_KEY / CONDUCTOR_AUTH_SECRET), as the README says."""
+    env = dict(os.environ, **conductor_server.sdk_env())
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)
     proc = subprocess.run([sys.executable, "examples/order_fulfillment.py"], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=180)

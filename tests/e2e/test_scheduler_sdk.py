@@ -25,15 +25,16 @@ RUNS_WANTED = 5
 WAIT_SECONDS = 90
 
 
-def _register(base: str, workflow: str, task: str) -> None:
-    r = httpx.post(f"{base}/metadata/taskdefs", json=[{"name": task, "retryCount": 0, "responseTimeoutSeconds": 60,
-                                                        "timeoutSeconds": 0, "ownerEmail": "e2e@example.com"}])
+def _register(base: str, workflow: str, task: str, headers: dict) -> None:
+    r = httpx.post(f"{base}/metadata/taskdefs", headers=headers, json=[{
+        "name": task, "retryCount": 0, "responseTimeoutSeconds": 60,
+        "timeoutSeconds": 0, "ownerEmail": "e2e@example.com"}])
     assert r.status_code == 200, r.text
     wf = {"name": workflow, "version": 1, "schemaVersion": 2, "ownerEmail": "e2e@example.com",
           "tasks": [{"name": task, "taskReferenceName": "report", "type": "SIMPLE",
                      "inputParameters": {"slot": "${workflow.input._scheduledTime}"}}],
           "outputParameters": {"slot": "${report.output.slot}"}}
-    r = httpx.post(f"{base}/metadata/workflow", json=wf)
+    r = httpx.post(f"{base}/metadata/workflow", json=wf, headers=headers)
     assert r.status_code == 200, r.text
 
 
@@ -52,7 +53,7 @@ def _work(tasks: OrkesTaskClient, task_type: str) -> int:
 def test_sdk_scheduler_client_end_to_end_under_two_clusters(conductor_server, sdk_config):
     base = conductor_server.url
     workflow, task = unique("scheduled_report"), unique("report_task")
-    _register(base, workflow, task)
+    _register(base, workflow, task, conductor_server.auth_headers())
     scheduler = OrkesSchedulerClient(sdk_config)
     tasks = OrkesTaskClient(sdk_config)
     workflows = OrkesWorkflowClient(sdk_config)

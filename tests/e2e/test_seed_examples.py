@@ -30,7 +30,7 @@ from conductor.client.workflow.executor.workflow_executor import WorkflowExecuto
 
 from examples import agent_loop, batch_processor, data_pipeline, dynamic_pipeline, parallel_enrichment
 from examples import route_by_priority
-from tests.e2e.sdk_helpers import running_workers, tasks_by_ref, wait_for_workflow
+from tests.e2e.sdk_helpers import auth_headers, running_workers, tasks_by_ref, wait_for_workflow
 
 pytestmark = [
     pytest.mark.e2e,
@@ -68,8 +68,9 @@ def wait_until_polled(config: Configuration, task_types, since_ms: int,
     (epoch ms), as ``/tasks/queue/polldata/all`` tells."""
     deadline = time.monotonic() + timeout
     missing = set(task_types)
+    headers = auth_headers(config)
     while time.monotonic() < deadline:
-        polled = httpx.get(f"{config.host}/tasks/queue/polldata/all", timeout=10).json()
+        polled = httpx.get(f"{config.host}/tasks/queue/polldata/all", headers=headers, timeout=10).json()
         missing = set(task_types) - {p["queueName"] for p in polled if (p.get("lastPollTime") or 0) >= since_ms}
         if not missing:
             return
@@ -83,7 +84,8 @@ def seed(conductor_server, tmp_path_factory):
     examples' workers running (they inherit the environment, ``PIPELINE_DB`` included)."""
     pipeline_db = tmp_path_factory.mktemp("seed-examples") / "pipeline.sqlite3"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CONDUCTOR_SERVER_URL", conductor_server.url)
+        for name, value in conductor_server.sdk_env().items():
+            mp.setenv(name, value)
         mp.setenv("PIPELINE_DB", str(pipeline_db))
         config = Configuration()
         clients = OrkesClients(configuration=config)
@@ -412,7 +414,9 @@ def test_example_scripts_run_as_is(seed, tmp_path):
     """``python examples/<name>.py`` with CONDUCTOR_SERVER_URL, all at once, as the README says.
     Each script starts its own workers; the module's are still polling too, so a slow
     start of the scripts' worker processes does not decide the outcome."""
-    env = dict(os.environ, CONDUCTOR_SERVER_URL=seed.config.host, PIPELINE_DB=str(tmp_path / "script.sqlite3"))
+    env = dict(os.environ, CONDUCTOR_SERVER_URL=seed.config.host, PIPELINE_DB=str(tmp_path / "script.sqlite3"),
+               CONDUCTOR_AUTH_KEY=seed.config.authentication_settings.key_id,
+               CONDUCTOR_AUTH_SECRET=seed.config.authentication_settings.key_secret)
     env.pop("RECORDS_API_URL", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)
     with ThreadPoolExecutor(max_workers=len(SCRIPTS)) as pool:

@@ -37,16 +37,16 @@ def two_servers(conductor_server):
         conductor_server._stop_one("daphne-second")
 
 
-def setup_runs(url: str, runs: int, **limits) -> str:
+def setup_runs(url: str, runs: int, headers: dict, **limits) -> str:
     ttype = f"limits_{uuid.uuid4().hex[:8]}"
     task_def = {"name": ttype, "retryCount": 0, "timeoutSeconds": 0, "responseTimeoutSeconds": 0,
                 "ownerEmail": "test@example.com", **limits}
-    assert httpx.post(f"{url}/metadata/taskdefs", json=[task_def]).status_code == 200
+    assert httpx.post(f"{url}/metadata/taskdefs", json=[task_def], headers=headers).status_code == 200
     wf = {"name": f"{ttype}_wf", "version": 1, "schemaVersion": 2, "ownerEmail": "test@example.com",
           "tasks": [{"name": ttype, "taskReferenceName": "t", "type": "SIMPLE"}]}
-    assert httpx.post(f"{url}/metadata/workflow", json=wf).status_code == 200
+    assert httpx.post(f"{url}/metadata/workflow", json=wf, headers=headers).status_code == 200
     for i in range(runs):
-        assert httpx.post(f"{url}/workflow/{ttype}_wf", json={"i": i}).status_code == 200
+        assert httpx.post(f"{url}/workflow/{ttype}_wf", json={"i": i}, headers=headers).status_code == 200
     return ttype
 
 
@@ -62,11 +62,12 @@ def complete(client: httpx.Client, url: str, task: dict) -> None:
     assert resp.status_code == 200, resp.text
 
 
-def test_concurrency_limit_across_two_processes(two_servers):
+def test_concurrency_limit_across_two_processes(two_servers, conductor_server):
     """concurrentExecLimit 2, 16 runs, 4 pollers on each server: a worker holds a task
     from its delivery until it sends the result, a span inside the server's IN_PROGRESS
     span, so no more than 2 are ever held at once; every run completes."""
-    ttype = setup_runs(two_servers[0], 16, concurrentExecLimit=2)
+    headers = conductor_server.auth_headers()
+    ttype = setup_runs(two_servers[0], 16, headers, concurrentExecLimit=2)
     lock = threading.Lock()
     held = [0]
     most = [0]
@@ -75,7 +76,7 @@ def test_concurrency_limit_across_two_processes(two_servers):
 
     def worker(url: str, name: str) -> None:
         try:
-            with httpx.Client(timeout=30) as client:
+            with httpx.Client(timeout=30, headers=headers) as client:
                 deadline = time.monotonic() + DEADLINE_SECONDS
                 while time.monotonic() < deadline:
                     with lock:
@@ -104,14 +105,15 @@ def test_concurrency_limit_across_two_processes(two_servers):
     assert 1 <= most[0] <= 2
 
 
-def test_rate_limit_across_two_processes(two_servers):
+def test_rate_limit_across_two_processes(two_servers, conductor_server):
     """rateLimitPerFrequency 3 per 600 s: pollers of both servers together get 3 tasks."""
-    ttype = setup_runs(two_servers[0], 10, rateLimitPerFrequency=3, rateLimitFrequencyInSeconds=600)
+    headers = conductor_server.auth_headers()
+    ttype = setup_runs(two_servers[0], 10, headers, rateLimitPerFrequency=3, rateLimitFrequencyInSeconds=600)
     got: list[str] = []
     lock = threading.Lock()
 
     def worker(url: str, name: str) -> None:
-        with httpx.Client(timeout=30) as client:
+        with httpx.Client(timeout=30, headers=headers) as client:
             for _ in range(10):
                 for task in poll(client, url, ttype, name):
                     complete(client, url, task)
@@ -124,5 +126,5 @@ def test_rate_limit_across_two_processes(two_servers):
     for t in threads:
         t.join(DEADLINE_SECONDS)
     assert len(got) == 3 and len(set(got)) == 3
-    sizes = httpx.get(f"{two_servers[1]}/tasks/queue/sizes", params={"taskType": ttype}).json()
+    sizes = httpx.get(f"{two_servers[1]}/tasks/queue/sizes", params={"taskType": ttype}, headers=headers).json()
     assert sizes == {ttype: 7}

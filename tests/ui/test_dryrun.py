@@ -145,3 +145,18 @@ def test_compare_a_failed_run_with_the_last_good_one(viewer_client):
     page = viewer_client.get(f"/execution/{bad}").content.decode()
     assert f'href="/compare?a={bad}"' in page
     assert viewer_client.get("/compare", {"a": "nope"}).status_code == 404
+
+
+# --- task search page -------------------------------------------------------------------------
+
+def test_task_search_by_type_status_and_worker(viewer_client):
+    name = register_chain()
+    wf_id = failed_at_b(name)
+    html = viewer_client.get("/tasks/", {"type": f"{name}_b", "status": "FAILED", "worker": "w"}).content.decode()
+    rows = re.findall(r'<tr data-task-id="([^"]+)">', html)
+    b = next(t for t in selectors.workflow_get(workflow_id=wf_id).tasks if t.reference_task_name == "b")
+    assert rows == [b.task_id] and "card declined" in html
+    assert f'href="/execution/{wf_id}?node=b&amp;task={b.task_id}"' in html
+    assert re.findall(r'<tr data-task-id=', viewer_client.get("/tasks/", {"type": f"{name}_b", "status": "COMPLETED"})
+                      .content.decode()) == []
+    assert len(re.findall(r'<tr data-task-id=', viewer_client.get("/tasks/", {"workflow": name}).content.decode())) == 2

@@ -100,7 +100,12 @@ def await_signal_response(workflow_id: str, *, task_refs: set[str], strategy: st
     """WorkflowSignalResponder.awaitSignalResponse: re-read ``workflow_id`` until it has
     ended or blocks (see ``signals.settled``), at most ``timeout_s`` seconds, then render
     the SignalResponse of ``strategy``; ``signalTimeout`` is true when time ran out first.
-    Nothing is locked while waiting."""
+    Nothing is locked while waiting. The wait is capped at
+    ``CONDUCTOR["MAX_SYNC_WAIT_SECONDS"]`` (30 s by default): a request cannot hold a server
+    thread, or a stopping server, longer than that whatever ``waitForSeconds`` says."""
+    from django.conf import settings
+
+    timeout_s = min(timeout_s, float(settings.CONDUCTOR.get("MAX_SYNC_WAIT_SECONDS", 30)))
     deadline = time.monotonic() + timeout_s
     while True:
         wf = selectors.workflow_get(workflow_id=workflow_id)

@@ -22,6 +22,15 @@ from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
 
+def max_iterations() -> int:
+    """Iterations a DO_WHILE may run (``CONDUCTOR["DO_WHILE_MAX_ITERATIONS"]``): a loop
+    whose condition still holds after that many fails with a reason instead of running (or
+    sitting RUNNING) forever."""
+    from django.conf import settings
+
+    return int(settings.CONDUCTOR.get("DO_WHILE_MAX_ITERATIONS", 1000))
+
+
 @register
 class DoWhile(TaskType):
     type_name = "DO_WHILE"
@@ -168,6 +177,12 @@ class DoWhile(TaskType):
             task.reason_for_incompletion = f"Unable to evaluate condition {condition}, exception {exc}"
             return self._done(d, task, "FAILED_WITH_TERMINAL_ERROR")
         if go_on:
+            cap = max_iterations()
+            if counter >= cap:
+                task.reason_for_incompletion = (
+                    f"DO_WHILE {loop_ref} reached the limit of {cap} iterations with its loopCondition still true "
+                    "(CONDUCTOR_DO_WHILE_MAX_ITERATIONS)")
+                return self._done(d, task, "FAILED_WITH_TERMINAL_ERROR")
             self._start_iteration(d, task, counter + 1, items)
             return True
         return self._done(d, task, "COMPLETED")

@@ -7,10 +7,8 @@ tasks of Conductor (conductor-reference §5).
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 
-import jq
-
+from apps.engine import jq_sandbox
 from apps.engine.decider import TerminateWorkflow
 from apps.engine.evaluators import EvaluationError, UnknownEvaluator, evaluate, evaluate_js
 from apps.engine.state import TaskState
@@ -18,6 +16,13 @@ from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
 MAX_VARIABLES_BYTES = 256 * 1024
+
+
+def jq_time_limit() -> float:
+    """Seconds a JSON_JQ_TRANSFORM program may run (``CONDUCTOR["JQ_TIME_LIMIT_SECONDS"]``)."""
+    from django.conf import settings
+
+    return float(settings.CONDUCTOR.get("JQ_TIME_LIMIT_SECONDS", jq_sandbox.DEFAULT_TIME_LIMIT_SECONDS))
 
 
 def finish(d, task: TaskState, status: str, output: dict | None = None, reason: str | None = None) -> None:
@@ -140,16 +145,13 @@ class Lambda(SystemTask):
         finish(d, task, "COMPLETED", output={"result": result})
 
 
-@lru_cache(maxsize=512)
-def _jq_program(expression: str):
-    return jq.compile(expression)
-
-
 @register
 class JsonJqTransform(SystemTask):
     """Apply the jq ``queryExpression`` to the whole resolved input; output
     ``{"result": first value or null, "resultList": all values}``; errors fail the task
-    with ``output.error``."""
+    with ``output.error``. The program runs in a helper process (``jq_sandbox``) bounded by
+    ``CONDUCTOR["JQ_TIME_LIMIT_SECONDS"]``: a runaway program fails its own task and
+    holds nothing else up."""
 
     type_name = "JSON_JQ_TRANSFORM"
 
@@ -159,8 +161,8 @@ class JsonJqTransform(SystemTask):
             finish(d, task, "FAILED", reason="Missing 'queryExpression' in input parameters")
             return
         try:
-            results = _jq_program(expression).input_value(task.input_data).all()
-        except ValueError as exc:
+            results = jq_sandbox.evaluate(expression, task.input_data, jq_time_limit())
+        except jq_sandbox.JqError as exc:
             message = str(exc)
             finish(d, task, "FAILED", output={"error": message}, reason=message)
             return

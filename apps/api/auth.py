@@ -1,0 +1,174 @@
+"""API authentication as the Conductor/Orkes SDKs speak it.
+
+* ``POST /api/token`` with ``{"keyId", "keySecret"}`` (an ``AccessKey``) answers
+  ``{"token": JWT}``; the SDKs then send ``X-Authorization: <token>`` on every call and
+  renew the token before ``CONDUCTOR["API_TOKEN_TTL_SECONDS"]`` (the Python SDK renews
+  every 45 minutes by default, so the TTL is one hour).
+* A missing, malformed or forged token answers 401 ``{"error": "INVALID_TOKEN"}``, an
+  expired one 401 ``{"error": "EXPIRED_TOKEN"}`` (what the SDKs read to renew and retry),
+  beside Conductor's error body; a role too weak for the call answers 403.
+* Roles (``models.ROLES``, each including the ones before it): read-only (every GET but
+  polls), worker (polls and task updates), operator (starts and lifecycle actions), admin
+  (definitions and event handlers).
+
+Auth is on unless ``CONDUCTOR_API_AUTH=off`` (``settings.CONDUCTOR["API_AUTH"]``);
+``/api/health`` and ``/api/health/ready`` stay open. When auth is off, ``/api/token`` answers 404, which the SDKs
+read as "open server" (Conductor OSS) and stop sending credentials.
+The checks run in front of every /api path: ``ApiAuthMiddleware`` for Django and the ASGI
+fast path (``apps/api/fastpath.py``) call ``authorize`` alike.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass
+
+import jwt
+from django.conf import settings
+from django.utils import timezone
+
+from apps.core.errors import ConductorError, NotFound
+
+ALGORITHM = "HS256"
+ISSUER = "conductor-web"
+OPEN_PATHS = frozenset({"/api/health", "/api/health/ready", "/api/token"})
+# A revoked key or a changed role takes effect within this many seconds.
+KEY_CACHE_SECONDS = 5.0
+
+_WORKER_WRITES = re.compile(r"^/api/tasks(/update-v2|/[^/]+/log|/[^/]+/[^/]+/[^/]+(/sync)?)?$")
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+_SCHEDULE_SWITCH = re.compile(r"^/api/scheduler/schedules/[^/]+/(pause|resume)$")
+
+
+class Unauthorized(ConductorError):
+    """401 with ``error`` = ``INVALID_TOKEN`` or ``EXPIRED_TOKEN`` (read by the SDKs)."""
+
+    status = 401
+
+    def __init__(self, message: str, error_code: str = "INVALID_TOKEN"):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class Forbidden(ConductorError):
+    """403: the application's role does not allow this call."""
+
+    status = 403
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the access key's id, its application name and role."""
+
+    key_id: str
+    name: str
+    role: str
+
+
+def enabled() -> bool:
+    """Whether /api requires a token (``settings.CONDUCTOR["API_AUTH"]``)."""
+    return bool(settings.CONDUCTOR.get("API_AUTH", True))
+
+
+def required_role(method: str, path: str) -> str:
+    """The weakest role that may call ``method path`` (path with its ``/api`` prefix)."""
+    from apps.api.models import ROLE_ADMIN, ROLE_OPERATOR, ROLE_READ_ONLY, ROLE_WORKER
+
+    if path.startswith("/api/tasks/poll"):
+        return ROLE_WORKER
+    if path.startswith("/api/scheduler/admin/"):  # GETs that stop all firing or requeue
+        return ROLE_ADMIN
+    if _SCHEDULE_SWITCH.match(path):  # pause/resume answer GET too (the Orkes dialect)
+        return ROLE_OPERATOR
+    if method in _READS:
+        return ROLE_READ_ONLY
+    if _WORKER_WRITES.match(path) and not path.startswith(("/api/tasks/queue/", "/api/tasks/search")):
+        return ROLE_WORKER
+    if path.startswith(("/api/metadata", "/api/event")):
+        return ROLE_ADMIN
+    return ROLE_OPERATOR
+
+
+def _allows(role: str, needed: str) -> bool:
+    from apps.api.models import ROLES
+
+    return role in ROLES and ROLES.index(role) >= ROLES.index(needed)
+
+
+def issue_token(key_id, key_secret) -> str:
+    """A signed JWT for an active key whose secret matches; records its last use.
+    Errors: Unauthorized (401) for an unknown, revoked or wrong key; NotFound (404) when
+    auth is off (the SDKs then run without credentials)."""
+    from apps.api.models import AccessKey
+
+    if not enabled():
+        raise NotFound("Authentication is turned off on this server")
+    if not isinstance(key_id, str) or not isinstance(key_secret, str) or not key_id or not key_secret:
+        raise Unauthorized("keyId and keySecret are required")
+    key = AccessKey.objects.filter(pk=key_id, active=True).first()
+    if key is None or not key.check_secret(key_secret):
+        raise Unauthorized("Invalid keyId or keySecret")
+    AccessKey.objects.filter(pk=key_id).update(last_used_at=timezone.now())
+    now = int(time.time())
+    ttl = int(settings.CONDUCTOR.get("API_TOKEN_TTL_SECONDS", 3600))
+    claims = {"sub": key.key_id, "name": key.name, "iss": ISSUER, "iat": now, "exp": now + ttl}
+    return jwt.encode(claims, settings.SECRET_KEY, algorithm=ALGORITHM)
+
+
+_cache: dict[str, tuple[float, Principal | None]] = {}
+_cache_lock = threading.Lock()
+
+
+def _principal_of_key(key_id: str) -> Principal | None:
+    """The active key's principal (cached ``KEY_CACHE_SECONDS``), or None if revoked/gone."""
+    from apps.api.models import AccessKey
+
+    now = time.monotonic()
+    with _cache_lock:
+        hit = _cache.get(key_id)
+    if hit and now - hit[0] < KEY_CACHE_SECONDS:
+        return hit[1]
+    row = AccessKey.objects.filter(pk=key_id, active=True).values("name", "role").first()
+    principal = Principal(key_id, row["name"], row["role"]) if row else None
+    with _cache_lock:
+        _cache[key_id] = (now, principal)
+    return principal
+
+
+def forget_cached_keys() -> None:
+    """Drop the key cache (a key revoked in this process takes effect at once)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def principal_for_token(token: str | None) -> Principal:
+    """The caller of a token. Errors: Unauthorized INVALID_TOKEN (missing, malformed,
+    forged, revoked key) or EXPIRED_TOKEN."""
+    if not token:
+        raise Unauthorized("Missing X-Authorization header with a token from POST /api/token")
+    try:
+        claims = jwt.decode(token, settings.SECRET_KEY, algorithms=[ALGORITHM], issuer=ISSUER,
+                            options={"require": ["exp", "sub"]})
+    except jwt.ExpiredSignatureError:
+        raise Unauthorized("Token expired", "EXPIRED_TOKEN") from None
+    except jwt.PyJWTError:
+        raise Unauthorized("Invalid token") from None
+    principal = _principal_of_key(str(claims["sub"]))
+    if principal is None:
+        raise Unauthorized("The access key of this token was revoked")
+    return principal
+
+
+def authorize(method: str, path: str, token: str | None) -> Principal | None:
+    """Check one /api request: None when auth is off or the path is open, the caller's
+    Principal otherwise. Errors: Unauthorized (401), Forbidden (403). May read the
+    database (once per key per ``KEY_CACHE_SECONDS``)."""
+    if not enabled() or path in OPEN_PATHS or not path.startswith("/api/"):
+        return None
+    principal = principal_for_token(token)
+    needed = required_role(method, path)
+    if not _allows(principal.role, needed):
+        raise Forbidden(f"Application {principal.name} ({principal.role}) may not {method} {path}: "
+                        f"it needs the {needed} role")
+    return principal

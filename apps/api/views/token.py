@@ -1,0 +1,33 @@
+"""``POST /api/token`` (an access key for a JWT) and ``GET /api/token/userInfo``, as the
+Orkes Conductor server answers the SDKs (see ``apps.api.auth``)."""
+from __future__ import annotations
+
+from rest_framework.response import Response
+
+from apps.api import auth
+from apps.api.parsers import require_json
+from apps.api.views.base import ConductorApi
+from apps.core.errors import InvalidInput
+
+
+class TokenApi(ConductorApi):
+    """``POST /api/token`` with ``{"keyId", "keySecret"}`` -> ``{"token"}``; 401 for a bad
+    key, 404 when auth is off."""
+
+    def post(self, request):
+        body = require_json(request.data)
+        if not isinstance(body, dict):
+            raise InvalidInput("The request body must be {\"keyId\": ..., \"keySecret\": ...}")
+        return Response({"token": auth.issue_token(body.get("keyId"), body.get("keySecret"))})
+
+
+class UserInfoApi(ConductorApi):
+    """``GET /api/token/userInfo`` -> the calling application as a ConductorUser:
+    ``{id, name, uuid, applicationUser: true, roles: [{name}]}``."""
+
+    def get(self, request):
+        principal = getattr(request, "api_principal", None)
+        if principal is None:
+            raise auth.Unauthorized("No caller: authentication is off or no token was sent")
+        return Response({"id": principal.key_id, "uuid": principal.key_id, "name": principal.name,
+                         "applicationUser": True, "roles": [{"name": principal.role.upper()}]})
