@@ -11,7 +11,7 @@ The condition is JavaScript over ``$`` = the loop's resolved input, plus ``$.<lo
 the loop's output and ``$.<bodyRef>`` = each body task's latest output (references without
 suffix). A failed body task (after its retries) fails the loop; a condition error is
 FAILED_WITH_TERMINAL_ERROR ``Unable to evaluate condition %s, exception %s``.
-Source: DoWhile / DoWhileTaskMapper (conductor-reference §5; cases 01, 03, 04).
+Source: DoWhile / DoWhileTaskMapper (docs/conductor-notes.md §5; cases 01, 03, 04).
 """
 from __future__ import annotations
 
