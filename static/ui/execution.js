@@ -727,6 +727,9 @@
     });
   });
 
+  // the tab in the URL shows at once; the task panel and iterations wait for the first snapshot
+  if (TABS.indexOf(initial.get("tab")) >= 0) { showTab(initial.get("tab"), true); }
+
   // the canvas fills the window below its top, so it ends above the fold
   function sizeGraph() {
     var el = $("graph");
