@@ -44,6 +44,7 @@ _last_check = 0
 
 
 def due_exists(now: int | None = None) -> bool:
+    """Whether a PENDING row is due at ``now`` (epoch ms; default the engine clock)."""
     now = now_ms() if now is None else now
     return Notification.objects.filter(state="PENDING", next_attempt_at__lte=now).exists()
 
