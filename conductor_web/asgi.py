@@ -15,7 +15,7 @@ from apps.ui.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # the worker protocol (poll, update) and starts skip Django's single sync thread
+        # the worker protocol (poll, update) and starts skip Django's middleware and DRF
         "http": worker_fast_path(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -208,6 +208,24 @@ CONDUCTOR = {
     "SWEEPER_LOOP_SECONDS": envint("CONDUCTOR_SWEEPER_LOOP_SECONDS", 5),
     # Upper bound of a long poll (ms); Conductor refuses more than 5000.
     "MAX_LONG_POLL_MS": 5000,
+    # A waiting long poll is woken at once by a commit in its own process; tasks queued by
+    # other processes (the cluster, other servers) are seen by a re-read this often (ms).
+    "LONG_POLL_RECHECK_MS": envint("CONDUCTOR_LONG_POLL_RECHECK_MS", 50),
+    # A domain of taskToDomain counts as active when a worker polled it within this (ms;
+    # Conductor's activeWorkerLastPollTimeout).
+    "ACTIVE_WORKER_WINDOW_MS": envint("CONDUCTOR_ACTIVE_WORKER_WINDOW_MS", 10_000),
+    # The sweeper claims a due execution for this long (ms) before deciding it: a sweeper
+    # killed mid-batch delays the executions it had claimed by this much. A decide that
+    # outlasts it is harmless (deciding takes the workflow's row lock).
+    "SWEEPER_DECIDE_LEASE_MS": envint("CONDUCTOR_SWEEPER_DECIDE_LEASE_MS", 5_000),
+    # Event messages: a claim holds a message this long (ms); claims before transient
+    # failures are recorded FAILED; delay (ms, times attempts) before a message that failed
+    # transiently is claimable again; the event sweep leaves younger messages (ms) to the
+    # job enqueued for them.
+    "EVENT_MESSAGE_LEASE_MS": envint("CONDUCTOR_EVENT_MESSAGE_LEASE_MS", 60_000),
+    "EVENT_MESSAGE_MAX_ATTEMPTS": envint("CONDUCTOR_EVENT_MESSAGE_MAX_ATTEMPTS", 5),
+    "EVENT_MESSAGE_RETRY_DELAY_MS": envint("CONDUCTOR_EVENT_MESSAGE_RETRY_DELAY_MS", 2_000),
+    "EVENT_SWEEP_GRACE_MS": envint("CONDUCTOR_EVENT_SWEEP_GRACE_MS", 5_000),
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
     "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
     # API authentication (apps/api/auth.py): on unless CONDUCTOR_API_AUTH=off. `make run`

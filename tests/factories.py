@@ -128,7 +128,7 @@ def start_task(task, now: int, worker_id: str = "worker-1") -> None:
 
 
 def finish(task, status: str, now: int, output: dict | None = None, reason: str | None = None) -> None:
-    """What a worker's terminal TaskResult does to a task (executor._apply_result)."""
+    """What a worker's terminal TaskResult does to a task (executor.task_update)."""
     task.status = status
     task.output_data = output or {}
     task.reason_for_incompletion = reason

@@ -3,7 +3,7 @@
 Conductor clients send ``Accept: text/plain`` where the answer is an id (start, rerun,
 update by ref) and ``application/json`` or ``*/*`` elsewhere; the views choose their
 content type themselves (``text/plain`` ids, JSON bodies), so DRF must not answer 406
-before the view runs. Source: sdk-notes §1 (the SDK ignores the response Content-Type).
+before the view runs. The SDKs ignore the response Content-Type.
 """
 from __future__ import annotations
 

@@ -413,8 +413,6 @@ def _cmd_task_queues(c: Client, a) -> int:
     return 0
 
 
-# --- parser ----------------------------------------------------------------------------------------
-
 # --- schedule commands ----------------------------------------------------------------------------
 
 def _each_schedule(names: list[str], action, result: str) -> int:
@@ -475,6 +473,25 @@ def _cmd_schedule_executions(c: Client, a) -> int:
     return 0
 
 
+# --- parser ----------------------------------------------------------------------------------------
+
+def _group(groups, name: str, help_text: str):
+    """Add the command group ``name`` (``conductor <name> COMMAND``); returns its
+    sub-command collection."""
+    commands = groups.add_parser(name, help=help_text).add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    return commands
+
+
+def _on_ids(commands, name: str, help_text: str, func) -> argparse.ArgumentParser:
+    """Add the sub-command ``name`` over one or more execution ids (``ID...``) run by
+    ``func``; returns its parser for further options."""
+    s = commands.add_parser(name, help=help_text)
+    s.add_argument("ids", nargs="+", metavar="ID")
+    s.set_defaults(func=func)
+    return s
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every command (see the module doc)."""
     p = argparse.ArgumentParser(prog="conductor", description="Operate a Conductor server over its REST API.")
@@ -484,9 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups = p.add_subparsers(dest="group", metavar="{workflow,taskDef,task,schedule}")
     groups.required = True
 
-    wf = groups.add_parser("workflow", help="workflow definitions and executions")
-    w = wf.add_subparsers(dest="command", metavar="COMMAND")
-    w.required = True
+    w = _group(groups, "workflow", "workflow definitions and executions")
 
     s = w.add_parser("create", help="register a WorkflowDef from a JSON file")
     s.add_argument("file")
@@ -505,14 +520,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--wait-seconds", type=int, default=None, help="with --sync: seconds to wait (server default 10)")
     s.set_defaults(func=_cmd_workflow_start)
 
-    s = w.add_parser("get-execution", help="show executions")
-    s.add_argument("ids", nargs="+", metavar="ID")
+    s = _on_ids(w, "get-execution", "show executions", _cmd_workflow_get_execution)
     s.add_argument("-c", "--complete", action="store_true", help="include tasks and the definition")
-    s.set_defaults(func=_cmd_workflow_get_execution)
 
-    s = w.add_parser("status", help="status, output and variables of executions")
-    s.add_argument("ids", nargs="+", metavar="ID")
-    s.set_defaults(func=_cmd_workflow_status)
+    _on_ids(w, "status", "status, output and variables of executions", _cmd_workflow_status)
 
     s = w.add_parser("search", help="search executions (newest first)")
     s.add_argument("text", nargs="?", help="free text (default *)")
@@ -528,15 +539,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sort", default="startTime:DESC", help="sort, e.g. startTime:DESC (default)")
     s.set_defaults(func=_cmd_workflow_search)
 
-    s = w.add_parser("retry", help="retry the failed tasks of terminal executions")
-    s.add_argument("ids", nargs="+", metavar="ID")
+    s = _on_ids(w, "retry", "retry the failed tasks of terminal executions", _cmd_workflow_retry)
     s.add_argument("--resume-subworkflow-tasks", action="store_true")
-    s.set_defaults(func=_cmd_workflow_retry)
 
-    s = w.add_parser("restart", help="restart terminal executions from the beginning")
-    s.add_argument("ids", nargs="+", metavar="ID")
+    s = _on_ids(w, "restart", "restart terminal executions from the beginning", _cmd_workflow_restart)
     s.add_argument("--use-latest", action="store_true", help="use the latest workflow and task definitions")
-    s.set_defaults(func=_cmd_workflow_restart)
 
     s = w.add_parser("rerun", help="re-run an execution, optionally from one task")
     s.add_argument("id", metavar="ID")
@@ -546,28 +553,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--correlation-id", help="new correlation id")
     s.set_defaults(func=_cmd_workflow_rerun)
 
-    s = w.add_parser("terminate", help="terminate executions")
-    s.add_argument("ids", nargs="+", metavar="ID")
+    s = _on_ids(w, "terminate", "terminate executions", _cmd_workflow_terminate)
     s.add_argument("--reason", help="reason recorded on the execution")
     s.add_argument("--trigger-failure-workflow", action="store_true", help="start the failureWorkflow")
-    s.set_defaults(func=_cmd_workflow_terminate)
 
-    s = w.add_parser("pause", help="pause executions")
-    s.add_argument("ids", nargs="+", metavar="ID")
-    s.set_defaults(func=_cmd_workflow_pause)
+    _on_ids(w, "pause", "pause executions", _cmd_workflow_pause)
 
-    s = w.add_parser("resume", help="resume paused executions")
-    s.add_argument("ids", nargs="+", metavar="ID")
-    s.set_defaults(func=_cmd_workflow_resume)
+    _on_ids(w, "resume", "resume paused executions", _cmd_workflow_resume)
 
-    s = w.add_parser("delete-execution", help="remove executions")
-    s.add_argument("ids", nargs="+", metavar="ID")
+    s = _on_ids(w, "delete-execution", "remove executions", _cmd_workflow_delete_execution)
     s.add_argument("-a", "--archive", action="store_true", help="archive (only terminal executions)")
-    s.set_defaults(func=_cmd_workflow_delete_execution)
 
-    td = groups.add_parser("taskDef", help="task definitions")
-    t = td.add_subparsers(dest="command", metavar="COMMAND")
-    t.required = True
+    t = _group(groups, "taskDef", "task definitions")
     s = t.add_parser("list", help="all TaskDefs")
     s.set_defaults(func=_cmd_taskdef_list)
     s = t.add_parser("get", help="one TaskDef")
@@ -577,9 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.set_defaults(func=_cmd_taskdef_create)
 
-    tk = groups.add_parser("task", help="task executions and queues")
-    t = tk.add_subparsers(dest="command", metavar="COMMAND")
-    t.required = True
+    t = _group(groups, "task", "task executions and queues")
     s = t.add_parser("list", help="tasks of an execution (-w), else a task search")
     s.add_argument("-w", "--workflow-id", help="execution whose tasks to list")
     s.add_argument("-s", "--status", help="status(es), comma separated")
@@ -592,9 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = t.add_parser("queues", help="size of every task queue")
     s.set_defaults(func=_cmd_task_queues)
 
-    sc = groups.add_parser("schedule", help="workflow schedules (/api/scheduler)")
-    t = sc.add_subparsers(dest="command", metavar="COMMAND")
-    t.required = True
+    t = _group(groups, "schedule", "workflow schedules (/api/scheduler)")
     s = t.add_parser("list", help="all schedules, or those of one workflow")
     s.add_argument("-w", "--workflow", help="workflow name")
     s.set_defaults(func=_cmd_schedule_list)

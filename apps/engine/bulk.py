@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apps.core.errors import ConductorError, InvalidInput, validation_failed
-from apps.engine import executor, selectors
+from apps.engine import executor, recovery, selectors
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +65,10 @@ def _operation(action: str, kwargs: dict) -> Callable[[str], Any]:
         return lambda wid: executor.workflow_resume(workflow_id=wid)
     if action == "restart":
         use_latest = bool(kwargs.get("use_latest_definitions", False))
-        return lambda wid: executor.workflow_restart(workflow_id=wid, use_latest_definitions=use_latest)
+        return lambda wid: recovery.workflow_restart(workflow_id=wid, use_latest_definitions=use_latest)
     if action == "retry":
         resume_sub = bool(kwargs.get("resume_subworkflow_tasks", False))
-        return lambda wid: executor.workflow_retry(workflow_id=wid, resume_subworkflow_tasks=resume_sub)
+        return lambda wid: recovery.workflow_retry(workflow_id=wid, resume_subworkflow_tasks=resume_sub)
     if action == "terminate":
         reason = kwargs.get("reason")
         trigger = bool(kwargs.get("trigger_failure_workflow", False))
@@ -111,8 +111,8 @@ def bulk_action(action: str, workflow_ids: list[str], **kwargs: Any) -> dict:
     parameters):
 
     * ``pause`` / ``resume``: ``executor.workflow_pause`` / ``workflow_resume``.
-    * ``restart``: ``use_latest_definitions=False`` -> ``executor.workflow_restart``.
-    * ``retry``: ``resume_subworkflow_tasks=False`` -> ``executor.workflow_retry``
+    * ``restart``: ``use_latest_definitions=False`` -> ``recovery.workflow_restart``.
+    * ``retry``: ``resume_subworkflow_tasks=False`` -> ``recovery.workflow_retry``
       (the REST bulk retry always passes False, as Conductor does).
     * ``terminate``: ``reason=None``, ``trigger_failure_workflow=False`` ->
       ``executor.workflow_terminate``.

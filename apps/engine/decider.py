@@ -4,69 +4,31 @@
 runs synchronous system tasks, applies retries and timeouts, completes or ends the
 workflow) and returns a ``DeciderOutcome`` naming what changed, so that
 ``apps.engine.executor`` can persist it in the same transaction. No ORM, no clock (time
-is an argument), no HTTP, no django-q2 in here: side effects the executor must perform
+is an argument), no randomness (task ids and the retry jitter come from the ``new_id``
+and ``rng`` arguments), no process environment (``env``) or settings (``config``), no HTTP, no django-q2 in here: side effects the executor must perform
 (start a sub-workflow, run an async system task, notify a parent) are returned as
 ``actions``.
 
 Source: Conductor ``DeciderService.decide`` / ``WorkflowExecutorOps.decide`` (the loop
-that re-decides while synchronous system tasks change state), conductor-reference §4 and §6.
+that re-decides while synchronous system tasks change state), docs/conductor-notes.md §4 and §6.
 """
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from random import Random
 from typing import Any
 
-from apps.core.ids import new_id
 from apps.engine import limits, params
 from apps.engine.blueprint import Blueprint
+from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
-from apps.engine.state import BUILT_IN_TYPES, RETRIABLE_TASK, TERMINAL_TASK, TaskState, WorkflowState
+from apps.engine.state import BUILT_IN_TYPES, TaskState, WorkflowState
+from apps.engine.status import RETRIABLE_TASK, TERMINAL_TASK
+from apps.engine.task_types import get_type
 
 # Rounds of the decide loop before giving up for this call (a sync system task loop that
 # never settles); the sweeper decides again later.
 MAX_ROUNDS = 1000
-DEFAULT_REPAIR_MS = 30_000
-
-
-class TerminateWorkflow(Exception):
-    """Raised inside the decider to end the workflow (Conductor's TerminateWorkflowException).
-
-    ``status`` is the workflow status to set (FAILED, TIMED_OUT, TERMINATED, COMPLETED);
-    ``task`` the task that caused it, if any.
-    """
-
-    def __init__(self, reason: str, status: str = "FAILED", task: TaskState | None = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-        self.task = task
-
-
-@dataclass(slots=True)
-class Action:
-    """A side effect for the executor. ``kind`` is one of:
-    ``start_sub_workflow`` (task), ``terminate_sub_workflow`` (task, reason),
-    ``run_system_task`` (task: an async system task to run in the cluster),
-    ``start_failure_workflow`` (reason), ``notify_parent`` (workflow ended),
-    ``start_workflow`` (task: START_WORKFLOW), ``publish_event`` (task)."""
-
-    kind: str
-    task: TaskState | None = None
-    data: dict = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class DeciderOutcome:
-    """What one decide changed. ``new_tasks`` are to insert, ``updated_tasks`` to update
-    (keyed by task_id), ``workflow_changed`` says the workflow row must be written."""
-
-    new_tasks: list[TaskState] = field(default_factory=list)
-    updated_tasks: dict[str, TaskState] = field(default_factory=dict)
-    removed_task_ids: list[str] = field(default_factory=list)
-    workflow_changed: bool = False
-    actions: list[Action] = field(default_factory=list)
 
 
 TaskDefLookup = Callable[[str], "dict | None"]
@@ -80,13 +42,18 @@ class Decider:
     """One decide over one workflow state. Task types call back into it (see
     ``apps.engine.task_types.base.TaskType``)."""
 
-    def __init__(self, wf: WorkflowState, *, now_ms: int, task_def_lookup: TaskDefLookup | None = None,
-                 rng: random.Random | None = None, domain_selector: Callable[[str, list[str]], str | None] | None = None):
+    def __init__(self, wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
+                 task_def_lookup: TaskDefLookup | None = None,
+                 domain_selector: Callable[[str, list[str]], str | None] | None = None,
+                 env: Mapping[str, str] | None = None, config: Mapping | None = None):
         self.wf = wf
+        self.env = env if env is not None else {}
+        self.config = config if config is not None else {}
         self.now = now_ms
+        self.new_id = new_id
         self.blueprint = Blueprint(wf.definition)
         self.task_def_lookup = task_def_lookup or _no_task_def
-        self.rng = rng or random.Random()
+        self.rng = rng
         self.domain_selector = domain_selector
         self.outcome = DeciderOutcome()
         self._new_ids: set[str] = set()
@@ -103,8 +70,6 @@ class Decider:
 
     def get_type(self, type_name: str):
         """The task type object for a type string (see apps.engine.task_types)."""
-        from apps.engine.task_types import get_type
-
         return get_type(type_name)
 
     def remove_task(self, task: TaskState) -> None:
@@ -120,7 +85,7 @@ class Decider:
         self.outcome.actions.append(Action(kind, task, data))
 
     def document(self) -> params.Document:
-        return params.Document(self.wf)
+        return params.Document(self.wf, self.env)
 
     # --- definitions --------------------------------------------------------------------
 
@@ -155,11 +120,12 @@ class Decider:
 
         ``input_data`` defaults to the resolved ``inputParameters``. Times are ``now``.
         """
-        task_id = new_id()
+        task_id = self.new_id()
         task_def = task_def if task_def is not None else self.task_def_of(workflow_task)
         if input_data is None:
             input_data = params.resolve_task_input(workflow_task.get("inputParameters") or {}, self.wf,
-                                                   task_def=task_def, task_id=task_id, doc=doc)
+                                                   task_def=task_def, task_id=task_id,
+                                                   doc=doc if doc is not None else self.document())
         ttype = task_type or workflow_task.get("type") or "SIMPLE"
         task = TaskState(
             task_id=task_id,
@@ -186,8 +152,6 @@ class Decider:
     def tasks_to_schedule(self, workflow_task: dict, retry_count: int = 0) -> list[TaskState]:
         """Map one WorkflowTask to the task executions it creates (Conductor's TaskMapper
         for its type), skipping references already present in the workflow."""
-        from apps.engine.task_types import get_type
-
         mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
         existing = {t.reference_task_name for t in self.wf.tasks}
         return [t for t in mapped if t.reference_task_name not in existing]
@@ -196,8 +160,6 @@ class Decider:
         """Add new tasks to the workflow (assigning ``seq``) and start them: worker tasks
         become pollable, synchronous system tasks run their ``start``, async system tasks
         are handed to the cluster."""
-        from apps.engine.task_types import get_type
-
         seq = max((t.seq for t in self.wf.tasks), default=0)
         for task in tasks:
             if any(t.reference_task_name == task.reference_task_name and not t.retried and t.task_id != task.task_id
@@ -256,8 +218,6 @@ class Decider:
 
     def next_tasks_after(self, task: TaskState) -> list[TaskState]:
         """Tasks to schedule after a finished task (Conductor's DeciderService.getNextTask)."""
-        from apps.engine.task_types import get_type
-
         ref = params.definition_ref(task)
         workflow_task = self.workflow_task_of(task)
         if workflow_task.get("type") == "TERMINATE" or task.task_type == "TERMINATE":
@@ -282,8 +242,6 @@ class Decider:
         """Map a WorkflowTask inside a DO_WHILE body: every new task gets the loop scope
         ``suffix`` (``__N``, or ``__M__N`` in nested loops) appended to its reference and
         ``iteration`` N (Conductor's filterNextLoopOverTasks / appendIteration)."""
-        from apps.engine.task_types import get_type
-
         mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
         existing = {t.reference_task_name for t in self.wf.tasks}
         out = []
@@ -318,13 +276,11 @@ class Decider:
                 self._rounds_exhausted = True
         except TerminateWorkflow as exc:
             self.end_workflow(exc.status, exc.reason, exc.task)
-        self._set_next_decide_at()
+        self.set_next_decide_at()
         return self.outcome
 
     def _decide_once(self) -> bool:
         """One pass of DeciderService.decide; returns whether anything changed."""
-        from apps.engine.task_types import get_type
-
         wf = self.wf
         self._check_workflow_timeout()
         if wf.status == "PAUSED":
@@ -413,6 +369,24 @@ class Decider:
 
     # --- retries and timeouts -----------------------------------------------------------
 
+    def new_attempt(self, task: TaskState, workflow_task: dict, task_def: dict | None = None) -> TaskState:
+        """The next attempt of ``task`` (the one place a retry attempt is built): same type,
+        reference, iteration and TaskDef name, ``retryCount`` + 1, ``retriedTaskId`` and
+        ``firstScheduledTime`` carried over; ``task`` is marked ``retried``. Used by
+        ``retry`` (automatic retries) and by the operator's workflow retry."""
+        attempt = self.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
+                                reference_task_name=task.reference_task_name, task_def=task_def,
+                                store_workflow_task=bool(task.workflow_task))
+        if task.workflow_task:
+            attempt.workflow_task = task.workflow_task
+        attempt.iteration = task.iteration
+        attempt.task_def_name = task.task_def_name
+        attempt.retried_task_id = task.task_id
+        attempt.first_scheduled_time = task.first_scheduled_time or task.scheduled_time
+        task.retried = True
+        self.touch(task)
+        return attempt
+
     def retry(self, task: TaskState, task_def: dict | None, workflow_task: dict) -> TaskState | None:
         """A new attempt of a failed task, or None when the task is optional and out of
         retries. Raises TerminateWorkflow when the workflow must end.
@@ -437,23 +411,14 @@ class Decider:
                 f"(elapsed {(self.now - first) // 1000} seconds across all attempts). No further retries will be attempted.",
                 "TIMED_OUT" if task.status == "TIMED_OUT" else "FAILED", task)
         delay = retry_delay_ms(task_def, task.retry_count, self.rng)
-        retry = self.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
-                              reference_task_name=task.reference_task_name, task_def=task_def,
-                              store_workflow_task=bool(task.workflow_task))
-        if task.workflow_task:
-            retry.workflow_task = task.workflow_task
-        retry.iteration = task.iteration
-        retry.task_def_name = task.task_def_name
-        retry.retried_task_id = task.task_id
-        retry.first_scheduled_time = task.first_scheduled_time or task.scheduled_time
+        retry = self.new_attempt(task, workflow_task, task_def)
         retry.start_delay_seconds = delay // 1000
         retry.callback_after_seconds = delay // 1000
         retry.input_data = params.resolve_task_input(workflow_task.get("inputParameters") or {}, self.wf,
-                                                     task_def=task_def, task_id=retry.task_id) \
+                                                     task_def=task_def, task_id=retry.task_id,
+                                                     doc=self.document()) \
             if workflow_task.get("inputParameters") is not None else dict(task.input_data)
         retry.visible_at = self.now + delay  # the queue hides it until then
-        task.retried = True
-        self.touch(task)
         return retry
 
     def _check_timeouts(self, task: TaskState, task_def: dict) -> bool:
@@ -487,8 +452,6 @@ class Decider:
                     return True
         response_timeout = int(task_def.get("responseTimeoutSeconds") or 0)
         if response_timeout > 0 and task.status == "IN_PROGRESS" and not self.workflow_task_of(task).get("asyncComplete"):
-            from apps.engine.task_types import get_type
-
             if get_type(task.task_type).is_worker:
                 silent = self.now - task.update_time
                 if silent >= (response_timeout + task.callback_after_seconds) * 1000:
@@ -561,8 +524,6 @@ class Decider:
         return True
 
     def _continues(self, task: TaskState) -> bool:
-        from apps.engine.task_types import get_type
-
         return get_type(task.task_type).continues_after(self, task)
 
     def workflow_output(self, last: TaskState | None = None) -> dict:
@@ -606,8 +567,6 @@ class Decider:
         """End the workflow with a non-success status (or COMPLETED from a TERMINATE task):
         cancel what is still running, set output and reason, ask for the failure
         workflow and the parent notification. Source: WorkflowExecutorOps.terminateWorkflow."""
-        from apps.engine.task_types import get_type
-
         wf = self.wf
         if wf.terminal:
             return
@@ -637,15 +596,13 @@ class Decider:
 
     # --- timers ----------------------------------------------------------------------------
 
-    def _set_next_decide_at(self) -> None:
+    def set_next_decide_at(self) -> None:
         """When the sweeper must decide this execution next (epoch ms), or None.
 
         The earliest of: a retry/callback becoming visible is handled by polls (no decide
         needed); timeouts (task, response, poll, workflow) and timers of system tasks
         (``TaskType.due_at``) are; an execution with async work in flight gets a repair
         deadline so a lost job is re-dispatched."""
-        from apps.engine.task_types import get_type
-
         wf = self.wf
         if wf.terminal:
             if wf.next_decide_at is not None:
@@ -703,14 +660,21 @@ def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool, now: in
     return out
 
 
-def decide(wf: WorkflowState, *, now_ms: int, task_def_lookup: TaskDefLookup | None = None,
-           rng: random.Random | None = None,
-           domain_selector: Callable[[str, list[str]], str | None] | None = None) -> DeciderOutcome:
+def decide(wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
+           task_def_lookup: TaskDefLookup | None = None,
+           domain_selector: Callable[[str, list[str]], str | None] | None = None,
+           env: Mapping[str, str] | None = None, config: Mapping | None = None) -> DeciderOutcome:
     """Decide one workflow execution in memory and return what changed.
 
     ``wf`` is mutated (tasks appended/updated, status/output set); ``now_ms`` is epoch ms.
-    ``task_def_lookup(name)`` returns a registered TaskDef dict for tasks whose
-    WorkflowTask has no ``taskDefinition`` (dynamic tasks). Never raises for workflow
-    semantics: failures end the workflow inside the state.
+    Every input is an argument: ``new_id()`` gives the id of each new task,
+    ``rng`` the retry jitter, ``task_def_lookup(name)`` a registered TaskDef dict for tasks
+    whose WorkflowTask has no ``taskDefinition`` (dynamic tasks), ``domain_selector`` the
+    active domain of a ``taskToDomain`` list, ``env`` the environment ``${workflow.env.X}``
+    reads (none when not given), ``config`` the engine tunables the task types read
+    (``settings.CONDUCTOR``: DO_WHILE_MAX_ITERATIONS, JQ_TIME_LIMIT_SECONDS; defaults when
+    not given). Never raises for workflow semantics:
+    failures end the workflow inside the state.
     """
-    return Decider(wf, now_ms=now_ms, task_def_lookup=task_def_lookup, rng=rng, domain_selector=domain_selector).run()
+    return Decider(wf, now_ms=now_ms, new_id=new_id, rng=rng, task_def_lookup=task_def_lookup,
+                   domain_selector=domain_selector, env=env, config=config).run()

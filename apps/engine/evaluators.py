@@ -8,7 +8,7 @@ the Java Lists of Conductor's GraalJS do. Values cross the boundary as JSON, so 
 integers. ``value-param`` reads one input key. Errors raise ``EvaluationError`` with the
 engine's message (first line of the JS error).
 Source: Conductor's ScriptEvaluator / JavascriptEvaluator / ValueParamEvaluator
-(conductor-reference §5: INLINE, SWITCH, DO_WHILE).
+(docs/conductor-notes.md §5: INLINE, SWITCH, DO_WHILE).
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""The internal event queue and the EventHandlers that consume it.
+"""Event processing: the EventHandlers that consume the internal event queue.
 
-Messages (``EventMessage`` rows) come from EVENT tasks (sink ``conductor``, written inside
-the deciding transaction), from ``event_message_publish`` and from
-``POST /api/queue/update/...`` (``queue_update_publish``). After commit each new message
-is handed to the django-q2 cluster (``process_event_message_job``); ``event_messages_sweep``
-picks up messages whose job was lost or failed transiently.
+Messages (``EventMessage`` rows) are written by ``apps.engine.event_queue``; after commit
+each is handed to the django-q2 cluster (``process_event_message_job``, here);
+``event_messages_sweep`` picks up messages whose job was lost or failed transiently.
 
 Processing one message (Conductor's DefaultEventProcessor + SimpleActionProcessor):
 1. claim it by compare-and-set on ``lease_until`` (so two workers never run it at once);
@@ -28,7 +26,7 @@ Actions: ``start_workflow`` (``executor.workflow_start``; input gets
 ``taskId`` or by ``workflowId`` + ``taskRefName``; the task output is the resolved
 details plus ``conductor.event.messageId``/``conductor.event.name``),
 ``terminate_workflow`` (``executor.workflow_terminate``) and ``update_workflow_variables``
-(``workflow_variables_update``). Any other action records FAILED with Conductor's
+(``executor.workflow_variables_update``). Any other action records FAILED with Conductor's
 ``Action not supported <action> for event <event>``.
 
 Differences from Conductor, on purpose: handlers are matched when a message is processed
@@ -36,7 +34,7 @@ Differences from Conductor, on purpose: handlers are matched when a message is p
 active handler wait in its queue), so a message with no matching handler is simply
 marked processed; a condition that cannot be evaluated records a FAILED execution instead
 of leaving the message to be redelivered forever; transient failures (database busy,
-``Transient``) are retried by a later sweep up to ``MAX_ATTEMPTS`` claims, then recorded
+``Transient``) are retried by a later sweep up to ``CONDUCTOR["EVENT_MESSAGE_MAX_ATTEMPTS"]`` claims, then recorded
 FAILED.
 Times are epoch ms from ``apps.core.clock``.
 """
@@ -45,124 +43,25 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import F
 
 from apps.core.clock import now_ms
 from apps.core.errors import ConductorError, InvalidInput, NotFound, Transient
-from apps.core.ids import new_id
-from apps.engine import events, executor, params, store
-from apps.engine.decider import DeciderOutcome
+from apps.engine import event_queue, executor, params, store
 from apps.engine.evaluators import EvaluationError, evaluate, evaluate_js, truthy
 from apps.engine.models import EventExecution, EventMessage, TaskExecution
+from apps.engine.representation import event_execution_json
 
 log = logging.getLogger(__name__)
-
-# A claim holds a message this long (ms); a worker that dies mid-way delays it by this.
-LEASE_MS = 60_000
-# Claims of one message before transient failures are recorded as FAILED.
-MAX_ATTEMPTS = 5
-# Delay before a message that failed transiently is claimable again (ms, times attempts).
-RETRY_DELAY_MS = 2_000
-# The sweep leaves messages younger than this (ms) to the job enqueued for them.
-SWEEP_GRACE_MS = 5_000
-# Conductor's limit on workflow variables (SET_VARIABLE, update_workflow_variables).
-MAX_VARIABLES_BYTES = 256 * 1024
-
-# Conductor's default event queues (one per status) behind POST /api/queue/update/...
-DEFAULT_QUEUE_PREFIX = "_default_queue:"
-DEFAULT_QUEUE_STATUSES = ("COMPLETED", "FAILED")
 
 
 class RetryLater(Exception):
     """A transient failure: leave the message for a later attempt."""
-
-
-# --- publishing -------------------------------------------------------------------------
-
-def enqueue_event_message(message_id: str) -> None:
-    """Hand one message to the django-q2 cluster (called after commit), through the one
-    door every engine job takes (``jobs._async_task``)."""
-    from apps.engine import jobs
-
-    jobs._async_task("apps.engine.event_handlers.process_event_message_job", message_id,
-                     task_name=f"event-message-{message_id}")
-
-
-def event_message_insert(*, message_id: str, event: str, payload: Any, now: int) -> bool:
-    """Write one message in the current transaction and enqueue its processing on commit.
-
-    Must run inside ``transaction.atomic()`` (the EVENT task calls it from the deciding
-    transaction, so the message exists if and only if the task's publication commits).
-    ``now`` is epoch ms. Idempotent on ``message_id``: returns False (and writes nothing)
-    if that message already exists.
-    """
-    if EventMessage.objects.filter(pk=message_id).exists():
-        return False
-    EventMessage.objects.create(message_id=message_id, event=event, payload=payload, created_time=now)
-    transaction.on_commit(lambda: enqueue_event_message(message_id), robust=True)
-    return True
-
-
-def event_message_publish(*, event: str, payload: Any, message_id: str | None = None) -> str:
-    """Publish a message on the internal queue for ``event`` and return its id.
-
-    ``payload`` is any JSON value (handlers see it as ``$`` and resolve ``${...}`` against
-    it). ``message_id`` defaults to a new UUID; publishing an existing id again does
-    nothing. Errors: InvalidInput for an empty event.
-    Side effects: one ``EventMessage`` row; on commit its processing job is enqueued.
-    """
-    if not isinstance(event, str) or not event:
-        raise InvalidInput("Missing event location")
-    message_id = message_id or new_id()
-    with transaction.atomic():
-        event_message_insert(message_id=message_id, event=event, payload=payload, now=now_ms())
-    return message_id
-
-
-def default_queue_event(status: str) -> str:
-    """The event name of Conductor's default queue for a task status (``COMPLETED`` or
-    ``FAILED``): ``_default_queue:<STATUS>``."""
-    return f"{DEFAULT_QUEUE_PREFIX}{status}"
-
-
-def queue_update_publish(*, workflow_id: str, status: str, output: dict | None = None,
-                         task_ref_name: str | None = None, task_id: str | None = None) -> str:
-    """``POST /api/queue/update/{workflowId}/{taskRefName}/{status}`` (or ``.../task/
-    {taskId}/{status}``): publish a message on the default queue of ``status`` that, when
-    processed, completes (or fails) the pending task it names, as Conductor's
-    DefaultEventQueueProcessor. The payload is ``{"externalId": "<JSON of {workflowId,
-    taskRefName|taskId}>", **output}``. Returns the message id.
-    Errors: InvalidInput ``There is no queue for handling %s status`` for a status other
-    than COMPLETED/FAILED; InvalidInput when ``output`` is not a JSON object.
-    """
-    if status not in DEFAULT_QUEUE_STATUSES:
-        raise InvalidInput(f"There is no queue for handling {status} status")
-    if output is None:
-        output = {}
-    if not isinstance(output, dict):
-        raise InvalidInput("The request body must be a JSON object")
-    external = {"workflowId": workflow_id}
-    if task_id is not None:
-        external["taskId"] = task_id
-    else:
-        external["taskRefName"] = task_ref_name
-    payload = {"externalId": json.dumps(external)}
-    payload.update(output)
-    return event_message_publish(event=default_queue_event(status), payload=payload)
-
-
-def default_queue_sizes() -> dict[str, int]:
-    """``GET /api/queue/size``: pending messages of each default queue, ``{name: count}``."""
-    return {default_queue_event(s): EventMessage.objects.filter(
-        event=default_queue_event(s), processed_time__isnull=True).count() for s in DEFAULT_QUEUE_STATUSES}
-
-
-def default_queue_names() -> dict[str, str]:
-    """``GET /api/queue/``: ``{status: queue name}`` of the default queues."""
-    return {s: default_queue_event(s) for s in DEFAULT_QUEUE_STATUSES}
 
 
 # --- processing ---------------------------------------------------------------------------
@@ -170,23 +69,23 @@ def default_queue_names() -> dict[str, str]:
 def process_event_message_job(message_id: str) -> bool:
     """Process one message (the django-q2 job; also called by the sweep). Returns True
     if this call processed it, False if it was already processed, is claimed by another
-    worker, or failed transiently (it is then retried after ``RETRY_DELAY_MS`` x attempts,
+    worker, or failed transiently (it is then retried after ``CONDUCTOR["EVENT_MESSAGE_RETRY_DELAY_MS"]`` x attempts,
     by the sweep). Never raises for handler or action errors: they are recorded as
     ``EventExecution`` rows."""
     now = now_ms()
     claimed = EventMessage.objects.filter(pk=message_id, processed_time__isnull=True, lease_until__lt=now).update(
-        lease_until=now + LEASE_MS, attempts=F("attempts") + 1)
+        lease_until=now + settings.CONDUCTOR["EVENT_MESSAGE_LEASE_MS"], attempts=F("attempts") + 1)
     if claimed != 1:
         return False
     message = EventMessage.objects.get(pk=message_id)
-    final = message.attempts >= MAX_ATTEMPTS
+    final = message.attempts >= settings.CONDUCTOR["EVENT_MESSAGE_MAX_ATTEMPTS"]
     try:
         _process(message, final)
     except RetryLater as exc:
         log.warning("event message %s (%s): transient failure, attempt %d: %s",
                     message_id, message.event, message.attempts, exc.__cause__ or exc)
         EventMessage.objects.filter(pk=message_id, processed_time__isnull=True).update(
-            lease_until=now_ms() + RETRY_DELAY_MS * message.attempts)
+            lease_until=now_ms() + settings.CONDUCTOR["EVENT_MESSAGE_RETRY_DELAY_MS"] * message.attempts)
         return False
     EventMessage.objects.filter(pk=message_id, processed_time__isnull=True).update(
         processed_time=now_ms(), lease_until=0)
@@ -194,12 +93,12 @@ def process_event_message_job(message_id: str) -> bool:
 
 
 def event_messages_sweep(now: int | None = None, limit: int = 50) -> int:
-    """Process pending messages older than ``SWEEP_GRACE_MS`` whose lease has expired
+    """Process pending messages older than ``CONDUCTOR["EVENT_SWEEP_GRACE_MS"]`` whose lease has expired
     (their job was lost, or they failed transiently), oldest first, at most ``limit``.
     Returns how many were processed. Safe to run on several machines at once (each
     message is claimed by compare-and-set). Meant for the sweeper loop."""
     now = now if now is not None else now_ms()
-    ids = list(EventMessage.objects.filter(processed_time__isnull=True, created_time__lte=now - SWEEP_GRACE_MS,
+    ids = list(EventMessage.objects.filter(processed_time__isnull=True, created_time__lte=now - settings.CONDUCTOR["EVENT_SWEEP_GRACE_MS"],
                                            lease_until__lt=now)
                .order_by("created_time").values_list("message_id", flat=True)[:limit])
     processed = 0
@@ -216,7 +115,7 @@ def _process(message: EventMessage, final: bool) -> None:
     from apps.metadata.event_services import event_handler_list_for_event
 
     transient = False
-    if message.event.startswith(DEFAULT_QUEUE_PREFIX):
+    if message.event.startswith(event_queue.DEFAULT_QUEUE_PREFIX):
         try:
             _default_queue_update(message)
         except RetryLater:
@@ -455,53 +354,11 @@ def _update_variables(details: Any, doc: "PayloadDocument") -> dict:
     workflow_id = _text(replaced.get("workflowId"))
     if not workflow_id:
         raise InvalidInput("Missing workflowId in action update_workflow_variables")
-    variables = workflow_variables_update(workflow_id=workflow_id, variables=replaced.get("variables"),
+    variables = executor.workflow_variables_update(workflow_id=workflow_id, variables=replaced.get("variables"),
                                           append_array=bool(replaced.get("appendArray")))
     return {"workflowId": workflow_id, "variables": variables}
 
 
-def workflow_variables_update(*, workflow_id: str, variables: dict, append_array: bool = False) -> dict:
-    """Merge ``variables`` into a workflow's variables (top-level keys overwrite; with
-    ``append_array`` a key whose current value is a list gets the new value(s) appended)
-    and decide the workflow; return the new variables.
-
-    Locks the workflow row, saves and decides in one transaction (a terminal workflow is
-    saved without deciding). Errors: InvalidInput when ``variables`` is not an object or
-    the result is over 256 KB (``The variables payload size: %d of workflow: %s is greater
-    than the permissible limit: %d kilobytes``); NotFound ``No such workflow found by id: %s``.
-    Source: the ``update_workflow_variables`` event action (Conductor's Action.Type).
-    Side effects: updates the workflow row; on commit the usual decide follow-ups.
-    """
-    if not isinstance(variables, dict):
-        raise InvalidInput("variables must be a JSON object")
-
-    def run() -> dict:
-        with transaction.atomic():
-            wf = store.lock_workflow(workflow_id)
-            if wf is None:
-                raise NotFound(f"No such workflow found by id: {workflow_id}")
-            loaded = store.Loaded(wf)
-            merged = dict(wf.variables or {})
-            for key, value in variables.items():
-                if append_array and isinstance(merged.get(key), list):
-                    merged[key] = merged[key] + (value if isinstance(value, list) else [value])
-                else:
-                    merged[key] = value
-            size = len(json.dumps(merged).encode())
-            if size > MAX_VARIABLES_BYTES:
-                raise InvalidInput(f"The variables payload size: {size} of workflow: {workflow_id} is greater than "
-                                   f"the permissible limit: {MAX_VARIABLES_BYTES // 1024} kilobytes")
-            now = now_ms()
-            wf.variables = merged
-            wf.update_time = now
-            if wf.terminal:
-                store.save(loaded, DeciderOutcome(), workflow_changed=True)
-                transaction.on_commit(lambda: events.workflow_changed(workflow_id), robust=True)
-            else:
-                executor._decide_and_save(loaded, now, workflow_changed=True)
-            return merged
-
-    return executor._with_retries(run)
 
 
 # --- the default event queue ------------------------------------------------------------------
@@ -511,7 +368,7 @@ def _default_queue_update(message: EventMessage) -> None:
     DefaultEventQueueProcessor): by ``taskId``; else by ``taskRefName`` (without loop
     suffix); with neither, the first pending WAIT task. The task output gets the payload
     merged in. Bad or stale messages are logged and dropped."""
-    status = message.event[len(DEFAULT_QUEUE_PREFIX):]
+    status = message.event[len(event_queue.DEFAULT_QUEUE_PREFIX):]
     payload = message.payload if isinstance(message.payload, dict) else {}
     external = payload.get("externalId")
     if isinstance(external, str):
@@ -596,24 +453,13 @@ class PayloadDocument(params.Document):
 
     def __init__(self, payload: Any):
         self.wf = None
+        self.env = os.environ
         self._cache = {}
         self._refs = None
         self.payload = payload if isinstance(payload, dict) else {}
 
     def entry(self, head: str) -> Any:
         return self.payload.get(head)
-
-
-def event_execution_json(row: EventExecution) -> dict:
-    """An EventExecution row as Conductor's EventExecution JSON: ``{id, messageId, name,
-    event, created (epoch ms), status, action?, output}``; ``id`` is
-    ``<messageId>_<action index>``."""
-    out = {"id": f"{row.message_id}_{max(row.action_index, 0)}", "messageId": row.message_id,
-           "name": row.handler_name, "event": row.event, "created": row.created_time, "status": row.status}
-    if row.action:
-        out["action"] = row.action
-    out["output"] = row.output
-    return out
 
 
 def event_execution_list(*, message_id: str | None = None, handler_name: str | None = None) -> list[dict]:

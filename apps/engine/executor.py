@@ -15,23 +15,28 @@ resume, terminateWorkflow) and ``ExecutionService``.
 from __future__ import annotations
 
 import copy
+import os
+import random
 import json
 import logging
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
 from apps.core.logs import log_context
-from apps.engine import events, retention, store
-from apps.engine.decider import Decider, DeciderOutcome
+from apps.engine import effects, event_queue, notify, retention, store
+from apps.engine.decider import Decider
+from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
-from apps.engine.state import TERMINAL_TASK, TaskState, WorkflowState
-from apps.engine.task_types import get_type
+from apps.engine.state import TaskState, WorkflowState
+from apps.engine.status import TASK_RESULT_STATUSES, TERMINAL_TASK, TERMINAL_WORKFLOW
+from apps.engine.task_types import get_type, set_variable
 from apps.metadata.models import TaskDef
 from apps.metadata.services import workflow_def_row, workflow_def_validate
 from apps.metadata.validation import iter_workflow_tasks, with_task_definitions
@@ -40,11 +45,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-TASK_RESULT_STATUSES = ("IN_PROGRESS", "FAILED", "FAILED_WITH_TERMINAL_ERROR", "COMPLETED", "CANCELED")
 MAX_LOGS_PER_UPDATE = 10
 
 
-def _with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
+def with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
     """Run a transactional operation, re-running it when a concurrent poll changed a task
     under it (StaleState) or PostgreSQL reports a deadlock/serialisation failure."""
     for attempt in range(attempts):
@@ -61,16 +65,15 @@ def _with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
     raise AssertionError("unreachable")
 
 
-ACTIVE_WORKER_WINDOW_MS = 10_000
-
 
 def active_domain(task_def_name: str, domains: list[str]) -> str | None:
-    """For a ``taskToDomain`` list: the first domain whose queue a worker polled in the last
-    10 s (Conductor's activeWorkerLastPollTimeout), else None (the caller takes the last)."""
+    """For a ``taskToDomain`` list: the first domain whose queue a worker polled within
+    ``CONDUCTOR["ACTIVE_WORKER_WINDOW_MS"]`` (Conductor's activeWorkerLastPollTimeout),
+    else None (the caller takes the last)."""
     from apps.engine.models import PollData
 
     recent = set(PollData.objects.filter(queue_name=task_def_name, domain__in=domains,
-                                         last_poll_time__gte=now_ms() - ACTIVE_WORKER_WINDOW_MS)
+                                         last_poll_time__gte=now_ms() - settings.CONDUCTOR["ACTIVE_WORKER_WINDOW_MS"])
                  .values_list("domain", flat=True))
     return next((d for d in domains if d in recent), None)
 
@@ -173,16 +176,16 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
     def run() -> str:
         with transaction.atomic():
             wf.tasks = []
-            outcome = _decide(wf, now)
+            outcome = decide(wf, now)
             store.insert_workflow(wf)
             store.insert_tasks(outcome.new_tasks)
-            _after_commit(wf, outcome)
+            after_commit(wf, outcome)
         return wf.workflow_id
 
     if not idempotency_key:
-        return _with_retries(run)
+        return with_retries(run)
     try:
-        return _with_retries(run)
+        return with_retries(run)
     except IntegrityError:
         # a concurrent start with the same key won the race
         existing = _idempotent_existing(definition["name"], idempotency_key, idempotency_strategy)
@@ -226,9 +229,11 @@ def _check_input_schema(definition: dict, wf_input: dict) -> None:
         raise validation_failed(sorted(entries, key=lambda x: x["path"]))
 
 
-# --- the decide cycle ----------------------------------------------------------------------
+# --- the decide cycle: lock, decide, save (used by every service, recovery and events) ------
 
-def _locked(workflow_id: str) -> store.Loaded:
+def locked(workflow_id: str) -> store.Loaded:
+    """Lock and load a workflow with its tasks (must run inside ``transaction.atomic()``).
+    Errors: NotFound ``No such workflow found by id: %s``."""
     wf = store.lock_workflow(workflow_id)
     if wf is None:
         raise NotFound(f"No such workflow found by id: {workflow_id}")
@@ -251,24 +256,34 @@ def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
     total.actions.extend(part.actions)
 
 
-def _decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:
-    """Run the decider, perform its inline actions (start children, the failure
-    workflow) and decide again while those changed the state; return the merged outcome."""
-    from apps.engine import actions
+def new_decider(wf: WorkflowState, now: int, *, domains: bool = True) -> Decider:
+    """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
+    (UUID v4) for new tasks, a fresh random source for retry jitter, the process
+    environment (``${workflow.env.X}``), ``settings.CONDUCTOR``, registered TaskDefs
+    and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
+    (operator actions schedule with the list's last domain, as before)."""
+    return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
+                   domain_selector=active_domain if domains else None, env=os.environ,
+                   config=settings.CONDUCTOR)
 
+
+def decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:
+    """Run the decider over ``wf`` (or take the outcome of ``decider``, already run by the
+    caller), perform its inline actions (start children, the failure workflow, publish
+    events) and decide again while those changed the state; return the merged outcome,
+    whose ``actions`` are the deferred ones left for ``after_commit``."""
     total = DeciderOutcome()
     for _ in range(20):
         if decider is None:
-            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup, domain_selector=active_domain)
-            part = decider.run()
+            part = new_decider(wf, now).run()
         else:
             part = decider.outcome
         decider = None
         _merge(total, part)
         changed = False
         for action in part.actions:
-            if not actions.is_deferred(action):
-                if actions.apply_inline(wf, part, action, now):
+            if not effects.is_deferred(action):
+                if effects.apply_inline(wf, part, action, now, SERVICES):
                     changed = True
                     task = action.task
                     if task is not None and all(t.task_id != task.task_id for t in total.new_tasks):
@@ -278,33 +293,40 @@ def _decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> Deci
             total.workflow_changed = True
         if not changed or wf.terminal:
             break
-    total.actions = [a for a in total.actions if actions.is_deferred(a)]
+    total.actions = [a for a in total.actions if effects.is_deferred(a)]
     return total
 
 
-def _decide_and_save(loaded: store.Loaded, now: int, *, touched: set[str] | None = None,
-                     workflow_changed: bool = False) -> DeciderOutcome:
+def decide_and_save(loaded: store.Loaded, now: int, decider: Decider | None = None, *,
+                    touched: set[str] | None = None, removed: list[str] | None = None,
+                    workflow_changed: bool = False) -> DeciderOutcome:
+    """The second half of every service: ``decide`` (with ``decider`` if the caller ran
+    one), delete the ``removed`` task ids, save the workflow (its row when
+    ``workflow_changed`` or the decide changed it; the ``touched`` task ids even when the
+    decide did not change them) and register ``after_commit``. Runs inside the caller's
+    transaction, on a workflow from ``locked``."""
     wf = loaded.wf
-    outcome = _decide(wf, now)
+    outcome = decide(wf, now, decider)
+    if removed:
+        outcome.removed_task_ids = list(removed) + outcome.removed_task_ids
     store.save(loaded, outcome, workflow_changed=workflow_changed, extra_task_ids=touched)
-    _after_commit(wf, outcome)
+    after_commit(wf, outcome)
     return outcome
 
 
-def _after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
-    """Register what runs after commit: cluster jobs, parent notification, wake-ups."""
-    from apps.engine import actions
-
-    deferred = [a for a in outcome.actions if actions.is_deferred(a)]
+def after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
+    """Register what runs after commit: the deferred actions (cluster jobs, deciding the
+    parent), waking the polls of the queues that got tasks, and the change notification."""
+    deferred = [a for a in outcome.actions if effects.is_deferred(a)]
     queues = {t.queue_name for t in outcome.new_tasks if t.queue_name}
     queues |= {t.queue_name for t in outcome.updated_tasks.values() if t.queue_name and t.status == "SCHEDULED"}
     workflow_id = wf.workflow_id
 
     def on_commit() -> None:
         for action in deferred:
-            actions.run_deferred(workflow_id, action)
-        events.tasks_queued(queues)
-        events.workflow_changed(workflow_id)
+            effects.run_deferred(workflow_id, action, workflow_decide)
+        notify.tasks_queued(queues)
+        notify.workflow_changed(workflow_id)
 
     transaction.on_commit(on_commit, robust=True)
 
@@ -314,12 +336,12 @@ def workflow_decide(workflow_id: str) -> None:
     Errors: NotFound."""
     def run() -> None:
         with transaction.atomic():
-            loaded = _locked(workflow_id)
+            loaded = locked(workflow_id)
             if loaded.wf.terminal:
                 return
-            _decide_and_save(loaded, now_ms())
+            decide_and_save(loaded, now_ms())
     with log_context(workflowId=workflow_id):
-        _with_retries(run)
+        with_retries(run)
 
 
 # --- task updates ----------------------------------------------------------------------
@@ -387,21 +409,19 @@ def task_update(*, task_result: dict) -> TaskState | None:
                 store.save(loaded, DeciderOutcome(), workflow_changed=False, extra_task_ids={task_id})
                 return task
             _apply_result(task, task_result, now)
-            _decide_and_save(loaded, now, touched={task_id})
+            decide_and_save(loaded, now, touched={task_id})
             return task
 
     with log_context(workflowId=str(task_result.get("workflowInstanceId") or "") or None,
                      taskId=str(task_result.get("taskId") or "") or None,
                      workerId=str(task_result.get("workerId") or "") or None):
-        return _with_retries(run)
+        return with_retries(run)
 
 
 MAX_REASON_CHARS = 500
 
 
 def _output_limit_bytes() -> int:
-    from django.conf import settings
-
     return int(settings.CONDUCTOR.get("MAX_TASK_OUTPUT_PAYLOAD_KB", 10240)) * 1024
 
 
@@ -473,7 +493,7 @@ def workflow_pause(*, workflow_id: str) -> None:
     Errors: NotFound; Conflict ``Workflow %s has ended, status cannot be updated.``"""
     def run() -> None:
         with transaction.atomic():
-            loaded = _locked(workflow_id)
+            loaded = locked(workflow_id)
             wf = loaded.wf
             if wf.terminal:
                 raise Conflict(f"Workflow {wf.workflow_name}.{wf.workflow_version}/{wf.workflow_id} has ended, status cannot be updated.")
@@ -482,8 +502,8 @@ def workflow_pause(*, workflow_id: str) -> None:
             wf.status = "PAUSED"
             wf.update_time = now_ms()
             store.save(loaded, DeciderOutcome(), workflow_changed=True)
-            transaction.on_commit(lambda: events.workflow_changed(workflow_id), robust=True)
-    _with_retries(run)
+            transaction.on_commit(lambda: notify.workflow_changed(workflow_id), robust=True)
+    with_retries(run)
 
 
 def workflow_resume(*, workflow_id: str) -> None:
@@ -491,7 +511,7 @@ def workflow_resume(*, workflow_id: str) -> None:
     ``The workflow <id> is not PAUSED so cannot resume. Current status is <STATUS>``."""
     def run() -> None:
         with transaction.atomic():
-            loaded = _locked(workflow_id)
+            loaded = locked(workflow_id)
             wf = loaded.wf
             if wf.status != "PAUSED":
                 raise IllegalState(f"The workflow {workflow_id} is not PAUSED so cannot resume. Current status is {wf.status}")
@@ -499,8 +519,8 @@ def workflow_resume(*, workflow_id: str) -> None:
             wf.status = "RUNNING"
             wf.last_retried_time = now
             wf.update_time = now
-            _decide_and_save(loaded, now, workflow_changed=True)
-    _with_retries(run)
+            decide_and_save(loaded, now, workflow_changed=True)
+    with_retries(run)
 
 
 def workflow_terminate(*, workflow_id: str, reason: str | None = None,
@@ -511,14 +531,14 @@ def workflow_terminate(*, workflow_id: str, reason: str | None = None,
     Errors: NotFound; Conflict ``Cannot terminate a COMPLETED workflow.``"""
     def run() -> None:
         with transaction.atomic():
-            loaded = _locked(workflow_id)
+            loaded = locked(workflow_id)
             wf = loaded.wf
             if wf.status == "COMPLETED":
                 raise Conflict("Cannot terminate a COMPLETED workflow.")
             if wf.status == "TERMINATED":
                 return
             now = now_ms()
-            decider = Decider(wf, now_ms=now, task_def_lookup=task_def_lookup)
+            decider = new_decider(wf, now, domains=False)
             if wf.terminal:  # FAILED / TIMED_OUT: flip to TERMINATED
                 wf.status = "TERMINATED"
                 wf.reason_for_incompletion = reason or wf.reason_for_incompletion
@@ -526,11 +546,11 @@ def workflow_terminate(*, workflow_id: str, reason: str | None = None,
                 decider.touch_workflow()
             else:
                 decider.end_workflow("TERMINATED", reason, trigger_failure_workflow=trigger_failure_workflow)
-            decider._set_next_decide_at()
-            outcome = _decide(wf, now, decider)
+            decider.set_next_decide_at()
+            outcome = decide(wf, now, decider)
             store.save(loaded, outcome, workflow_changed=True)
-            _after_commit(wf, outcome)
-    _with_retries(run)
+            after_commit(wf, outcome)
+    with_retries(run)
 
 
 def workflow_remove(*, workflow_id: str, archive: bool = True) -> None:
@@ -541,7 +561,7 @@ def workflow_remove(*, workflow_id: str, archive: bool = True) -> None:
         row = WorkflowExecution.objects.filter(pk=workflow_id).values("status").first()
         if row is None:
             raise NotFound(f"No such workflow found by id: {workflow_id}")
-        if archive and row["status"] not in ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"):
+        if archive and row["status"] not in TERMINAL_WORKFLOW:
             raise InvalidInput(f"Cannot archive workflow: {workflow_id} with status: {row['status']}")
         retention.delete_executions([workflow_id])
 
@@ -558,22 +578,52 @@ def system_task_claim(task_id: str) -> bool:
     return TaskExecution.objects.filter(pk=task_id, status="IN_PROGRESS").exists()
 
 
-def system_task_result(*, task_result: dict) -> TaskState | None:
-    """Record the result of an async system task (same rules as ``task_update``)."""
-    return task_update(task_result=task_result)
+def workflow_variables_update(*, workflow_id: str, variables: dict, append_array: bool = False) -> dict:
+    """Merge ``variables`` into a workflow's variables (top-level keys overwrite; with
+    ``append_array`` a key whose current value is a list gets the new value(s) appended)
+    and decide the workflow; return the new variables.
+
+    Locks the workflow row, saves and decides in one transaction (a terminal workflow is
+    saved without deciding). Errors: InvalidInput when ``variables`` is not an object or
+    the result is over 256 KB (``The variables payload size: %d of workflow: %s is greater
+    than the permissible limit: %d kilobytes``); NotFound ``No such workflow found by id: %s``.
+    Source: the ``update_workflow_variables`` event action (Conductor's Action.Type).
+    Side effects: updates the workflow row; on commit the usual decide follow-ups.
+    """
+    if not isinstance(variables, dict):
+        raise InvalidInput("variables must be a JSON object")
+
+    def run() -> dict:
+        with transaction.atomic():
+            wf = store.lock_workflow(workflow_id)
+            if wf is None:
+                raise NotFound(f"No such workflow found by id: {workflow_id}")
+            loaded = store.Loaded(wf)
+            merged = dict(wf.variables or {})
+            for key, value in variables.items():
+                if append_array and isinstance(merged.get(key), list):
+                    merged[key] = merged[key] + (value if isinstance(value, list) else [value])
+                else:
+                    merged[key] = value
+            size = len(json.dumps(merged).encode())
+            if size > set_variable.MAX_VARIABLES_BYTES:
+                raise InvalidInput(f"The variables payload size: {size} of workflow: {workflow_id} is greater than "
+                                   f"the permissible limit: {set_variable.MAX_VARIABLES_BYTES // 1024} kilobytes")
+            now = now_ms()
+            wf.variables = merged
+            wf.update_time = now
+            if wf.terminal:
+                store.save(loaded, DeciderOutcome(), workflow_changed=True)
+                transaction.on_commit(lambda: notify.workflow_changed(workflow_id), robust=True)
+            else:
+                decide_and_save(loaded, now, workflow_changed=True)
+            return merged
+
+    return with_retries(run)
 
 
-# Recovery actions live in their own module; they are engine services like the above.
-from apps.engine.recovery import (  # noqa: E402
-    task_skip,
-    workflow_reset_callbacks,
-    workflow_rerun,
-    workflow_restart,
-    workflow_retry,
-)
-
-__all__ = [
-    "workflow_start", "workflow_decide", "task_update", "task_update_by_ref", "task_log_add", "workflow_pause",
-    "workflow_resume", "workflow_terminate", "workflow_remove", "system_task_claim", "system_task_result",
-    "workflow_restart", "workflow_retry", "workflow_rerun", "task_skip", "workflow_reset_callbacks",
-]
+# What inline effects may call (``outcome.Services``): handed to ``effects.apply_inline``
+# and from there to ``TaskType.apply_inline``, so neither imports this module.
+SERVICES = Services(workflow_start=workflow_start, workflow_terminate=workflow_terminate,
+                    workflow_summary=store.workflow_summary, event_message_insert=event_queue.event_message_insert,
+                    env=os.environ)

@@ -30,33 +30,10 @@ from django.db import connections, transaction
 
 from apps.core.clock import now_ms
 from apps.core.logs import log_context
-from apps.engine import event_handlers, executor, store, sweeper
+from apps.engine import event_handlers, executor, jobqueue, store, sweeper
 from apps.engine.models import TaskExecution
 
 log = logging.getLogger(__name__)
-
-
-def _async_task(func: str, *args, **kwargs) -> None:
-    from django_q.tasks import async_task
-
-    async_task(func, *args, **kwargs)
-
-
-def enqueue_system_task(task_id: str) -> None:
-    """Hand an async system task to the cluster (called after commit)."""
-    _async_task("apps.engine.jobs.system_task_job", task_id, task_name=f"system-task-{task_id}")
-
-
-def enqueue_decide_parent(child_workflow_id: str) -> None:
-    """A sub-workflow ended: decide its parent now, in this process (called after
-    commit). If this fails the parent's ``next_decide_at`` makes the sweeper do it."""
-    parent = (executor.WorkflowExecution.objects.filter(pk=child_workflow_id)
-              .values_list("parent_workflow_id", flat=True).first())
-    if parent:
-        try:
-            executor.workflow_decide(parent)
-        except Exception:  # noqa: BLE001
-            log.exception("deciding parent %s of %s failed; the sweeper will retry", parent, child_workflow_id)
 
 
 SYSTEM_TASK_LEASE_MS = 5_000
@@ -65,7 +42,7 @@ SYSTEM_TASK_RENEW_SECONDS = 1.0
 
 def system_task_job(task_id: str) -> None:
     """Run one async system task (HTTP, ...) outside any lock, then record its result
-    through ``executor.system_task_result``. The job first takes the task's lease (see
+    through ``executor.task_update``. The job first takes the task's lease (see
     the module doc): a task whose lease another live job holds, or that is no longer
     SCHEDULED/IN_PROGRESS, is skipped, so a duplicate delivery does nothing."""
     from apps.engine.models import SweeperLease
@@ -106,7 +83,7 @@ def _run_claimed(task, ttype, lease: str, token: str) -> None:
         result = {"status": "FAILED", "reasonForIncompletion": str(exc), "outputData": {}}
     result = {**result, "workflowInstanceId": task.workflow_id, "taskId": task_id,
               "workerId": settings.CONDUCTOR["INSTANCE_ID"]}
-    executor.system_task_result(task_result=result)
+    executor.task_update(task_result=result)
 
 
 def _renewing(lease: str, token: str, fn, *args):
@@ -142,11 +119,6 @@ def _workflow_task_of(task) -> dict:
     if not isinstance(definition, dict):
         return {}
     return Blueprint(definition).get(params.definition_ref(task)) or {}
-
-
-def decide_job(workflow_id: str) -> None:
-    """Decide one workflow (used when work must move to the cluster)."""
-    executor.workflow_decide(workflow_id)
 
 
 def _holder() -> str:
@@ -192,7 +164,7 @@ def ensure_sweeper_job() -> None:
     from apps.engine.models import SweeperLease
 
     if not SweeperLease.held("sweeper"):
-        _async_task("apps.engine.jobs.sweep_loop_job", task_name=f"sweeper-{now_ms()}")
+        jobqueue.enqueue("apps.engine.jobs.sweep_loop_job", task_name=f"sweeper-{now_ms()}")
 
 
 def install_schedules() -> None:

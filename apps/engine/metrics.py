@@ -78,6 +78,7 @@ from prometheus_client.utils import floatToGoString
 
 from apps.core.clock import now_ms
 from apps.engine.models import TaskExecution, WorkflowExecution
+from apps.engine.status import ACTIVE_WORKFLOW
 
 SETTLE_MS = 5000
 DEFAULT_LOOKBACK_SECONDS = 3600
@@ -225,7 +226,7 @@ class DatabaseCollector(Collector):
             in_progress.add_metric([tt, owner], by_status["IN_PROGRESS"])
 
         wf_counts = dict.fromkeys(workflow_owner, 0)
-        for r in (WorkflowExecution.objects.filter(status__in=("RUNNING", "PAUSED"))
+        for r in (WorkflowExecution.objects.filter(status__in=ACTIVE_WORKFLOW)
                   .values("workflow_name").annotate(n=Count("pk")).order_by()):
             wf_counts[r["workflow_name"]] = r["n"]
         for name, n in sorted(wf_counts.items()):

@@ -13,28 +13,11 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-TERMINAL_WORKFLOW = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
+from apps.engine.status import ACTIVE_WORKFLOW, TASK_STATUSES, WORKFLOW_STATUSES
 
-
-class WorkflowStatus(models.TextChoices):
-    RUNNING = "RUNNING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    TIMED_OUT = "TIMED_OUT"
-    TERMINATED = "TERMINATED"
-    PAUSED = "PAUSED"
-
-
-class TaskStatus(models.TextChoices):
-    SCHEDULED = "SCHEDULED"
-    IN_PROGRESS = "IN_PROGRESS"
-    COMPLETED = "COMPLETED"
-    COMPLETED_WITH_ERRORS = "COMPLETED_WITH_ERRORS"
-    FAILED = "FAILED"
-    FAILED_WITH_TERMINAL_ERROR = "FAILED_WITH_TERMINAL_ERROR"
-    TIMED_OUT = "TIMED_OUT"
-    CANCELED = "CANCELED"
-    SKIPPED = "SKIPPED"
+# Column choices, from the one list of statuses (``apps.engine.status``).
+WorkflowStatus = models.TextChoices("WorkflowStatus", [(s, s) for s in WORKFLOW_STATUSES])
+TaskStatus = models.TextChoices("TaskStatus", [(s, s) for s in TASK_STATUSES])
 
 
 class WorkflowExecution(models.Model):
@@ -75,7 +58,7 @@ class WorkflowExecution(models.Model):
         verbose_name = "workflow execution"
         indexes = [
             # sweeper: due executions that are not terminal
-            models.Index(fields=["next_decide_at"], name="wf_due", condition=Q(status__in=["RUNNING", "PAUSED"])),
+            models.Index(fields=["next_decide_at"], name="wf_due", condition=Q(status__in=list(ACTIVE_WORKFLOW))),
             # search by name/status/time, running list
             models.Index(fields=["workflow_name", "status", "create_time"], name="wf_search"),
             models.Index(fields=["create_time"], name="wf_create_time"),

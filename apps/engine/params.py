@@ -2,7 +2,7 @@
 
 Pure: input is a WorkflowState (and the task being scheduled); no ORM or clock.
 
-Rules mirrored (conductor-reference §4.1):
+Rules mirrored (docs/conductor-notes.md §4.1):
 * The document has ``workflow`` (input, output, status, workflowId, variables, ...) and one
   entry per task reference (input, output, status, taskId, ...). Retries: the last attempt
   wins. Loop tasks are keyed by their reference without the ``__N`` suffix (latest wins).
@@ -11,14 +11,14 @@ Rules mirrored (conductor-reference §4.1):
 * A string that is exactly one ``${...}`` keeps the value's JSON type; references embedded
   in text are stringified the Java way (null -> ``null``, maps -> ``{a=1}``).
 * ``$${x}`` is an escape for the literal ``${x}``; ``${}`` is the empty string.
-* ``${CPEWF_TASK_ID}`` is the id of the task being scheduled; other upper-case names are
-  environment variables.
+* ``${CPEWF_TASK_ID}`` is the id of the task being scheduled; ``${workflow.env.X}`` and
+  other bare names are read from the environment the ``Document`` was given.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -160,12 +160,15 @@ def _workflow_entry(wf: WorkflowState) -> dict:
 
 
 class Document:
-    """The lazily built resolution document of one workflow (``workflow`` + task refs)."""
+    """The lazily built resolution document of one workflow (``workflow`` + task refs).
+    ``env`` is the environment that ``${workflow.env.X}`` and bare upper-case names read
+    (the caller passes ``os.environ``; none by default: this module reads no process state)."""
 
-    __slots__ = ("wf", "_cache", "_refs")
+    __slots__ = ("wf", "env", "_cache", "_refs")
 
-    def __init__(self, wf: WorkflowState):
+    def __init__(self, wf: WorkflowState, env: Mapping[str, str] | None = None):
         self.wf = wf
+        self.env = env if env is not None else {}
         self._cache: dict[str, Any] = {}
         self._refs: dict[str, TaskState] | None = None
 
@@ -200,13 +203,13 @@ def _resolve_expression(expr: str, doc: Document, task_id: str | None) -> Any:
     m = _HEAD.match(expr)
     head = m.group(1).strip() if m else expr
     if head == "workflow" and expr.startswith("workflow.env."):
-        return os.environ.get(expr[len("workflow.env."):])
+        return doc.env.get(expr[len("workflow.env."):])
     if head == "workflow" and expr.startswith("workflow.secrets."):
         return "${" + expr + "}"  # left literal, as Conductor stores it
     entry = doc.entry(head)
     if entry is _NOT_FOUND:
-        if head == expr and head in os.environ:
-            return os.environ[head]
+        if head == expr and head in doc.env:
+            return doc.env[head]
         return None
     if head == expr:
         return entry

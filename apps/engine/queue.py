@@ -22,7 +22,7 @@ from django.db import connection, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
-from apps.engine import events, limits
+from apps.engine import limits, notify
 from apps.engine.models import PollData, TaskExecution
 from apps.engine.state import TASK_FIELDS, TaskState
 from apps.engine.store import task_from_row
@@ -42,7 +42,7 @@ def _announce(tasks: list[TaskState]) -> None:
     """Tell the listeners (live pages on every server, through the channel layer) that
     these tasks' executions changed: a poll moves a task to IN_PROGRESS."""
     ids = sorted({t.workflow_id for t in tasks})
-    transaction.on_commit(lambda: [events.workflow_changed(wf_id) for wf_id in ids], robust=True)
+    transaction.on_commit(lambda: [notify.workflow_changed(wf_id) for wf_id in ids], robust=True)
 
 
 def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = None) -> list[TaskState]:
@@ -150,7 +150,7 @@ def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | Non
     record_poll(task_type, domain, worker_id, start)
     deadline = time.monotonic() + max(timeout_ms, 0) / 1000
     while True:
-        version = events.queue_version(queue_name)
+        version = notify.queue_version(queue_name)
         tasks = claim(queue_name, count, worker_id)
         if tasks:
             return tasks
@@ -158,7 +158,7 @@ def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | Non
         if remaining <= 0:
             return []
         # wake on a local enqueue at once; re-check the database (other processes) every 50 ms
-        events.wait_for_queue(queue_name, version, min(remaining, 0.05))
+        notify.wait_for_queue(queue_name, version, min(remaining, 0.05))
 
 
 def queue_sizes(task_types: list[str]) -> dict[str, int]:

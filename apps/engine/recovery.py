@@ -2,7 +2,7 @@
 
 Each is one transaction like every engine service: lock the workflow row, change the
 state, run the decider, save; a parent whose child is revived is re-opened in the same
-transaction. Errors and their statuses are Conductor's (conductor-reference §4.6-4.7):
+transaction. Errors and their statuses are Conductor's (docs/conductor-notes.md §4.6-4.7):
 restart/rerun of a running workflow -> 409, retry of a running one -> 404, skip errors ->
 409 (Conductor: 500, an IllegalStateException), reset callbacks of a terminal one -> 409.
 Source: WorkflowExecutorOps.restart / retry / rerun / skipTaskFromWorkflow /
@@ -14,15 +14,16 @@ from django.db import transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
-from apps.engine import executor, params, store
+from apps.engine import executor, notify, params, store
 from apps.engine.blueprint import Blueprint
-from apps.engine.decider import Decider, DeciderOutcome
+from apps.engine.decider import Decider
 from apps.engine.models import TaskExecution
-from apps.engine.state import TERMINAL_WORKFLOW, TaskState, WorkflowState
+from apps.engine.outcome import DeciderOutcome
+from apps.engine.state import TaskState, WorkflowState
+from apps.engine.status import RETRY_FROM_STATUSES, TERMINAL_WORKFLOW
 from apps.engine.task_types import get_type
 
 RESET_IN_PLACE = ("JOIN", "DO_WHILE", "FORK", "EXCLUSIVE_JOIN")
-RETRIABLE_STATUSES = ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED")
 
 
 def _reopen(wf: WorkflowState, now: int) -> None:
@@ -65,7 +66,7 @@ def _reopen_parents(child: WorkflowState, now: int) -> None:
             parent.last_retried_time = now
             _repair_canceled_siblings(parent, task, outcome, now)
         store.save(loaded, outcome, workflow_changed=True)
-        transaction.on_commit(lambda wid=parent.workflow_id: executor.events.workflow_changed(wid), robust=True)
+        transaction.on_commit(lambda wid=parent.workflow_id: notify.workflow_changed(wid), robust=True)
         child = parent
 
 
@@ -95,14 +96,13 @@ def _repair_canceled_siblings(parent: WorkflowState, revived: TaskState, outcome
         outcome.updated_tasks[task.task_id] = task
 
 
-def _decide_save(loaded: store.Loaded, now: int, decider: Decider | None = None,
-                 removed: list[str] | None = None) -> None:
-    wf = loaded.wf
-    outcome = executor._decide(wf, now, decider)
-    if removed:
-        outcome.removed_task_ids = list(removed) + outcome.removed_task_ids
-    store.save(loaded, outcome, workflow_changed=True)
-    executor._after_commit(wf, outcome)
+def _locked_ended(workflow_id: str, action: str) -> store.Loaded:
+    """Lock a workflow that must have ended; Conflict ``Workflow: %s is not in terminal
+    state, unable to <action>.`` otherwise (NotFound when it does not exist)."""
+    loaded = executor.locked(workflow_id)
+    if not loaded.wf.terminal:
+        raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to {action}.")
+    return loaded
 
 
 def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) -> None:
@@ -115,10 +115,8 @@ def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) 
 
     def run() -> None:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = _locked_ended(workflow_id, "restart")
             wf = loaded.wf
-            if not wf.terminal:
-                raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to restart.")
             if wf.status == "COMPLETED" and wf.definition.get("restartable") is False:
                 raise NotFound(f"Workflow: {workflow_id} is non-restartable")
             if use_latest_definitions:
@@ -134,12 +132,14 @@ def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) 
             wf.create_time = now
             wf.last_retried_time = 0
             wf.next_decide_at = None
-            _decide_save(loaded, now, removed=removed)
+            executor.decide_and_save(loaded, now, removed=removed, workflow_changed=True)
             _reopen_parents(wf, now)
-    executor._with_retries(run)
+    executor.with_retries(run)
 
 
-def _latest_by_ref(wf: WorkflowState) -> dict[str, TaskState]:
+def latest_by_ref(wf: WorkflowState) -> dict[str, TaskState]:
+    """``{reference: its latest attempt}`` (tasks are ordered by seq): what a workflow
+    retry looks at (also the UI's dry run of it)."""
     latest: dict[str, TaskState] = {}
     for task in wf.tasks:
         latest[task.reference_task_name] = task
@@ -157,14 +157,14 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
     want to attempt entire workflow execution again.``"""
     def run() -> str | None:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = executor.locked(workflow_id)
             wf = loaded.wf
             if not wf.terminal:
                 raise NotFound(f"Workflow is still running.  status={wf.status}")
             if not wf.tasks:
                 raise Conflict("Workflow has not started yet")
-            latest = _latest_by_ref(wf)
-            failed = [t for t in latest.values() if t.status in RETRIABLE_STATUSES]
+            latest = latest_by_ref(wf)
+            failed = [t for t in latest.values() if t.status in RETRY_FROM_STATUSES]
             if resume_subworkflow_tasks:
                 for t in failed:
                     if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and \
@@ -178,7 +178,7 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
             now = now_ms()
             _reopen(wf, now)
             wf.last_retried_time = now
-            decider = Decider(wf, now_ms=now, task_def_lookup=executor.task_def_lookup)
+            decider = executor.new_decider(wf, now, domains=False)
             fresh: list[TaskState] = []
             for task in failed:
                 if task.task_type in RESET_IN_PLACE:
@@ -189,25 +189,15 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
                     task.update_time = now
                     decider.touch(task)
                     continue
-                workflow_task = decider.workflow_task_of(task)
-                retry = decider.new_task(workflow_task, task_type=task.task_type, retry_count=task.retry_count + 1,
-                                         reference_task_name=task.reference_task_name,
-                                         store_workflow_task=bool(task.workflow_task))
-                retry.iteration = task.iteration
-                retry.task_def_name = task.task_def_name
-                retry.retried_task_id = task.task_id
-                retry.first_scheduled_time = task.first_scheduled_time or task.scheduled_time
-                task.retried = True
-                decider.touch(task)
-                fresh.append(retry)
+                fresh.append(decider.new_attempt(task, decider.workflow_task_of(task)))
             decider.schedule(fresh)
             decider.touch_workflow()
             decider.run()
-            _decide_save(loaded, now, decider)
+            executor.decide_and_save(loaded, now, decider, workflow_changed=True)
             _reopen_parents(wf, now)
             return None
 
-    child_id = executor._with_retries(run)
+    child_id = executor.with_retries(run)
     if child_id:
         workflow_retry(workflow_id=child_id, resume_subworkflow_tasks=True)
 
@@ -232,10 +222,8 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
 
     def run() -> str:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = _locked_ended(workflow_id, "rerun")
             wf = loaded.wf
-            if not wf.terminal:
-                raise Conflict(f"Workflow: {workflow_id} is not in terminal state, unable to rerun.")
             now = now_ms()
             _reopen(wf, now)
             wf.output = {}
@@ -254,13 +242,13 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
                 target = next(t for t in wf.tasks if t.task_id == rerun_from_task_id)
                 removed = [t.task_id for t in wf.tasks if t.seq > target.seq]
                 wf.tasks = [t for t in wf.tasks if t.seq <= target.seq]
-                decider = Decider(wf, now_ms=now, task_def_lookup=executor.task_def_lookup)
+                decider = executor.new_decider(wf, now, domains=False)
                 _reset_task(decider, target, task_input, now)
                 decider.run()
-            _decide_save(loaded, now, decider, removed=removed)
+            executor.decide_and_save(loaded, now, decider, removed=removed, workflow_changed=True)
             _reopen_parents(wf, now)
             return workflow_id
-    return executor._with_retries(run)
+    return executor.with_retries(run)
 
 
 def _is_descendant(candidate_id: str, ancestor_id: str) -> bool:
@@ -308,12 +296,12 @@ def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | 
     ``The task referenced %s has already been processed, cannot be skipped``."""
     def run() -> None:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = executor.locked(workflow_id)
             wf = loaded.wf
             if wf.status != "RUNNING":
                 raise IllegalState(f"The workflow {workflow_id} is not running so the task referenced by "
                                    f"{task_reference_name} cannot be skipped")
-            decider = Decider(wf, now_ms=now_ms(), task_def_lookup=executor.task_def_lookup)
+            decider = executor.new_decider(wf, now_ms(), domains=False)
             workflow_task = decider.blueprint.get(task_reference_name)
             if workflow_task is None:
                 raise IllegalState(f"The task referenced by {task_reference_name} does not exist in the "
@@ -330,8 +318,8 @@ def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | 
             wf.tasks.append(skipped)
             decider.outcome.new_tasks.append(skipped)
             decider.run()
-            _decide_save(loaded, decider.now, decider)
-    executor._with_retries(run)
+            executor.decide_and_save(loaded, decider.now, decider, workflow_changed=True)
+    executor.with_retries(run)
 
 
 def workflow_reset_callbacks(*, workflow_id: str) -> None:
@@ -339,7 +327,7 @@ def workflow_reset_callbacks(*, workflow_id: str) -> None:
     Errors: NotFound; Conflict ``Workflow is in terminal state. Status = %s``."""
     def run() -> None:
         with transaction.atomic():
-            loaded = executor._locked(workflow_id)
+            loaded = executor.locked(workflow_id)
             wf = loaded.wf
             if wf.status in TERMINAL_WORKFLOW:
                 raise Conflict(f"Workflow is in terminal state. Status = {wf.status}")
@@ -351,5 +339,5 @@ def workflow_reset_callbacks(*, workflow_id: str) -> None:
                     task.visible_at = now
                     outcome.updated_tasks[task.task_id] = task
             store.save(loaded, outcome, workflow_changed=False)
-            executor._after_commit(wf, outcome)
-    executor._with_retries(run)
+            executor.after_commit(wf, outcome)
+    executor.with_retries(run)

@@ -32,10 +32,11 @@ from django.db.models import Exists, OuterRef
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
 from apps.engine.models import EventExecution, EventMessage, SweeperLease, TaskExecLog, TaskExecution, WorkflowExecution
+from apps.engine.status import TERMINAL_WORKFLOW, WORKFLOW_STATUSES
 
 log = logging.getLogger(__name__)
 
-TERMINAL = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
+TERMINAL = tuple(s for s in WORKFLOW_STATUSES if s in TERMINAL_WORKFLOW)  # in Conductor's order
 EVENT_MESSAGES = "EVENT_MESSAGES"
 DEFAULT_BATCH = 200
 JOB_BUDGET_SECONDS = 20.0

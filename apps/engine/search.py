@@ -29,8 +29,8 @@ the text are tried as well (``\\"`` quotes, ``\\u00e9`` on SQLite), since that i
 columns store it. Case folding is ASCII-only on SQLite.
 
 Shapes: results are ``WorkflowState``/``TaskState`` (snake_case); the camelCase JSON is
-``apps.engine.representation`` (``workflow_summary_json``, ``workflow_json``, ``task_json``)
-plus ``task_summary_json`` here. Times are epoch ms. Errors: ``InvalidInput`` (400).
+``apps.engine.representation`` (``workflow_summary_json``, ``workflow_json``, ``task_json``,
+``task_summary_json``). Times are epoch ms. Errors: ``InvalidInput`` (400).
 """
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ from django.db.models import F, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from apps.core.errors import InvalidInput, validation_failed
+from apps.engine import store
 from apps.engine.models import TaskExecution, WorkflowExecution
-from apps.engine.representation import iso_time
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
 
 MAX_SEARCH_SIZE = 5000
@@ -512,17 +512,24 @@ def _classifier_q(classifier: str | list[str] | None) -> Q:
     return q
 
 
+def _searched(qs: QuerySet, filterset, filters: dict, query_q: Q, free_text: str | None,
+              text_columns: tuple[str, ...], json_columns: tuple[str, ...]) -> QuerySet:
+    """``qs`` narrowed by the filterset's ``filters``, the parsed ``query`` and the free
+    text over those columns (the steps workflow and task searches share)."""
+    qs = _apply_filterset(filterset, filters, qs)
+    qs = qs.filter(query_q)
+    annotations, q = free_text_q(free_text, text_columns, json_columns)
+    if annotations:
+        qs = qs.annotate(**annotations)
+    return qs.filter(q)
+
+
 def workflow_queryset(*, query: str | None = None, free_text: str | None = "*", classifier: str | list[str] | None = None,
                       **filters: Any) -> QuerySet:
     """The filtered (unsorted, unpaged) ``WorkflowExecution`` queryset of a search; see
     ``workflow_search``."""
-    qs = WorkflowExecution.objects.all()
-    qs = _apply_filterset(WorkflowExecutionFilter, filters, qs)
-    qs = qs.filter(workflow_q(parse_query(query)))
-    annotations, q = free_text_q(free_text, WORKFLOW_TEXT_COLUMNS, WORKFLOW_JSON_COLUMNS)
-    if annotations:
-        qs = qs.annotate(**annotations)
-    qs = qs.filter(q)
+    qs = _searched(WorkflowExecution.objects.all(), WorkflowExecutionFilter, filters, workflow_q(parse_query(query)),
+                   free_text, WORKFLOW_TEXT_COLUMNS, WORKFLOW_JSON_COLUMNS)
     cq = _classifier_q(classifier)
     if cq:
         qs = qs.filter(cq)
@@ -554,6 +561,14 @@ def workflow_search(*, query: str | None = None, free_text: str | None = "*", so
     """
     start, size = check_paging(start, size, path="searchWorkflows.arg1")
     qs = workflow_queryset(query=query, free_text=free_text, classifier=classifier, **filters)
+    return _workflow_page(qs, sort, start, size, with_definition)
+
+
+def _workflow_page(qs: QuerySet, sort: str | list[str] | None, start: int, size: int,
+                   with_definition: bool) -> tuple[int, list[WorkflowState]]:
+    """``(totalHits, page)`` of a workflow queryset: sorted (default newest first, the id
+    breaking ties), paged, as WorkflowStates without tasks (``definition`` ``{}`` unless
+    ``with_definition``)."""
     total = qs.count()
     order = parse_sort(sort, WORKFLOW_QUERY_FIELDS) or [F("create_time").desc()]
     fields = WORKFLOW_FIELDS if with_definition else _SUMMARY_FIELDS
@@ -561,7 +576,7 @@ def workflow_search(*, query: str | None = None, free_text: str | None = "*", so
     if not with_definition:
         for r in rows:
             r["definition"] = {}
-    return total, [WorkflowState(**r) for r in rows]
+    return total, [store.workflow_from_values(r) for r in rows]
 
 
 class TaskHit(NamedTuple):
@@ -574,13 +589,8 @@ class TaskHit(NamedTuple):
 def task_queryset(*, query: str | None = None, free_text: str | None = "*", **filters: Any) -> QuerySet:
     """The filtered (unsorted, unpaged) ``TaskExecution`` queryset of a search; see
     ``task_search``."""
-    qs = TaskExecution.objects.all()
-    qs = _apply_filterset(TaskExecutionFilter, filters, qs)
-    qs = qs.filter(task_q(parse_query(query)))
-    annotations, q = free_text_q(free_text, TASK_TEXT_COLUMNS, TASK_JSON_COLUMNS)
-    if annotations:
-        qs = qs.annotate(**annotations)
-    return qs.filter(q)
+    return _searched(TaskExecution.objects.all(), TaskExecutionFilter, filters, task_q(parse_query(query)),
+                     free_text, TASK_TEXT_COLUMNS, TASK_JSON_COLUMNS)
 
 
 def task_search(*, query: str | None = None, free_text: str | None = "*", sort: str | list[str] | None = None,
@@ -605,7 +615,7 @@ def task_search(*, query: str | None = None, free_text: str | None = "*", sort: 
     hits = []
     for r in rows:
         cid = r.pop("workflow__correlation_id")
-        hits.append(TaskHit(TaskState(**r), cid))
+        hits.append(TaskHit(store.task_from_values(r), cid))
     return total, hits
 
 
@@ -619,59 +629,4 @@ def workflow_search_by_tasks(*, query: str | None = None, free_text: str | None 
     start, size = check_paging(start, size, path="searchWorkflowsByTasks.arg1")
     matching = task_queryset(query=query, free_text=free_text).values("workflow_id")
     qs = WorkflowExecution.objects.filter(workflow_id__in=matching)
-    total = qs.count()
-    order = parse_sort(sort, WORKFLOW_QUERY_FIELDS) or [F("create_time").desc()]
-    fields = WORKFLOW_FIELDS if with_definition else _SUMMARY_FIELDS
-    rows = list(qs.order_by(*total_order(order, "workflow_id")).values(*fields)[start:start + size]) if size else []
-    if not with_definition:
-        for r in rows:
-            r["definition"] = {}
-    return total, [WorkflowState(**r) for r in rows]
-
-
-# --- TaskSummary ---------------------------------------------------------------------------------
-
-def _summary_time(ms: int | None) -> str:
-    return iso_time(ms) or "1970-01-01T00:00:00.000Z"
-
-
-def task_queue_wait_ms(task: TaskState, now: int) -> int:
-    """Conductor's ``TaskModel.getQueueWaitTime`` (ms): start - scheduled, or, while a
-    callback is pending, the time since the callback became due."""
-    if task.start_time > 0 and task.scheduled_time > 0:
-        if task.update_time > 0 and task.callback_after_seconds > 0:
-            wait = now - (task.update_time + task.callback_after_seconds * 1000)
-            return wait if wait > 0 else 0
-        return task.start_time - task.scheduled_time
-    return 0
-
-
-def task_summary_json(task: TaskState, correlation_id: str | None = None, *, now: int | None = None) -> dict:
-    """Conductor's ``TaskSummary``: times as ``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`` text (epoch 0
-    prints ``1970-01-01T00:00:00.000Z``), input/output as JSON text, ``executionTime``
-    (end - start, ms, 0 until the task ends) and ``queueWaitTime`` (ms). ``taskType`` is
-    the task's name for SIMPLE tasks, as in Conductor. Null fields are omitted."""
-    from apps.core.clock import now_ms
-
-    now = now_ms() if now is None else now
-    out = {
-        "workflowId": task.workflow_id,
-        "workflowType": task.workflow_type,
-        "correlationId": correlation_id,
-        "scheduledTime": _summary_time(task.scheduled_time),
-        "startTime": _summary_time(task.start_time),
-        "updateTime": _summary_time(task.update_time),
-        "endTime": _summary_time(task.end_time),
-        "status": task.status,
-        "reasonForIncompletion": task.reason_for_incompletion,
-        "executionTime": task.end_time - task.start_time if task.end_time > 0 and task.start_time > 0 else 0,
-        "queueWaitTime": task_queue_wait_ms(task, now),
-        "taskDefName": task.task_def_name,
-        "taskType": task.task_def_name if task.task_type == "SIMPLE" else task.task_type,
-        "input": json.dumps(task.input_data),
-        "output": json.dumps(task.output_data),
-        "taskId": task.task_id,
-        "workflowPriority": task.workflow_priority,
-        "domain": task.domain,
-    }
-    return {k: v for k, v in out.items() if v is not None}
+    return _workflow_page(qs, sort, start, size, with_definition)

@@ -7,8 +7,8 @@ from apps.core.errors import NotFound
 from apps.engine import store
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
+from apps.engine.status import TERMINAL_WORKFLOW
 
-TERMINAL = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
 
 
 def workflow_get(*, workflow_id: str, include_tasks: bool = True) -> WorkflowState:
@@ -20,11 +20,11 @@ def workflow_get(*, workflow_id: str, include_tasks: bool = True) -> WorkflowSta
 
 
 def _with_tasks(rows: list[dict], include_tasks: bool) -> list[WorkflowState]:
-    wfs = [WorkflowState(**r) for r in rows]
+    wfs = [store.workflow_from_values(r) for r in rows]
     if include_tasks and wfs:
         by_id = {w.workflow_id: w for w in wfs}
         for row in TaskExecution.objects.filter(workflow_id__in=list(by_id)).order_by("seq").values(*TASK_FIELDS):
-            by_id[row["workflow_id"]].tasks.append(TaskState(**row))
+            by_id[row["workflow_id"]].tasks.append(store.task_from_values(row))
     return wfs
 
 
@@ -34,7 +34,7 @@ def workflows_by_correlation_id(*, name: str, correlation_id: str, include_close
     ``include_closed``), newest first."""
     qs = WorkflowExecution.objects.filter(workflow_name=name, correlation_id=correlation_id)
     if not include_closed:
-        qs = qs.exclude(status__in=TERMINAL)
+        qs = qs.exclude(status__in=TERMINAL_WORKFLOW)
     return _with_tasks(list(qs.order_by("-create_time", "-workflow_id").values(*WORKFLOW_FIELDS)), include_tasks)
 
 
@@ -57,7 +57,7 @@ def task_get(*, task_id: str) -> tuple[TaskState, WorkflowState]:
     if row is None:
         raise NotFound(f"Task not found for taskId: {task_id}")
     wf = store.load_workflow(row["workflow_id"], include_tasks=False)
-    return TaskState(**row), wf
+    return store.task_from_values(row), wf
 
 
 def task_logs(*, task_id: str) -> list[dict]:

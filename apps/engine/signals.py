@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from apps.core.errors import InvalidInput
 from apps.engine import executor, selectors, store
-from apps.engine.representation import workflow_json
+from apps.engine.representation import task_run_json, workflow_run_json
 from apps.engine.state import TaskState, WorkflowState
 
 RETURN_STRATEGIES = ("TARGET_WORKFLOW", "BLOCKING_WORKFLOW", "BLOCKING_TASK", "BLOCKING_TASK_INPUT")
@@ -130,64 +130,6 @@ def settled(wf: WorkflowState, task_refs: frozenset[str] | set[str] = frozenset(
     if wf.terminal or blocking.tasks:
         return blocking
     return None
-
-
-def workflow_run_json(wf: WorkflowState, *, target: WorkflowState, strategy: str, request_id: str | None,
-                      signal_timeout: bool) -> dict:
-    """Conductor's ``WorkflowRun`` (a SignalResponse) of ``wf``; ``target*`` name the
-    workflow of the request. Times in epoch ms."""
-    full = workflow_json(wf)
-    out = {
-        "responseType": strategy,
-        "targetWorkflowId": target.workflow_id,
-        "targetWorkflowStatus": target.status,
-        "requestId": request_id,
-        "workflowId": wf.workflow_id,
-        "correlationId": wf.correlation_id,
-        "input": wf.input,
-        "output": wf.output,
-        "signalTimeout": signal_timeout,
-        "priority": wf.priority or 0,
-        "variables": wf.variables or {},
-        "tasks": full.get("tasks", []),
-        "createdBy": wf.created_by,
-        "createTime": wf.create_time,
-        "updateTime": wf.update_time or 0,
-        "status": wf.status,
-    }
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def task_run_json(task: TaskState, *, target: WorkflowState, strategy: str, request_id: str | None,
-                  signal_timeout: bool, correlation_id: str | None = None) -> dict:
-    """Conductor's ``TaskRun`` (a SignalResponse) of a blocking task: ``input``/``output``
-    are the task's, ``workflowId`` is the workflow holding it, ``createdBy`` its worker,
-    ``createTime`` its start time (epoch ms)."""
-    out = {
-        "responseType": strategy,
-        "targetWorkflowId": target.workflow_id,
-        "targetWorkflowStatus": target.status,
-        "requestId": request_id,
-        "workflowId": task.workflow_id,
-        "correlationId": correlation_id,
-        "input": task.input_data,
-        "output": task.output_data,
-        "signalTimeout": signal_timeout,
-        "taskType": task.task_def_name if task.task_type == "SIMPLE" else task.task_type,
-        "taskId": task.task_id,
-        "referenceTaskName": task.reference_task_name,
-        "retryCount": task.retry_count,
-        "taskDefName": task.task_def_name,
-        "retriedTaskId": task.retried_task_id,
-        "workflowType": task.workflow_type,
-        "reasonForIncompletion": task.reason_for_incompletion,
-        "priority": task.workflow_priority or 0,
-        "createdBy": task.worker_id,
-        "createTime": task.start_time,
-        "updateTime": task.update_time,
-        "status": task.status,
-    }
-    return {k: v for k, v in out.items() if v is not None}
 
 
 def signal_response(target: WorkflowState, blocking: Blocking | None, *, strategy: str, request_id: str | None,

@@ -8,13 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-TERMINAL_WORKFLOW = frozenset({"COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"})
+from apps.engine.status import SUCCESSFUL_TASK, TERMINAL_TASK, TERMINAL_WORKFLOW
 
-# Task status flags, as Conductor's TaskModel.Status(terminal, successful, retriable).
-TERMINAL_TASK = frozenset({"COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED", "FAILED_WITH_TERMINAL_ERROR",
-                           "TIMED_OUT", "CANCELED", "SKIPPED"})
-SUCCESSFUL_TASK = frozenset({"SCHEDULED", "IN_PROGRESS", "COMPLETED", "COMPLETED_WITH_ERRORS", "SKIPPED"})
-RETRIABLE_TASK = frozenset({"SCHEDULED", "IN_PROGRESS", "COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED", "TIMED_OUT"})
 
 # Task types Conductor never retries (TaskType.isBuiltIn).
 BUILT_IN_TYPES = frozenset({"DECISION", "SWITCH", "FORK", "FORK_JOIN", "FORK_JOIN_DYNAMIC", "JOIN",

@@ -1,8 +1,9 @@
-"""Loading and saving execution state (the only engine module that maps rows <-> state).
+"""Loading and saving execution state: every row <-> state conversion of the engine.
 
-The decide cycle runs on every task update, so this module speaks SQL directly: a fixed
-set of statements built once per database vendor, JSON columns encoded and decoded here
-(one statement each to lock the workflow, read its tasks, insert new tasks, update
+Reads elsewhere (selectors, search, jobs) fetch ORM ``values()`` dicts and turn them
+into state with ``task_from_values`` / ``workflow_from_values``. The decide cycle runs on
+every task update, so this module speaks SQL directly: a fixed set of statements built
+once per database vendor, JSON columns encoded and decoded here (one statement each to lock the workflow, read its tasks, insert new tasks, update
 changed tasks and update the workflow row). The ORM models in ``apps.engine.models``
 define the schema; the column lists come from ``apps.engine.state`` whose field names
 are the column names.
@@ -12,7 +13,7 @@ poll that claimed a task (SCHEDULED -> IN_PROGRESS) is never overwritten by a st
 decide: the whole operation is retried instead (``StaleState``). The workflow
 ``definition`` snapshot is written only when it was replaced (restart with the latest
 definition), never on ordinary decides. Every insert and status change saved here is
-handed, inside the transaction, to ``events.transitions`` (the status listeners' outbox).
+handed, inside the transaction, to ``notify.transitions`` (the status listeners' outbox).
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from functools import lru_cache
 
 from django.db import connection
 
-from apps.engine import events
-from apps.engine.decider import DeciderOutcome
+from apps.engine import notify
+from apps.engine.outcome import DeciderOutcome
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
 
 WF_TABLE = "engine_workflow_execution"
@@ -115,6 +116,16 @@ def task_from_row(row: tuple) -> TaskState:
     return TaskState(**values)
 
 
+def task_from_values(values: dict) -> TaskState:
+    """A TaskState from an ORM ``.values(*TASK_FIELDS)`` dict (the ORM decoded the JSON)."""
+    return TaskState(**values)
+
+
+def workflow_from_values(values: dict) -> WorkflowState:
+    """A WorkflowState (without tasks) from an ORM ``.values(*WORKFLOW_FIELDS)`` dict."""
+    return WorkflowState(**values)
+
+
 def _task_params(task: TaskState, fields: tuple[str, ...]) -> list:
     return [_dump(getattr(task, f)) if f in TASK_JSON else getattr(task, f) for f in fields]
 
@@ -125,16 +136,26 @@ def _workflow_params(wf: WorkflowState, fields: tuple[str, ...]) -> list:
 
 # --- reads -------------------------------------------------------------------------------------
 
+def _summaries(cursor, ids: list[str]) -> dict[str, dict]:
+    """``{workflow_id: summary}`` of these executions (see ``workflow_summary``)."""
+    cursor.execute(_s()["children"] + "(" + ", ".join(["%s"] * len(ids)) + ")", ids)
+    return {workflow_id: {"workflow_id": workflow_id, "status": status, "output": _load_json(output),
+                          "reason_for_incompletion": reason, "workflow_name": name, "workflow_version": version}
+            for workflow_id, status, output, reason, name, version in cursor.fetchall()}
+
+
 def _attach_sub_workflows(wf: WorkflowState, cursor) -> None:
     ids = [t.sub_workflow_id for t in wf.tasks
            if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and not t.terminal]
-    if not ids:
-        return
-    cursor.execute(_s()["children"] + "(" + ", ".join(["%s"] * len(ids)) + ")", ids)
-    for workflow_id, status, output, reason, name, version in cursor.fetchall():
-        wf.sub_workflows[workflow_id] = {"workflow_id": workflow_id, "status": status, "output": _load_json(output),
-                                         "reason_for_incompletion": reason, "workflow_name": name,
-                                         "workflow_version": version}
+    if ids:
+        wf.sub_workflows.update(_summaries(cursor, ids))
+
+
+def workflow_summary(workflow_id: str) -> dict | None:
+    """``{workflow_id, status, output, reason_for_incompletion, workflow_name,
+    workflow_version}`` of one execution (what a parent sees of its child), or None."""
+    with connection.cursor() as cursor:
+        return _summaries(cursor, [workflow_id]).get(workflow_id)
 
 
 def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> WorkflowState | None:
@@ -172,7 +193,7 @@ def insert_workflow(wf: WorkflowState) -> None:
     inserts, handed with it to the transition recorders of ``events``)."""
     with connection.cursor() as cursor:
         cursor.execute(_s()["insert_wf"], _workflow_params(wf, WORKFLOW_FIELDS))
-    events.transitions(wf, None, [(t, None) for t in wf.tasks])
+    notify.transitions(wf, None, [(t, None) for t in wf.tasks])
 
 
 def insert_tasks(tasks: list[TaskState]) -> None:
@@ -223,4 +244,4 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
                and loaded.loaded_status.get(task_id) != t.status]
     changed += [(t, None) for t in outcome.new_tasks]
     if changed or wf.status != loaded.workflow_status:
-        events.transitions(wf, loaded.workflow_status, changed)
+        notify.transitions(wf, loaded.workflow_status, changed)

@@ -2,8 +2,9 @@
 async work, repairs after a crash).
 
 ``sweep_once`` claims each due execution by compare-and-set on ``next_decide_at`` (pushed
-``LEASE_MS`` ahead), so several sweepers on several machines never decide the same
-execution at once and a sweeper that dies mid-way only delays it by the lease.
+``CONDUCTOR["SWEEPER_DECIDE_LEASE_MS"]`` ahead), so several sweepers on several machines
+never decide the same execution at once and a sweeper that dies mid-way only delays it
+by the lease.
 Source: Conductor's WorkflowSweeper + WorkflowReconciler.
 """
 from __future__ import annotations
@@ -11,16 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from django.conf import settings
+
 from apps.core.clock import now_ms
 from apps.engine import executor
 from apps.engine.models import WorkflowExecution
+from apps.engine.status import ACTIVE_WORKFLOW
 
 log = logging.getLogger(__name__)
-
-# How long a claimed execution is left to its sweeper (ms). Short: a sweeper killed
-# mid-batch delays the executions it had claimed by this much. A decide that outlasts it
-# is harmless: deciding takes the workflow's row lock, a second decide finds nothing to do.
-LEASE_MS = 5_000
 
 _tick_hooks: list[Callable[[], int]] = []
 
@@ -46,21 +45,15 @@ def run_tick_hooks() -> int:
     return done
 
 
-def due_workflow_ids(now: int, limit: int = 200) -> list[str]:
-    """Ids of RUNNING/PAUSED executions with ``next_decide_at <= now``, earliest first."""
-    return list(WorkflowExecution.objects.filter(status__in=("RUNNING", "PAUSED"), next_decide_at__lte=now)
-                .order_by("next_decide_at").values_list("workflow_id", flat=True)[:limit])
-
-
 def sweep_once(now: int | None = None, limit: int = 200) -> int:
     """Decide every due execution once; return how many were decided."""
     now = now if now is not None else now_ms()
     decided = 0
-    rows = list(WorkflowExecution.objects.filter(status__in=("RUNNING", "PAUSED"), next_decide_at__lte=now)
+    rows = list(WorkflowExecution.objects.filter(status__in=ACTIVE_WORKFLOW, next_decide_at__lte=now)
                 .order_by("next_decide_at").values_list("workflow_id", "next_decide_at")[:limit])
     for workflow_id, due in rows:
         claimed = WorkflowExecution.objects.filter(pk=workflow_id, next_decide_at=due).update(
-            next_decide_at=now_ms() + LEASE_MS)
+            next_decide_at=now_ms() + settings.CONDUCTOR["SWEEPER_DECIDE_LEASE_MS"])
         if not claimed:
             continue  # another sweeper (or a task update) got there first
         try:

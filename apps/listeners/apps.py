@@ -10,8 +10,8 @@ class ListenersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from apps.engine import events, sweeper
+        from apps.engine import notify, sweeper
         from apps.listeners import delivery, recorder
 
-        events.add_transition_recorder(recorder.record)
+        notify.add_transition_recorder(recorder.record)
         sweeper.add_tick_hook(delivery.kick)

@@ -43,6 +43,8 @@ def _join(url: str, endpoint: str) -> str:
 
 @dataclass(frozen=True)
 class ListenerConfig:
+    """The listener settings in force (see the module docstring); times in ms."""
+
     http: bool
     queue: bool
     archive: bool

@@ -44,6 +44,7 @@ _last_check = 0
 
 
 def due_exists(now: int | None = None) -> bool:
+    """Whether a PENDING row is due at ``now`` (epoch ms; default the engine clock)."""
     now = now_ms() if now is None else now
     return Notification.objects.filter(state="PENDING", next_attempt_at__lte=now).exists()
 
@@ -112,7 +113,7 @@ def _archive(row: Notification) -> tuple[bool, str | None]:
     from apps.core.errors import ConductorError
     from apps.engine import executor
     from apps.engine.models import WorkflowExecution
-    from apps.engine.state import TERMINAL_WORKFLOW
+    from apps.engine.status import TERMINAL_WORKFLOW
 
     wf = WorkflowExecution.objects.filter(pk=row.workflow_id).values("status", "parent_workflow_id").first()
     if wf is None or wf["status"] not in TERMINAL_WORKFLOW:

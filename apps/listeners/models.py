@@ -14,6 +14,8 @@ from django.db.models import Q
 
 
 class Notification(models.Model):
+    """One delivery to make (see the module docstring)."""
+
     class State(models.TextChoices):
         PENDING = "PENDING"
         DELIVERED = "DELIVERED"

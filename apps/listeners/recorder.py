@@ -1,5 +1,5 @@
 """Turning saved transitions into outbox rows (and queue messages), inside the engine's
-transaction (``apps.engine.events.add_transition_recorder``).
+transaction (``apps.engine.notify.add_transition_recorder``).
 
 Workflow events (Conductor's ``WorkflowStatusListener.WorkflowEventType``), from the
 status as loaded and as saved: a new execution is STARTED; RUNNING -> PAUSED is PAUSED
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from apps.core.clock import now_ms
 from apps.core.ids import new_id
-from apps.engine.state import TERMINAL_WORKFLOW
+from apps.engine.status import TERMINAL_WORKFLOW
 from apps.listeners import config
 from apps.listeners.models import Notification
 
@@ -65,9 +65,9 @@ def _workflow_task(task, wf) -> dict:
 def task_notification(task, wf) -> dict:
     """Conductor's ``TaskNotification``: the TaskSummary plus ``workflowTaskType``,
     ``referenceTaskName``, ``retryCount`` and ``taskDescription``."""
-    from apps.engine.search import task_summary_json
+    from apps.engine.representation import task_summary_json
 
-    out = task_summary_json(task, wf.correlation_id)
+    out = task_summary_json(task, wf.correlation_id, now=now_ms())
     workflow_task = _workflow_task(task, wf)
     out.update({"workflowTaskType": workflow_task.get("type") or task.task_type,
                 "referenceTaskName": task.reference_task_name, "retryCount": task.retry_count})
@@ -105,7 +105,7 @@ def record(wf, previous: str | None, task_changes: list) -> None:
             queue = {"COMPLETED": conf.success_queue, "TERMINATED": conf.failure_queue,
                      "FINALIZED": conf.finalize_queue}.get(event)
             if queue:
-                from apps.engine.event_handlers import event_message_insert
+                from apps.engine.event_queue import event_message_insert
 
                 event_message_insert(message_id=new_id(), event=f"conductor:{queue}", payload=summary, now=now)
         if conf.archive and event == "FINALIZED":

@@ -21,6 +21,8 @@ from django.db.models import Q
 
 
 class WorkflowSchedule(models.Model):
+    """One schedule (Conductor's ``WorkflowSchedule``); see the module docstring."""
+
     name = models.CharField(primary_key=True, max_length=255)
     workflow_name = models.CharField(max_length=255, db_index=True)
     data = models.JSONField()
@@ -41,6 +43,8 @@ class WorkflowSchedule(models.Model):
 
 
 class ScheduleExecution(models.Model):
+    """One fired slot (Conductor's ``WorkflowScheduleExecutionModel``)."""
+
     class State(models.TextChoices):
         POLLED = "POLLED"
         FAILED = "FAILED"

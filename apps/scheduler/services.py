@@ -40,6 +40,7 @@ def _conf(key: str, default):
 
 
 def not_found(name: str) -> NotFound:
+    """Conductor's 404 for a schedule: ``Schedule '<name>' not found``."""
     return NotFound(f"Schedule '{name}' not found")
 
 
@@ -245,6 +246,7 @@ def schedule_save(body: Any, *, user: str | None = None) -> dict:
 
 
 def schedule_row(name: str) -> WorkflowSchedule:
+    """The stored row of a schedule. Errors: NotFound."""
     row = WorkflowSchedule.objects.filter(pk=name).first()
     if row is None:
         raise not_found(name)

@@ -45,6 +45,7 @@ def _page(request, template: str, context: dict):
 @view_required
 @require_GET
 def schedules(request):
+    """``/schedules/``: every schedule with its crons, state, next runs and last run."""
     rows = list(WorkflowSchedule.objects.order_by("name"))
     items = []
     for row in rows:
@@ -57,6 +58,8 @@ def schedules(request):
 @view_required
 @require_GET
 def schedule(request, name: str):
+    """``/schedules/<name>``: one schedule, its next runs and its newest executions
+    (404 when it does not exist)."""
     row = WorkflowSchedule.objects.filter(pk=name).first()
     if row is None:
         raise Http404(f"Schedule '{name}' not found")

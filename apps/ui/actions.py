@@ -7,16 +7,16 @@ Every action goes through ``perform``: it calls the engine service, turns a
 """
 from __future__ import annotations
 
-import importlib
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from apps.core.errors import ConductorError
+from apps.engine import executor, recovery
+from apps.engine.status import ACTIVE_WORKFLOW, TERMINAL_WORKFLOW
 
 log = logging.getLogger(__name__)
 
-TERMINAL = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,6 @@ TASK_ACTIONS: dict[str, Action] = {a.name: a for a in [
 
 BULK_ACTIONS = ("pause", "resume", "restart", "restart_latest", "retry", "terminate")
 
-# The engine module(s) where services are looked up, in order.
-SERVICE_MODULES = ("apps.engine.executor", "apps.engine.recovery")
-
 
 def allowed_actions(status: str, *, sub_workflows: bool = False) -> list[str]:
     """The workflow actions an execution in ``status`` allows, in menu order.
@@ -66,7 +63,7 @@ def allowed_actions(status: str, *, sub_workflows: bool = False) -> list[str]:
         return ["resume", "terminate"]
     if status == "COMPLETED":
         return ["restart", "restart_latest"]
-    if status in TERMINAL:
+    if status in TERMINAL_WORKFLOW:
         return ["restart", "restart_latest", "retry"] + (["retry_resume"] if sub_workflows else [])
     return []
 
@@ -78,33 +75,21 @@ def task_actions(workflow_status: str, task: dict | None) -> list[str]:
     fail a WAIT or HUMAN task that is IN_PROGRESS."""
     out = []
     status = task.get("status") if task else None
-    if task and workflow_status in TERMINAL:
+    if task and workflow_status in TERMINAL_WORKFLOW:
         out.append("rerun")
     if task is None and workflow_status == "RUNNING":
         out.append("skip")
     if task and task.get("type") in ("WAIT", "HUMAN") and status in ("IN_PROGRESS", "SCHEDULED") \
-            and workflow_status in ("RUNNING", "PAUSED"):
+            and workflow_status in ACTIVE_WORKFLOW:
         out += ["complete_task", "fail_task"]
     return out
 
 
-class ServiceUnavailable(ConductorError):
-    """The engine has no service of that name (yet)."""
-
-    status = 501
-
-
 def service(name: str) -> Callable[..., Any]:
-    """The engine service function ``name`` (looked up in ``SERVICE_MODULES``)."""
-    for module_name in SERVICE_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        fn = getattr(module, name, None)
-        if callable(fn):
-            return fn
-    raise ServiceUnavailable(f"The engine service {name} is not available on this server.")
+    """The engine service function ``name`` (``apps.engine.recovery`` for restart, retry,
+    rerun and skip; ``apps.engine.executor`` for the others). AttributeError for a name
+    neither has."""
+    return getattr(recovery, name, None) or getattr(executor, name)
 
 
 def _call(action: str, target: str, params: dict) -> Any:

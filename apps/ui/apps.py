@@ -10,8 +10,8 @@ class UiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Register the live-update listener with the engine's events."""
-        from apps.engine import events
+        """Register the live-update listener with the engine's notify module."""
+        from apps.engine import notify
         from apps.ui import live
 
-        events.add_listener(live.on_workflow_changed)
+        notify.add_listener(live.on_workflow_changed)

@@ -11,8 +11,9 @@ from the first one; skip marks a task that has not been scheduled SKIPPED.
 """
 from __future__ import annotations
 
-from apps.engine.recovery import RESET_IN_PLACE, RETRIABLE_STATUSES
-from apps.engine.state import TERMINAL_WORKFLOW, TaskState, WorkflowState
+from apps.engine.recovery import RESET_IN_PLACE, latest_by_ref
+from apps.engine.state import TaskState, WorkflowState
+from apps.engine.status import RETRY_FROM_STATUSES, TERMINAL_WORKFLOW
 
 # Task types that only compute or steer inside the engine: running them again repeats no
 # effect outside it. Every other type (worker tasks, HTTP, EVENT, Kafka, sub-workflows,
@@ -35,13 +36,6 @@ def _effects(tasks: list[TaskState]) -> list[dict]:
             if t.task_type not in NO_OUTSIDE_EFFECT and (t.start_time or t.status == "COMPLETED")]
 
 
-def _latest_by_ref(wf: WorkflowState) -> dict[str, TaskState]:
-    latest: dict[str, TaskState] = {}
-    for t in wf.tasks:
-        latest[t.reference_task_name] = t
-    return latest
-
-
 def plan(action: str, wf: WorkflowState, *, task_id: str | None = None, ref: str | None = None,
          latest_version: int | None = None) -> dict:
     """What ``action`` would do to ``wf`` (loaded with its tasks), as
@@ -57,7 +51,7 @@ def plan(action: str, wf: WorkflowState, *, task_id: str | None = None, ref: str
         if not terminal:
             out["refused"] = f"Workflow is still running.  status={wf.status}"
             return out
-        failed = [t for t in _latest_by_ref(wf).values() if t.status in RETRIABLE_STATUSES]
+        failed = [t for t in latest_by_ref(wf).values() if t.status in RETRY_FROM_STATUSES]
         if not failed and wf.status != "TIMED_OUT":
             out["refused"] = ("There are no retryable tasks! Use restart if you want to attempt entire workflow "
                               "execution again.")
@@ -83,11 +77,11 @@ def plan(action: str, wf: WorkflowState, *, task_id: str | None = None, ref: str
             out["refused"] = f"Workflow: {wf.workflow_id} is non-restartable"
             return out
         out["removed"] = len(wf.tasks)
-        out["again"] = [_row(t) for t in _latest_by_ref(wf).values()]
+        out["again"] = [_row(t) for t in latest_by_ref(wf).values()]
         out["sub_workflows"] = [{"ref": t.reference_task_name, "child": t.sub_workflow_id,
                                  "what": "a new child execution is started when reached; this one stays as it is"}
-                                for t in _latest_by_ref(wf).values() if t.task_type == "SUB_WORKFLOW"]
-        out["side_effects"] = _effects(list(_latest_by_ref(wf).values()))
+                                for t in latest_by_ref(wf).values() if t.task_type == "SUB_WORKFLOW"]
+        out["side_effects"] = _effects(list(latest_by_ref(wf).values()))
         version = (f" with the latest definition (v{wf.workflow_version} → v{latest_version})"
                    if action == "restart_latest" and latest_version is not None else "")
         out["summary"] = (f"All {len(wf.tasks)} task executions are removed and the execution starts again from its "

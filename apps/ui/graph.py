@@ -28,11 +28,8 @@ from collections.abc import Iterable
 
 from apps.engine.params import ref_suffix, strip_iteration
 from apps.engine.state import TaskState
+from apps.engine.status import FAILED_TASK, TERMINAL_TASK, TERMINAL_WORKFLOW
 
-TERMINAL_TASK = {"COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT",
-                 "CANCELED", "SKIPPED"}
-FAILED_TASK = {"FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT"}
-TERMINAL_WORKFLOW = {"COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"}
 START_ID = "__start"
 END_ID = "__end"
 

@@ -28,7 +28,9 @@ from django.db.models import Count, Max, Q
 
 from apps.engine import store
 from apps.engine.models import TaskExecution, WorkflowExecution
-from apps.engine.state import TERMINAL_TASK, WorkflowState
+from apps.engine.params import definition_ref
+from apps.engine.state import WorkflowState
+from apps.engine.status import TERMINAL_TASK
 from apps.ui import graph as graph_mod
 from apps.ui.actions import allowed_actions
 
@@ -68,7 +70,7 @@ def _cut(text: str | None, limit: int = REASON_CHARS) -> str | None:
 def task_row(t) -> dict:
     """The compact row of one task execution used by the task list and the timeline."""
     row = {
-        "taskId": t.task_id, "ref": t.reference_task_name, "defRef": t.reference_task_name.split("__", 1)[0],
+        "taskId": t.task_id, "ref": t.reference_task_name, "defRef": definition_ref(t),
         "type": t.task_type, "name": t.task_def_name, "status": t.status, "seq": t.seq,
         "retryCount": t.retry_count, "iteration": t.iteration, "pollCount": t.poll_count,
         "scheduled": t.scheduled_time, "start": t.start_time, "end": t.end_time, "update": t.update_time,
@@ -227,7 +229,7 @@ def _layer_is_local(layer) -> bool:
 
 
 def on_workflow_changed(workflow_id: str) -> None:
-    """Engine listener (``apps.engine.events.add_listener``): tell the consumers of this
+    """Engine listener (``apps.engine.notify.add_listener``): tell the consumers of this
     execution to look now. With the in-process layer only consumers of this process can
     hear it, so it is sent only when one is watching; with a shared layer
     (channels-redis) it is always sent. Consumers also poll, so a lost wake-up only

@@ -19,7 +19,7 @@
   };
   var TASKS_PER_PAGE = 50;
   var TIMELINE_ROWS_PER_PAGE = 60;
-  var TERMINAL = ["COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"];
+  var TERMINAL = JSON.parse(document.getElementById("conductor-statuses").textContent).terminalWorkflow;
 
   var state = null;       // the current snapshot
   var seq = 0;
@@ -726,6 +726,9 @@
       note.textContent = "Showing the first " + res.text.length + " of " + res.total + " characters: download for the whole document.";
     });
   });
+
+  // the tab in the URL shows at once; the task panel and iterations wait for the first snapshot
+  if (TABS.indexOf(initial.get("tab")) >= 0) { showTab(initial.get("tab"), true); }
 
   // the canvas fills the window below its top, so it ends above the fold
   function sizeGraph() {

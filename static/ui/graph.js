@@ -12,7 +12,8 @@
     window.cytoscape.use(window.cytoscapeDagre);
   }
 
-  var TERMINAL_WORKFLOW = ["COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"];
+  var STATUSES = JSON.parse(document.getElementById("conductor-statuses").textContent);
+  var TERMINAL_WORKFLOW = STATUSES.terminalWorkflow;
 
   // Colours come from the page's CSS variables (static/ui/app.css), so the graph follows
   // the light or dark scheme and the status colours that pass WCAG AA with white text.
@@ -267,8 +268,7 @@
     if (n.kind === "loopgroup" || n.kind === "loopend") {
       var loopView = this.view(n.ref);
       status = n.kind === "loopgroup" ? null : loopView.status;
-      executed = loopView.executed && (n.kind === "loopgroup" || ["COMPLETED", "FAILED", "COMPLETED_WITH_ERRORS",
-        "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED", "SKIPPED"].indexOf(loopView.status) >= 0);
+      executed = loopView.executed && (n.kind === "loopgroup" || STATUSES.terminalTask.indexOf(loopView.status) >= 0);
       if (n.kind === "loopgroup") { label = n.title; }
     } else if (n.kind === "start") {
       executed = !!n.executed;

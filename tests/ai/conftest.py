@@ -84,10 +84,10 @@ class Cluster:
 
 @pytest.fixture
 def cluster(monkeypatch) -> Cluster:
-    from apps.engine import jobs
+    from apps.engine import jobqueue
 
     c = Cluster()
-    real = jobs._async_task
+    real = jobqueue.enqueue
 
     def fake(func, *args, **kwargs):
         if func == "apps.engine.jobs.system_task_job":
@@ -95,5 +95,5 @@ def cluster(monkeypatch) -> Cluster:
         else:
             real(func, *args, **kwargs)
 
-    monkeypatch.setattr(jobs, "_async_task", fake)
+    monkeypatch.setattr(jobqueue, "enqueue", fake)
     return c

@@ -1,5 +1,5 @@
 """/api/metadata: TaskDef and WorkflowDef registration, lookup and deletion with
-Conductor's verbs, status codes and messages (conductor-reference §1.1, sdk-notes §2, §7.11)."""
+Conductor's verbs, status codes and messages (docs/conductor-notes.md §1.1)."""
 from __future__ import annotations
 
 import pytest

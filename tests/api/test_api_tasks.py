@@ -1,5 +1,5 @@
 """/api/tasks: polling, updates (v1, v2, by reference), callbacks, late updates, task
-reads, logs, queue sizes and poll data (conductor-reference §1.4, §9; sdk-notes §4, §7)."""
+reads, logs, queue sizes and poll data (docs/conductor-notes.md §1.4, §9)."""
 from __future__ import annotations
 
 import pytest
@@ -501,3 +501,14 @@ def test_poll_data_records_workers(api, single):
     assert all(isinstance(p["lastPollTime"], int) and p["lastPollTime"] > 1_600_000_000_000 for p in data)
     everything = api.ok(api.get("/tasks/queue/polldata/all")).json()
     assert {p["workerId"] for p in everything if p["queueName"] == single["t"]} == {worker}
+
+
+def test_a_wrong_method_on_a_worker_endpoint_answers_conductors_error_body(client, db):
+    """405 from the worker endpoints has the same body as every other error: status,
+    message, instance (this server) and retryable."""
+    from django.conf import settings
+
+    resp = client.delete("/api/tasks/poll/batch/anything")
+    assert resp.status_code == 405
+    assert resp.json() == {"status": 405, "message": "Request method 'DELETE' is not supported",
+                           "instance": settings.CONDUCTOR["INSTANCE_ID"], "retryable": False}

@@ -1,6 +1,6 @@
 """/api/workflow: start (by request, by name, inline definition), read, status, pause,
 resume, terminate, remove, decide, correlation look-ups and running lists, with
-Conductor's answers (conductor-reference §1.2, §3, §9; sdk-notes §2, §7)."""
+Conductor's answers (docs/conductor-notes.md §1.2, §3, §9)."""
 from __future__ import annotations
 
 import re
@@ -484,7 +484,7 @@ def test_bodiless_writes_accept_an_empty_json_object_or_nothing(api, flow):
 # --- timers kept by the sweeper ------------------------------------------------------------------------------
 
 def test_workflow_timeout_is_enforced_by_the_sweeper(api, flow, clock):
-    """The SDK registers timeoutSeconds 60 / TIME_OUT_WF by default (sdk-notes §7.7)."""
+    """The SDK registers timeoutSeconds 60 / TIME_OUT_WF by default."""
     from apps.engine import sweeper
 
     name = unique("timed")
@@ -517,7 +517,7 @@ def test_workflow_timeout_alert_only_keeps_running(api, flow, clock):
 
 def test_response_timeout_of_a_polled_task_is_enforced_by_the_sweeper(api, clock):
     """Nobody decides the workflow after the poll: the sweeper must still notice the silent
-    worker (conductor-reference §4.3)."""
+    worker (docs/conductor-notes.md §4.3)."""
     from apps.engine import sweeper
 
     name = unique("rt")

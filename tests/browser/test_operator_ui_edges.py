@@ -63,7 +63,8 @@ def test_view_state_is_in_the_url_and_survives_reload_and_actions(page, ui_serve
     page.click("#confirm-button")
     page.wait_for_url(re.compile(rf".*/execution/{wf_id}\?.*tab=tasks.*"))
     page.wait_for_function("document.getElementById('wf-status').textContent === 'PAUSED'")
-    assert page.get_attribute("#tabbtn-tasks", "aria-selected") == "true"
+    page.wait_for_function("document.getElementById('tabbtn-tasks').getAttribute('aria-selected') === 'true'")
+    page.wait_for_function("window.conductorLive.state() !== null")
     assert f"task={task_id}" in page.url
     assert errors == []
 

@@ -1,5 +1,5 @@
-"""``/api/workflow/bulk/*`` and ``apps.engine.bulk.bulk_action`` (conductor-reference §1.3,
-§9.19; sdk-notes: bulk rows): each id through the engine service, failures collected
+"""``/api/workflow/bulk/*`` and ``apps.engine.bulk.bulk_action`` (docs/conductor-notes.md
+§1.3): each id through the engine service, failures collected
 per id, 200 with a BulkResponse, list limits as Conductor's bean validation."""
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from apps.engine import bulk, executor
 
 pytestmark = pytest.mark.django_db
 
-needs_recovery = pytest.mark.skipif(not hasattr(executor, "workflow_restart") or not hasattr(executor, "workflow_retry"),
-                                    reason="executor.workflow_restart/workflow_retry not available yet")
 
 
 def bulk_ok(resp):
@@ -95,7 +93,6 @@ def test_bulk_search_answers_workflows(api, flow):
     assert len(body["bulkSuccessfulResults"][0]["tasks"]) == 1
 
 
-@needs_recovery
 def test_restart(api, flow):
     running, ended = flow.start(2)
     api.ok(api.delete(f"/workflow/{ended}"))
@@ -105,7 +102,6 @@ def test_restart(api, flow):
     assert status_of(api, ended) == "RUNNING"
 
 
-@needs_recovery
 def test_retry(api, flow):
     w1, w2 = flow.start(2)
     failed = flow.finish("FAILED")

@@ -811,10 +811,7 @@ def install_job_capture(monkeypatch, jobs: list) -> None:
     """Make the engine's cluster jobs (django-q2 ``async_task``) land in ``jobs`` so the
     harness runs them on its own ticks; the sweeper loop job is not needed (the harness
     sweeps itself)."""
-    from apps.engine import jobs as engine_jobs
-
-    if not hasattr(engine_jobs, "_async_task"):
-        return
+    from apps.engine import jobqueue
 
     def capture(func: str, *args, **kwargs) -> None:
         kwargs = {k: v for k, v in kwargs.items() if k not in ("task_name", "hook", "group", "q_options")}
@@ -823,7 +820,7 @@ def install_job_capture(monkeypatch, jobs: list) -> None:
         module, name = func.rsplit(".", 1)
         jobs.append((getattr(importlib.import_module(module), name), args, kwargs))
 
-    monkeypatch.setattr(engine_jobs, "_async_task", capture)
+    monkeypatch.setattr(jobqueue, "enqueue", capture)
 
 
 def tampered(case: dict, mutate) -> dict:

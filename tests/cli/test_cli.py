@@ -11,7 +11,6 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
 from apps.cli import main as cli_main
-from apps.engine import executor
 from tests.factories import simple_task, task_def, unique, workflow_def
 
 SERVER = "http://testserver/api"
@@ -141,7 +140,6 @@ def test_lifecycle_actions(cli, wf_file):
     assert wf["status"] == "TERMINATED" and wf["reasonForIncompletion"] == "operator stop"
 
 
-@pytest.mark.skipif(not hasattr(executor, "workflow_restart"), reason="recovery services not available")
 def test_recovery_commands(cli, wf_file):
     cli.ok("workflow", "create", wf_file["path"])
     wid = cli.ok("workflow", "start", "-w", wf_file["name"], "-i", '{"orderId": "r-1"}').strip()

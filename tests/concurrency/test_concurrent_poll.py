@@ -1,4 +1,4 @@
-"""Concurrent polling: a task is handed to at most one poller (conductor-reference §1.4
+"""Concurrent polling: a task is handed to at most one poller (docs/conductor-notes.md §1.4
 poll algorithm; case 30 "a task instance is delivered to at most one poller")."""
 from __future__ import annotations
 

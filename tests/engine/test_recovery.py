@@ -1,5 +1,5 @@
 """Restart, retry, rerun, skip and reset callbacks with Conductor's answers
-(conductor-reference §4.6-4.7; cases 13, 22)."""
+(docs/conductor-notes.md §4.6-4.7; cases 13, 22)."""
 from __future__ import annotations
 
 from tests.factories import task_def, unique, workflow_def

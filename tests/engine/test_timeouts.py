@@ -1,5 +1,5 @@
 """Timeouts and retry delays decided by the sweeper, on a controlled clock
-(conductor-reference §4.2-4.3; cases 17, 19, 20)."""
+(docs/conductor-notes.md §4.2-4.3; cases 17, 19, 20)."""
 from __future__ import annotations
 
 from apps.engine import sweeper

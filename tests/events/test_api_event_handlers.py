@@ -1,5 +1,5 @@
-"""/api/event: EventHandler CRUD with Conductor's answers (conductor-reference §1.5,
-§2.6, §9.23): 409/404 messages, bean-validation 400s, ``active`` false by default and
+"""/api/event: EventHandler CRUD with Conductor's answers (docs/conductor-notes.md §1.5,
+§2.6, §9): 409/404 messages, bean-validation 400s, ``active`` false by default and
 ``GET /event/{event}`` active-only by default."""
 from __future__ import annotations
 

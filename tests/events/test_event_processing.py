@@ -2,16 +2,18 @@
 payload, the actions start_workflow / complete_task / fail_task / terminate_workflow /
 update_workflow_variables through engine services, one EventExecution per handler action,
 idempotent processing, and the default queue behind POST /api/queue/update
-(conductor-reference §1.5, §1.6, §2.6; DefaultEventProcessor, SimpleActionProcessor)."""
+(docs/conductor-notes.md §1.5, §1.6, §2.6; DefaultEventProcessor, SimpleActionProcessor)."""
 from __future__ import annotations
 
 import threading
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from apps.engine import event_handlers
-from apps.engine.event_handlers import event_execution_list, event_message_publish, process_event_message_job
+from apps.engine.event_handlers import event_execution_list, process_event_message_job
+from apps.engine.event_queue import event_message_publish
 from apps.engine.models import EventExecution, EventMessage
 from tests.events.conftest import drain, pending_message_ids
 from tests.events.test_event_task import event_task, tasks_by_ref
@@ -291,7 +293,7 @@ def test_a_claimed_message_is_not_processed_twice(api, clock):
 def test_the_sweep_leaves_fresh_messages_to_their_job(api, clock):
     message_id = event_message_publish(event="conductor:a:b", payload={})
     assert event_handlers.event_messages_sweep() == 0
-    clock.advance(event_handlers.SWEEP_GRACE_MS / 1000)
+    clock.advance(settings.CONDUCTOR["EVENT_SWEEP_GRACE_MS"] / 1000)
     assert event_handlers.event_messages_sweep() == 1
     assert EventMessage.objects.get(pk=message_id).processed_time == clock.ms
 
@@ -312,14 +314,14 @@ def test_transient_failures_are_retried_then_recorded(api, monkeypatch):
     message_id = event_message_publish(event=event, payload={})
     assert process_event_message_job(message_id) is False
     assert not EventExecution.objects.exists()
-    for attempt in range(2, event_handlers.MAX_ATTEMPTS + 1):
+    for attempt in range(2, settings.CONDUCTOR["EVENT_MESSAGE_MAX_ATTEMPTS"] + 1):
         EventMessage.objects.filter(pk=message_id).update(lease_until=0)
         done = process_event_message_job(message_id)
-        assert done is (attempt == event_handlers.MAX_ATTEMPTS)
+        assert done is (attempt == settings.CONDUCTOR["EVENT_MESSAGE_MAX_ATTEMPTS"])
     [execution] = event_execution_list(message_id=message_id)
     assert execution["status"] == "FAILED"
     assert execution["output"] == {"exception": "backend busy"}
-    assert len(calls) == event_handlers.MAX_ATTEMPTS
+    assert len(calls) == settings.CONDUCTOR["EVENT_MESSAGE_MAX_ATTEMPTS"]
     assert EventMessage.objects.get(pk=message_id).processed_time <= now_ms()
 
 

@@ -1,6 +1,6 @@
 """The EVENT task: publishing to the internal queue (sink ``conductor``), Conductor's event
 names, output and failure reasons for sinks this server does not have, asyncComplete
-(conductor-reference §5 EVENT row)."""
+(docs/conductor-notes.md §5 EVENT row)."""
 from __future__ import annotations
 
 import pytest

@@ -29,7 +29,7 @@ class Sim:
         self.decide()
 
     def decide(self):
-        out = decide(self.wf, now_ms=self.now, task_def_lookup=self.task_defs.get, rng=random.Random(1))
+        out = decide(self.wf, now_ms=self.now, new_id=new_id, rng=random.Random(1), task_def_lookup=self.task_defs.get)
         self.outcomes.append(out)
         return out
 

@@ -1,4 +1,4 @@
-"""Operators and sync system tasks over the pure decider (conductor-reference §5)."""
+"""Operators and sync system tasks over the pure decider (docs/conductor-notes.md §5)."""
 from __future__ import annotations
 
 from tests.operators.sim import Sim

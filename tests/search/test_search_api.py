@@ -1,6 +1,6 @@
 """``GET /api/workflow/search(-v2)``, ``/workflow/search-by-tasks(-v2)``,
 ``/api/tasks/search(-v2)`` and the ``workflow_search``/``task_search`` selectors
-(conductor-reference §1.2, §1.4, §2.6; sdk-notes: search rows)."""
+(docs/conductor-notes.md §1.2, §1.4, §2.6)."""
 from __future__ import annotations
 
 import re

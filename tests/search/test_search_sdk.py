@@ -1,6 +1,6 @@
 """The official conductor-python SDK (2.0.0) against the search and bulk endpoints over
-real HTTP (``live_server``): its models must deserialise our answers (sdk-notes: search
-and bulk rows; strict enums on WorkflowSummary.status and Task.status)."""
+real HTTP (``live_server``): its models must deserialise our answers (strict
+enums on WorkflowSummary.status and Task.status)."""
 from __future__ import annotations
 
 import pytest

@@ -211,17 +211,6 @@ def test_invalid_json_in_a_task_action_is_refused(operator_client):
     assert not AuditLog.objects.exists()
 
 
-def test_unavailable_engine_service_is_reported(operator_client, chain, monkeypatch):
-    from apps.ui import actions
-
-    monkeypatch.setattr(actions, "SERVICE_MODULES", ("apps.engine.selectors",))
-    wf_id = start(chain)
-    executor.workflow_terminate(workflow_id=wf_id, reason="x")
-    resp = operator_client.post(f"/execution/{wf_id}/action/restart", follow=True)
-    assert b"workflow_restart is not available" in resp.content
-    assert AuditLog.objects.get().ok is False
-
-
 # --- search and bulk -----------------------------------------------------------------------------
 
 def test_search_filters_sorting_paging_and_running_tasks(viewer_client):

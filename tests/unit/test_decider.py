@@ -1,12 +1,19 @@
 """The pure decider (apps.engine.decider.decide) over plain WorkflowState/TaskState:
 scheduling, completion, retries, optional tasks, timeouts, pause and the next decide time.
-Semantics: conductor-reference §3, §4.1-4.4."""
+Semantics: docs/conductor-notes.md §3, §4.1-4.4."""
 from __future__ import annotations
 
 import random
 
-from apps.engine.decider import decide
+from apps.core.ids import new_id
+from apps.engine import decider
 from tests.factories import T0, finish, full_task_def, latest, simple_task, start_task, workflow_state
+
+
+def decide(wf, *, rng=None, **kw):
+    """The pure decider with its inputs passed in: random task ids, a seeded random
+    source unless the test gives one."""
+    return decider.decide(wf, new_id=new_id, rng=rng or random.Random(1), **kw)
 
 
 def two_step(**def_a):

@@ -1,10 +1,10 @@
 """``${...}`` resolution (apps.engine.params), as Conductor's ParametersUtils.getTaskInputV2
-(conductor-reference §4.1). Pure: a WorkflowState in, a resolved input map out."""
+(docs/conductor-notes.md §4.1). Pure: a WorkflowState in, a resolved input map out."""
 from __future__ import annotations
 
 import pytest
 
-from apps.engine.params import java_string, resolve_task_input
+from apps.engine.params import Document, java_string, resolve_task_input
 from tests.factories import simple_task, task_state, workflow_state
 
 
@@ -16,8 +16,9 @@ def wf_with(input=None, tasks=(), **kw):
     return wf
 
 
-def resolve(params, wf=None, **kw):
-    return resolve_task_input(params, wf if wf is not None else wf_with(), **kw)
+def resolve(params, wf=None, env=None, **kw):
+    wf = wf if wf is not None else wf_with()
+    return resolve_task_input(params, wf, doc=Document(wf, env), **kw)
 
 
 # --- whole-string references keep the JSON type ---------------------------------------------------
@@ -110,9 +111,12 @@ def test_cpewf_task_id_is_the_id_of_the_task_being_scheduled():
     assert out == {"me": "task-123", "text": "id=task-123"}
 
 
-def test_environment_variable(monkeypatch):
-    monkeypatch.setenv("CW_PARAMS_TEST_VAR", "from-env")
-    assert resolve({"x": "${CW_PARAMS_TEST_VAR}"}) == {"x": "from-env"}
+def test_environment_variable_comes_from_the_environment_passed_in():
+    env = {"CW_PARAMS_TEST_VAR": "from-env"}
+    assert resolve({"x": "${CW_PARAMS_TEST_VAR}", "y": "${workflow.env.CW_PARAMS_TEST_VAR}"}, env=env) == \
+        {"x": "from-env", "y": "from-env"}
+    # the resolver reads no process state: without an environment the names are unknown
+    assert resolve({"x": "${CW_PARAMS_TEST_VAR}"}) == {"x": None}
 
 
 def test_secrets_are_left_literal_in_the_stored_input():

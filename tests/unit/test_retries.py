@@ -1,5 +1,5 @@
 """Retry delays (apps.engine.retries), as Conductor's DeciderService.retry
-(conductor-reference §4.2): the delay in ms before attempt ``retryCount + 1``."""
+(docs/conductor-notes.md §4.2): the delay in ms before attempt ``retryCount + 1``."""
 from __future__ import annotations
 
 import random

@@ -1,5 +1,5 @@
 """WorkflowDef/TaskDef validation (apps.metadata.validation) with Conductor's
-bean-validation messages (conductor-reference §1.1, §2)."""
+bean-validation messages (docs/conductor-notes.md §1.1, §2)."""
 from __future__ import annotations
 
 from apps.metadata.validation import validate_task_def, validate_workflow_def

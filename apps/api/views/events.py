@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from apps.api.params import qbool
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty
-from apps.engine import event_handlers
+from apps.engine import event_queue
 from apps.metadata import event_services
 
 
@@ -55,7 +55,7 @@ class QueueUpdateByRefApi(ConductorApi):
     reference once the message is processed."""
 
     def post(self, request, workflow_id, task_ref_name, status):
-        event_handlers.queue_update_publish(workflow_id=workflow_id, task_ref_name=task_ref_name, status=status,
+        event_queue.queue_update_publish(workflow_id=workflow_id, task_ref_name=task_ref_name, status=status,
                                             output=_output(request))
         return empty()
 
@@ -64,7 +64,7 @@ class QueueUpdateByTaskIdApi(ConductorApi):
     """``POST /queue/update/{workflowId}/task/{taskId}/{status}``: the same by task id."""
 
     def post(self, request, workflow_id, task_id, status):
-        event_handlers.queue_update_publish(workflow_id=workflow_id, task_id=task_id, status=status,
+        event_queue.queue_update_publish(workflow_id=workflow_id, task_id=task_id, status=status,
                                             output=_output(request))
         return empty()
 
@@ -73,11 +73,11 @@ class QueueSizeApi(ConductorApi):
     """``GET /queue/size``: ``{queue name: pending messages}`` of the default queues."""
 
     def get(self, request):
-        return Response(event_handlers.default_queue_sizes())
+        return Response(event_queue.default_queue_sizes())
 
 
 class QueueNamesApi(ConductorApi):
     """``GET /queue/``: ``{status: queue name}`` of the default queues."""
 
     def get(self, request):
-        return Response(event_handlers.default_queue_names())
+        return Response(event_queue.default_queue_names())

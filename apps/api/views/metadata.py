@@ -1,7 +1,7 @@
 """``/api/metadata``: TaskDef and WorkflowDef registration and lookup.
 
 Verbs as Conductor's MetadataResource: POST one WorkflowDef vs PUT a list; POST a list of
-TaskDefs vs PUT one TaskDef (sdk-notes §7.11).
+TaskDefs vs PUT one TaskDef.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from apps.core.clock import now_ms
 from apps.engine import search
 from apps.engine.blueprint import Blueprint
 from apps.engine.models import WorkflowExecution
-from apps.engine.representation import task_json, workflow_json, workflow_summary_json
+from apps.engine.representation import task_json, task_summary_json, workflow_json, workflow_summary_json
 
 
 def _common(request, path: str, what: str = "workflows") -> dict:
@@ -94,7 +94,7 @@ class TaskSearchApi(ConductorApi):
     def get(self, request):
         total, hits = search.task_search(**_common(request, "search.arg1", "tasks"))
         now = now_ms()
-        return _result(request, total, [search.task_summary_json(h.task, h.correlation_id, now=now) for h in hits])
+        return _result(request, total, [task_summary_json(h.task, h.correlation_id, now=now) for h in hits])
 
 
 class TaskSearchV2Api(ConductorApi):

@@ -12,12 +12,12 @@ import uuid
 from functools import wraps
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
 
 from apps.api import fastpath
-from apps.api.exceptions import error_response
+from apps.api.exceptions import error_body, error_response
 from apps.api.params import qint, qstr
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty, text
@@ -25,8 +25,6 @@ from apps.core.errors import InvalidInput, NotFound, PayloadTooLarge
 from apps.engine import executor, queue, selectors, signals
 from apps.engine.blueprint import Blueprint
 from apps.engine.representation import task_json
-
-MAX_LONG_POLL_MS = 5000
 
 
 def _json(data, status: int = 200) -> HttpResponse:
@@ -40,8 +38,7 @@ def hot_path(methods: tuple[str, ...]):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
-                return JsonResponse({"status": 405, "message": f"Request method '{request.method}' is not supported",
-                                     "retryable": False}, status=405)
+                return _json(error_body(405, f"Request method '{request.method}' is not supported"), status=405)
             try:
                 return view(request, *args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
@@ -52,7 +49,7 @@ def hot_path(methods: tuple[str, ...]):
 
 def _poll(request, task_type: str, count: int, timeout_ms: int):
     q = request.GET
-    if timeout_ms > MAX_LONG_POLL_MS:
+    if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
         raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
     return queue.task_poll(task_type=task_type, worker_id=qstr(q, "workerid"), domain=qstr(q, "domain"),
                            count=count, timeout_ms=timeout_ms)

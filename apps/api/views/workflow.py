@@ -14,8 +14,8 @@ from apps.api.parsers import require_json
 from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput
-from apps.engine import events, executor, selectors, signals
-from apps.engine.representation import workflow_json
+from apps.engine import executor, notify, recovery, selectors, signals
+from apps.engine.representation import workflow_json, workflow_status_json
 
 
 def _start_request(data) -> dict:
@@ -88,7 +88,7 @@ def _on_change(_workflow_id: str) -> None:
         _changed.notify_all()
 
 
-events.add_listener(_on_change)
+notify.add_listener(_on_change)
 
 # How often a waiting request re-reads the execution when no change was signalled in this
 # process (changes made by the cluster or another server process), in seconds.
@@ -163,14 +163,9 @@ class WorkflowStatusApi(ConductorApi):
 
     def get(self, request, workflow_id):
         wf = selectors.workflow_get(workflow_id=workflow_id, include_tasks=False)
-        out = {"workflowId": wf.workflow_id, "status": wf.status}
-        if wf.correlation_id:
-            out["correlationId"] = wf.correlation_id
-        if qbool(request.query_params, "includeOutput", False):
-            out["output"] = wf.output
-        if qbool(request.query_params, "includeVariables", False):
-            out["variables"] = wf.variables
-        return Response(out)
+        return Response(workflow_status_json(
+            wf, include_output=qbool(request.query_params, "includeOutput", False),
+            include_variables=qbool(request.query_params, "includeVariables", False)))
 
 
 class PauseWorkflowApi(ConductorApi):
@@ -281,7 +276,7 @@ class RestartWorkflowApi(ConductorApi):
     """``POST /workflow/{id}/restart?useLatestDefinitions`` -> 204."""
 
     def post(self, request, workflow_id):
-        executor.workflow_restart(workflow_id=workflow_id,
+        recovery.workflow_restart(workflow_id=workflow_id,
                                   use_latest_definitions=qbool(request.query_params, "useLatestDefinitions", False))
         return empty(204)
 
@@ -290,7 +285,7 @@ class RetryWorkflowApi(ConductorApi):
     """``POST /workflow/{id}/retry?resumeSubworkflowTasks`` -> 204."""
 
     def post(self, request, workflow_id):
-        executor.workflow_retry(workflow_id=workflow_id,
+        recovery.workflow_retry(workflow_id=workflow_id,
                                 resume_subworkflow_tasks=qbool(request.query_params, "resumeSubworkflowTasks", False))
         return empty(204)
 
@@ -302,7 +297,7 @@ class RerunWorkflowApi(ConductorApi):
         req = require_json(request.data) or {}
         if not isinstance(req, dict):
             raise InvalidInput("RerunWorkflowRequest must be a JSON object")
-        return text(executor.workflow_rerun(
+        return text(recovery.workflow_rerun(
             workflow_id=workflow_id, rerun_from_task_id=req.get("reRunFromTaskId") or None,
             task_input=req.get("taskInput"), workflow_input=req.get("workflowInput"),
             correlation_id=req.get("correlationId")))
@@ -344,7 +339,7 @@ class SkipTaskApi(ConductorApi):
 
     def put(self, request, workflow_id, task_ref_name):
         req = _skip_request(request)
-        executor.task_skip(workflow_id=workflow_id, task_reference_name=task_ref_name,
+        recovery.task_skip(workflow_id=workflow_id, task_reference_name=task_ref_name,
                            task_input=req.get("taskInput") if isinstance(req.get("taskInput"), dict) else None,
                            task_output=req.get("taskOutput") if isinstance(req.get("taskOutput"), dict) else None)
         return empty()
@@ -354,7 +349,7 @@ class ResetCallbacksApi(ConductorApi):
     """``POST /workflow/{id}/resetcallbacks`` -> 204."""
 
     def post(self, request, workflow_id):
-        executor.workflow_reset_callbacks(workflow_id=workflow_id)
+        recovery.workflow_reset_callbacks(workflow_id=workflow_id)
         return empty(204)
 
 
@@ -363,7 +358,7 @@ class WorkflowTestApi(ConductorApi):
     decider in memory with mocked task outputs; nothing is stored. Answers a Workflow."""
 
     def post(self, request):
-        from apps.engine.testing import workflow_test
+        from apps.engine.simulator import workflow_test
 
         req = _start_request(request.data)
         return Response(workflow_test(req))
@@ -388,12 +383,10 @@ class WorkflowVariablesApi(ConductorApi):
     variables and decide; answers the Workflow."""
 
     def post(self, request, workflow_id):
-        from apps.engine.event_handlers import workflow_variables_update
-
         variables = require_json(request.data)
         if not isinstance(variables, dict):
             raise InvalidInput("The request body must be a JSON object of variables")
-        workflow_variables_update(workflow_id=workflow_id, variables=variables)
+        executor.workflow_variables_update(workflow_id=workflow_id, variables=variables)
         return Response(workflow_json(selectors.workflow_get(workflow_id=workflow_id)))
 
 

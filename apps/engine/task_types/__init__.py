@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 from apps.engine.task_types.base import TaskType
 
@@ -26,7 +27,8 @@ def get_type(type_name: str) -> TaskType:
     return found
 
 
-MODULES = ["simple", "operators", "wait", "switch", "fork_join", "do_while", "dynamic", "sub_workflow", "http", "event", "ai"]
+# Every module of this package but ``base`` holds one task type and registers it on import.
+MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "base")
 
 for _module in MODULES:
-    importlib.import_module(f"apps.engine.task_types.{_module}")
+    importlib.import_module(f"{__name__}.{_module}")

@@ -5,16 +5,14 @@ scheduled (``start``), is re-evaluated on every decide while not terminal (``exe
 synchronous types only), may name a due time for the sweeper (``due_at``) and reacts to
 workflow termination (``cancel``). Types run inside the decider: they mutate TaskState /
 WorkflowState in memory and ask for side effects with ``decider.act(...)``; they never
-touch the ORM, the clock or the network (async types do that in ``apps.engine.jobs``).
+touch the ORM, the clock or the network (async types do that in ``run_async``, called by
+the django-q2 cluster outside any lock; inline actions in ``apply_inline`` get the
+executor's services passed in). ``finish`` and ``SystemTask`` are shared by the system
+task types.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from apps.engine.state import TaskState
-
-if TYPE_CHECKING:
-    from apps.engine.decider import Decider
 
 
 def async_complete(task: TaskState, workflow_task: dict | None = None) -> bool:
@@ -35,6 +33,10 @@ class TaskType:
     * ``is_worker``: handed to workers by poll (queue ``[domain:]name``).
     * ``is_async``: run by the django-q2 cluster outside the decide lock (HTTP ...).
     * ``has_task_def``: timeouts/retries come from a TaskDef.
+
+    Every hook gets ``d``, the running ``apps.engine.decider.Decider`` (its ``now``, ``wf``,
+    ``new_task``, ``touch``, ``act`` ...); the decider imports the task types, never the
+    other way round.
     """
 
     type_name = ""
@@ -42,36 +44,60 @@ class TaskType:
     is_async = False
     has_task_def = True
 
-    def map(self, d: "Decider", workflow_task: dict, retry_count: int) -> list[TaskState]:
+    def map(self, d, workflow_task: dict, retry_count: int) -> list[TaskState]:
         """Task executions for this WorkflowTask (default: one, SCHEDULED)."""
         return [d.new_task(workflow_task, retry_count=retry_count)]
 
-    def start(self, d: "Decider", task: TaskState) -> None:
+    def start(self, d, task: TaskState) -> None:
         """Called once when the task is added to the workflow."""
 
-    def execute(self, d: "Decider", task: TaskState) -> bool:
+    def execute(self, d, task: TaskState) -> bool:
         """Re-evaluate a non-terminal synchronous system task; True if it changed."""
         return False
 
-    def continues_after(self, d: "Decider", task: TaskState) -> bool:
+    def continues_after(self, d, task: TaskState) -> bool:
         """Whether the WorkflowTask after this one is scheduled when it finishes (False
         for operators whose own children carry on, e.g. a SWITCH with a taken case)."""
         return True
 
-    def due_at(self, d: "Decider", task: TaskState) -> int | None:
+    def due_at(self, d, task: TaskState) -> int | None:
         """Epoch ms at which the sweeper must decide again for this task, or None."""
         return None
 
-    def cancel(self, d: "Decider", task: TaskState) -> None:
+    def cancel(self, d, task: TaskState) -> None:
         """The workflow is ending while this task is not terminal."""
 
     # --- hooks for the executor (outside the pure decide) ---------------------------------
 
-    def apply_inline(self, wf, outcome, action, now: int) -> None:
-        """Perform an inline action this type asked for (inside the transaction)."""
+    def apply_inline(self, wf, outcome, action, now: int, services) -> bool:
+        """Perform an inline action this type asked for, inside the deciding transaction;
+        True when the task changed. ``services`` (``apps.engine.outcome.Services``) is how
+        it reaches other workflows and the event queue; ``now`` is epoch ms."""
         raise NotImplementedError(f"{self.type_name} asked for action {action.kind}")
 
     def run_async(self, task: TaskState) -> dict:
         """Work of an async system task, run by the cluster with no lock or transaction.
         Returns a TaskResult-like dict ``{status, outputData, reasonForIncompletion?}``."""
         raise NotImplementedError(f"{self.type_name} is not an async system task")
+
+
+def finish(d, task: TaskState, status: str, output: dict | None = None, reason: str | None = None) -> None:
+    """Set a task's outcome (status, output, reason, start/end times)."""
+    task.status = status
+    if output is not None:
+        task.output_data = output
+    if reason is not None:
+        task.reason_for_incompletion = reason
+    if not task.start_time:
+        task.start_time = d.now
+    task.update_time = d.now
+    if task.terminal:
+        task.end_time = d.now
+    d.touch(task)
+
+
+class SystemTask(TaskType):
+    """A server-side task; no TaskDef needed unless registered (no retries by default)."""
+
+    has_task_def = True
+

@@ -11,7 +11,7 @@ The condition is JavaScript over ``$`` = the loop's resolved input, plus ``$.<lo
 the loop's output and ``$.<bodyRef>`` = each body task's latest output (references without
 suffix). A failed body task (after its retries) fails the loop; a condition error is
 FAILED_WITH_TERMINAL_ERROR ``Unable to evaluate condition %s, exception %s``.
-Source: DoWhile / DoWhileTaskMapper (conductor-reference §5; cases 01, 03, 04).
+Source: DoWhile / DoWhileTaskMapper (docs/conductor-notes.md §5; cases 01, 03, 04).
 """
 from __future__ import annotations
 
@@ -22,13 +22,11 @@ from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
 
-def max_iterations() -> int:
-    """Iterations a DO_WHILE may run (``CONDUCTOR["DO_WHILE_MAX_ITERATIONS"]``): a loop
-    whose condition still holds after that many fails with a reason instead of running (or
-    sitting RUNNING) forever."""
-    from django.conf import settings
-
-    return int(settings.CONDUCTOR.get("DO_WHILE_MAX_ITERATIONS", 1000))
+def max_iterations(d) -> int:
+    """Iterations a DO_WHILE may run (``CONDUCTOR["DO_WHILE_MAX_ITERATIONS"]``, from the
+    decider's ``config``): a loop whose condition still holds after that many fails with
+    a reason instead of running (or sitting RUNNING) forever."""
+    return int(d.config.get("DO_WHILE_MAX_ITERATIONS", 1000))
 
 
 @register
@@ -177,7 +175,7 @@ class DoWhile(TaskType):
             task.reason_for_incompletion = f"Unable to evaluate condition {condition}, exception {exc}"
             return self._done(d, task, "FAILED_WITH_TERMINAL_ERROR")
         if go_on:
-            cap = max_iterations()
+            cap = max_iterations(d)
             if counter >= cap:
                 task.reason_for_incompletion = (
                     f"DO_WHILE {loop_ref} reached the limit of {cap} iterations with its loopCondition still true "

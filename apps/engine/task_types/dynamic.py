@@ -4,7 +4,7 @@ Source: DynamicTaskMapper (messages verbatim)."""
 from __future__ import annotations
 
 from apps.engine import params
-from apps.engine.decider import TerminateWorkflow
+from apps.engine.outcome import TerminateWorkflow
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
@@ -15,7 +15,7 @@ class Dynamic(TaskType):
 
     def map(self, d, workflow_task, retry_count):
         param = workflow_task.get("dynamicTaskNameParam")
-        task_input = params.resolve_task_input(workflow_task.get("inputParameters") or {}, d.wf)
+        task_input = params.resolve_task_input(workflow_task.get("inputParameters") or {}, d.wf, doc=d.document())
         name = task_input.get(param) if param else None
         if not name or not isinstance(name, str):
             raise TerminateWorkflow(f"Cannot map a dynamic task based on the parameter and input. "

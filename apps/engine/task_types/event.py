@@ -17,7 +17,7 @@ as Conductor's.
 Publishing is transactional: ``start`` computes the output and asks for the inline action
 ``publish_event``; the executor runs ``apply_inline`` inside the deciding transaction,
 which inserts the ``EventMessage`` row (processed after commit by
-``apps.engine.event_handlers``) and completes the task, or leaves it IN_PROGRESS with
+``apps.engine.event_handlers``; written by ``apps.engine.event_queue``) and completes the task, or leaves it IN_PROGRESS with
 ``asyncComplete`` (completed later through the task update API or an event handler).
 The task is SCHEDULED exactly while its message is not yet written.
 Source: Conductor ``Event`` system task and ``EventQueues.getQueue``.
@@ -27,8 +27,7 @@ from __future__ import annotations
 from apps.engine import params
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
-from apps.engine.task_types.base import async_complete
-from apps.engine.task_types.operators import SystemTask, finish
+from apps.engine.task_types.base import SystemTask, async_complete, finish
 
 PUBLISH = "publish_event"
 INTERNAL_QUEUE_TYPE = "conductor"
@@ -106,16 +105,14 @@ class Event(SystemTask):
 
     # --- executor side (inside the deciding transaction) --------------------------------
 
-    def apply_inline(self, wf, outcome, action, now: int) -> bool:
+    def apply_inline(self, wf, outcome, action, now: int, services) -> bool:
         """Write the task's message and complete the task (IN_PROGRESS with
         ``asyncComplete``). Returns True when the task changed."""
-        from apps.engine import event_handlers
-
         task = action.task
         if action.kind != PUBLISH or task.status != "SCHEDULED":
             return False
-        event_handlers.event_message_insert(message_id=task.task_id, event=task.output_data["event_produced"],
-                                            payload=task.output_data, now=now)
+        services.event_message_insert(message_id=task.task_id, event=task.output_data["event_produced"],
+                                      payload=task.output_data, now=now)
         task.status = "IN_PROGRESS" if async_complete(task) else "COMPLETED"
         task.start_time = task.start_time or now
         task.update_time = now

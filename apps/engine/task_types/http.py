@@ -5,7 +5,7 @@ Input: ``http_request`` map or the same keys at top level: ``uri``, ``method``,
 ``readTimeOut`` (ms). Output ``response: {body, headers, statusCode, reasonPhrase}``
 (body parsed as JSON when it is JSON). 2xx -> COMPLETED (IN_PROGRESS with
 ``asyncComplete``); other statuses or a connection error -> FAILED with a reason naming
-the status. Source: Conductor HttpTask (conductor-reference §5; case 29).
+the status. Source: Conductor HttpTask (docs/conductor-notes.md §5; case 29).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SUB_WORKFLOW and START_WORKFLOW: operators that start other workflow executions.
+"""SUB_WORKFLOW: run another workflow as a child and mirror its end.
 
 SUB_WORKFLOW starts a child (deterministic id from parent id, task id and retry count,
 so a repeated start finds the same child) with the task's input, the parent's
@@ -9,9 +9,8 @@ RUNNING/PAUSED -> IN_PROGRESS, COMPLETED -> COMPLETED (child output merged into 
 output with ``subWorkflowId``), FAILED -> FAILED, TIMED_OUT -> TIMED_OUT, TERMINATED ->
 CANCELED, with reason ``Sub workflow <name.version/id> failure reason: <reason>``.
 Ending the parent terminates a running child (``Parent workflow has been terminated with
-reason: %s`` with the parent's reasonForIncompletion, else ``... with status %s``). START_WORKFLOW starts an unrelated workflow (fire and forget) and completes
-with ``{"workflowId"}``.
-Sources: SubWorkflowTaskMapper, SubWorkflow, StartWorkflow (conductor-reference §5).
+reason: %s`` with the parent's reasonForIncompletion, else ``... with status %s``).
+Sources: SubWorkflowTaskMapper, SubWorkflow.
 """
 from __future__ import annotations
 
@@ -21,7 +20,9 @@ import logging
 from apps.core.errors import ConductorError
 from apps.core.ids import sub_workflow_id
 from apps.engine import params
+from apps.engine.blueprint import Blueprint
 from apps.engine.state import TaskState
+from apps.engine.status import ACTIVE_WORKFLOW
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
@@ -36,13 +37,14 @@ _nesting = contextvars.ContextVar("sub_workflow_nesting", default=0)
 _STATUS = {"COMPLETED": "COMPLETED", "FAILED": "FAILED", "TIMED_OUT": "TIMED_OUT", "TERMINATED": "CANCELED"}
 
 
-def resolved_param(wf, param: dict) -> dict:
+def resolved_param(wf, param: dict, env=None) -> dict:
     """``subWorkflowParam`` with ``${...}`` expressions in ``name``, ``version``,
     ``priority``, ``taskToDomain`` resolved against the parent, and ``workflowDefinition``
     too when it is an expression (a string) naming a definition. An inline definition
     (an object) is left alone: its ``${workflow.input...}`` belong to the child
     (Conductor's SubWorkflowTaskMapper.getSubWorkflowInputParameters resolves the
-    definition only when it is a String)."""
+    definition only when it is a String). ``env`` is what
+    ``${workflow.env.X}`` reads."""
     out = dict(param)
     doc = None
     for key in ("name", "version", "priority", "taskToDomain", "workflowDefinition"):
@@ -50,7 +52,7 @@ def resolved_param(wf, param: dict) -> dict:
         if key == "workflowDefinition" and not isinstance(value, str):
             continue
         if isinstance(value, (str, dict)) and "${" in str(value):
-            doc = doc or params.Document(wf)
+            doc = doc or params.Document(wf, env)
             out[key] = params.resolve_value(value, doc)
     return out
 
@@ -77,7 +79,7 @@ class SubWorkflow(TaskType):
         if child is None:
             return False
         status = child["status"]
-        if status in ("RUNNING", "PAUSED"):
+        if status in ACTIVE_WORKFLOW:
             if task.status != "IN_PROGRESS":
                 task.status = "IN_PROGRESS"
                 return True
@@ -105,14 +107,11 @@ class SubWorkflow(TaskType):
 
     # --- executor side (inside the parent's transaction) ------------------------------------
 
-    def apply_inline(self, wf, outcome, action, now: int) -> bool:
-        from apps.engine import executor
-        from apps.engine.models import WorkflowExecution
-
+    def apply_inline(self, wf, outcome, action, now: int, services) -> bool:
         task = action.task
         if action.kind == "terminate_sub_workflow":
             try:
-                executor.workflow_terminate(workflow_id=task.sub_workflow_id,
+                services.workflow_terminate(workflow_id=task.sub_workflow_id,
                                             reason=action.data.get("reason") or "Parent workflow has been terminated")
             except ConductorError as exc:
                 log.info("terminating child %s: %s", task.sub_workflow_id, exc)
@@ -120,10 +119,10 @@ class SubWorkflow(TaskType):
         if task.status != "SCHEDULED" or task.sub_workflow_id:
             return False
         wt = task.workflow_task or self._workflow_task(wf, task)
-        param = resolved_param(wf, wt.get("subWorkflowParam") or {})
+        param = resolved_param(wf, wt.get("subWorkflowParam") or {}, services.env)
         inline = param.get("workflowDefinition")
         child_id = sub_workflow_id(wf.workflow_id, task.task_id, task.retry_count)
-        if not WorkflowExecution.objects.filter(pk=child_id).exists():
+        if services.workflow_summary(child_id) is None:
             priority = param.get("priority")
             version = param.get("version")
             if isinstance(version, str) and version.strip().lstrip("-").isdigit():
@@ -137,7 +136,7 @@ class SubWorkflow(TaskType):
                 return True
             token = _nesting.set(depth + 1)
             try:
-                executor.workflow_start(
+                services.workflow_start(
                     name=param.get("name") or (inline or {}).get("name"),
                     version=version if not inline else None,
                     input=dict(task.input_data),
@@ -160,49 +159,11 @@ class SubWorkflow(TaskType):
         task.sub_workflow_id = child_id
         task.output_data = {**(task.output_data or {}), "subWorkflowId": child_id}
         _started(task, now)
-        child = WorkflowExecution.objects.filter(pk=child_id).values(
-            "workflow_id", "status", "output", "reason_for_incompletion", "workflow_name", "workflow_version").first()
+        child = services.workflow_summary(child_id)
         if child:
             wf.sub_workflows[child_id] = child
         return True
 
     @staticmethod
     def _workflow_task(wf, task):
-        from apps.engine.blueprint import Blueprint
-
         return Blueprint(wf.definition).get(params.definition_ref(task)) or {}
-
-
-@register
-class StartWorkflow(TaskType):
-    type_name = "START_WORKFLOW"
-
-    def start(self, d, task: TaskState) -> None:
-        d.act("start_workflow", task)
-
-    def apply_inline(self, wf, outcome, action, now: int) -> bool:
-        from apps.engine import executor
-
-        task = action.task
-        if task.status != "SCHEDULED":
-            return False
-        request = task.input_data.get("startWorkflow")
-        task.start_time = now
-        task.end_time = now
-        if not isinstance(request, dict):
-            task.status = "FAILED"
-            task.reason_for_incompletion = "Missing 'startWorkflow' in input data."
-            return True
-        try:
-            started = executor.workflow_start(
-                name=request.get("name"), version=request.get("version"), input=request.get("input") or {},
-                correlation_id=request.get("correlationId") or wf.correlation_id,
-                priority=request.get("priority"), task_to_domain=request.get("taskToDomain") or wf.task_to_domain,
-                workflow_def=request.get("workflowDef"), not_found="name")
-        except ConductorError as exc:
-            task.status = "FAILED"
-            task.reason_for_incompletion = f"startWorkflow validation failed. {exc.message}"
-            return True
-        task.status = "COMPLETED"
-        task.output_data = {"workflowId": started}
-        return True

@@ -1,23 +1,25 @@
-"""SWITCH and DECISION (legacy): choose a case and schedule its first task.
+"""SWITCH: choose a case and schedule its first task (``Branching`` is shared with
+DECISION, the legacy form, in ``decision``).
 
 The case value is compared as a string (``null``, ``true``, ``1``). ``defaultCase`` is
 used only when no case key matches; a matched case with no tasks is a deliberate no-op
 and the workflow continues after the SWITCH. Output ``evaluationResult: [case]`` and
-``selectedCase`` (SWITCH) or ``caseOutput: [case]`` (DECISION); input gets ``case`` and
-``hasChildren`` when the chosen case has tasks.
-Source: SwitchTaskMapper / DecisionTaskMapper; an unknown evaluator fails the workflow
+``selectedCase``; input gets ``case`` and ``hasChildren`` when the chosen case has tasks.
+Source: SwitchTaskMapper; an unknown evaluator fails the workflow
 (``No evaluator registered for type: %s``); an evaluation error fails the SWITCH.
 """
 from __future__ import annotations
 
-from apps.engine.decider import TerminateWorkflow
 from apps.engine.evaluators import EvaluationError, UnknownEvaluator, case_string, evaluate
+from apps.engine.outcome import TerminateWorkflow
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
 
-class _Branching(TaskType):
+class Branching(TaskType):
+    """What SWITCH and DECISION share: evaluate a case, schedule its first task."""
+
     has_task_def = False
 
     def evaluate_case(self, d, workflow_task: dict, task_input: dict) -> str:
@@ -57,7 +59,7 @@ class _Branching(TaskType):
 
 
 @register
-class Switch(_Branching):
+class Switch(Branching):
     type_name = "SWITCH"
 
     def evaluate_case(self, d, workflow_task, task_input):
@@ -66,19 +68,3 @@ class Switch(_Branching):
 
     def output_for(self, case):
         return {"evaluationResult": [case], "selectedCase": case}
-
-
-@register
-class Decision(_Branching):
-    type_name = "DECISION"
-
-    def evaluate_case(self, d, workflow_task, task_input):
-        if workflow_task.get("caseExpression"):
-            try:
-                return case_string(evaluate("javascript", workflow_task["caseExpression"], task_input))
-            except EvaluationError as exc:
-                raise TerminateWorkflow(f"Error while evaluating script: {exc}", "FAILED") from None
-        return case_string(task_input.get(workflow_task.get("caseValueParam")))
-
-    def output_for(self, case):
-        return {"caseOutput": [case]}

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
-from apps.engine.task_types.operators import SystemTask, finish
+from apps.engine.task_types.base import SystemTask, finish
 
 _UNITS = {
     "d": 86400, "day": 86400, "days": 86400,

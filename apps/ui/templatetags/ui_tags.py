@@ -1,10 +1,14 @@
-"""Template filters of the operator pages: epoch-millisecond times and durations."""
+"""Template filters and tags of the operator pages: epoch-millisecond times and durations,
+and the status sets handed to the pages' JavaScript."""
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
 
 from django import template
+from django.utils.html import json_script
+
+from apps.engine.status import page_sets
 
 register = template.Library()
 
@@ -46,3 +50,11 @@ def ms_duration(value) -> str:
 def pretty_json(value) -> str:
     """A value as indented JSON text."""
     return json.dumps(value, indent=2, default=str)
+
+
+@register.simple_tag
+def status_sets() -> str:
+    """``<script id="conductor-statuses" type="application/json">`` with
+    ``apps.engine.status.page_sets()``: graph.js and execution.js read their status sets
+    from it instead of keeping copies."""
+    return json_script(page_sets(), "conductor-statuses")

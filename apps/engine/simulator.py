@@ -11,11 +11,15 @@ reference; a list serves successive retries and iterations) and
 ``subWorkflowTestRequest: {subWorkflowRef: WorkflowTestRequest}`` to simulate a child.
 Timers (WAIT durations, retry delays) advance a simulated clock. The answer is the
 Workflow JSON as ``GET /api/workflow/{id}`` would show it.
-Source: Conductor's WorkflowTestRequest / TaskMock (conductor-reference §2.6).
+Source: Conductor's WorkflowTestRequest / TaskMock (docs/conductor-notes.md §2.6).
 """
 from __future__ import annotations
 
 import copy
+import os
+import random
+
+from django.conf import settings
 
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput, NotFound
@@ -24,6 +28,7 @@ from apps.engine import params
 from apps.engine.decider import decide
 from apps.engine.representation import workflow_json
 from apps.engine.state import WorkflowState
+from apps.engine.status import ACTIVE_WORKFLOW
 from apps.engine.task_types import get_type
 from apps.engine.task_types.ai import AI_TASK_TYPES
 
@@ -80,7 +85,8 @@ def workflow_test(req: dict) -> dict:
                        variables=copy.deepcopy(definition.get("variables") or {}),
                        correlation_id=req.get("correlationId"), priority=req.get("priority") or 0,
                        create_time=now, update_time=now)
-    decide(wf, now_ms=now, task_def_lookup=task_def_lookup)
+    decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ,
+           config=settings.CONDUCTOR)
     for _ in range(MAX_STEPS):
         if wf.terminal:
             break
@@ -112,7 +118,7 @@ def workflow_test(req: dict) -> dict:
                 child = workflow_test(child_req)
                 task.sub_workflow_id = child["workflowId"]
                 status = child["status"]
-                if status in ("RUNNING", "PAUSED"):
+                if status in ACTIVE_WORKFLOW:
                     continue
                 task.status = {"TERMINATED": "CANCELED"}.get(status, status)
                 task.output_data = {**child.get("output", {}), "subWorkflowId": child["workflowId"]}
@@ -130,7 +136,8 @@ def workflow_test(req: dict) -> dict:
             if not due:
                 break
             now = min(due)
-        decide(wf, now_ms=now, task_def_lookup=task_def_lookup)
+        decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ,
+               config=settings.CONDUCTOR)
     return workflow_json(wf)
 
 

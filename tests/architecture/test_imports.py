@@ -1,0 +1,153 @@
+"""The import graph of ``apps/`` flows one way.
+
+Every ``import``/``from ... import`` in ``apps/`` (at module level or inside a function,
+outside ``if TYPE_CHECKING:`` blocks too: a cycle of type hints is still a cycle of
+concepts) is an edge from the importing module to the imported one. The test fails on:
+
+- a cycle among modules (a strongly connected component of more than one module, or a
+  module importing itself);
+- an import of another module's private name (``from apps.x import _name``) or an
+  attribute access ``module._name`` on a module imported from ``apps``.
+
+Only static imports are seen; jobs are enqueued by dotted path (a string), which is how
+lower layers reach ``apps.engine.jobs`` without importing it.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ROOT / "apps"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in APPS.rglob("*.py") if "migrations" not in p.parts}
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The longest prefix of ``name`` that is a module of ``apps``."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in modules:
+            return candidate
+        parts.pop()
+    return None
+
+
+def _scan(modules: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
+    """Edges ``module -> imported modules`` and the private-name violations."""
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    private: list[str] = []
+    for mod, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        aliases: dict[str, str] = {}  # local name -> apps module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    target = _resolve(alias.name, modules)
+                    if target:
+                        edges[mod].add(target)
+                        if alias.asname:
+                            aliases[alias.asname] = target
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                if not base.startswith("apps"):
+                    continue
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    if full in modules:  # from package import submodule
+                        edges[mod].add(full)
+                        aliases[alias.asname or alias.name] = full
+                        continue
+                    target = _resolve(base, modules)
+                    if target:
+                        edges[mod].add(target)
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        private.append(f"{mod}: from {base} import {alias.name}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and node.attr.startswith("_")
+                    and not node.attr.startswith("__") and aliases[node.value.id] != mod):
+                private.append(f"{mod}: {aliases[node.value.id]}.{node.attr}")
+        edges[mod].discard(mod)
+    return edges, private
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_in_apps():
+    edges, _ = _scan(_modules())
+    assert _cycles(edges) == []
+
+
+def test_no_import_of_another_modules_private_name():
+    _, private = _scan(_modules())
+    assert private == []
+
+
+def test_scanner_sees_a_cycle_and_a_private_import(tmp_path, monkeypatch):
+    """The scanner itself: a two-module cycle and a private import are reported."""
+    pkg = tmp_path / "apps" / "demo"
+    pkg.mkdir(parents=True)
+    (tmp_path / "apps" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from apps.demo import b\n")
+    (pkg / "b.py").write_text("def f():\n    from apps.demo.a import _hidden\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path, raising=False)
+    global ROOT, APPS
+    saved = ROOT, APPS
+    ROOT, APPS = tmp_path, tmp_path / "apps"
+    try:
+        edges, private = _scan(_modules())
+    finally:
+        ROOT, APPS = saved
+    assert _cycles(edges) == [["apps.demo.a", "apps.demo.b"]]
+    assert private == ["apps.demo.b: from apps.demo.a import _hidden"]
