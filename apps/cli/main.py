@@ -475,6 +475,14 @@ def _cmd_schedule_executions(c: Client, a) -> int:
 
 # --- parser ----------------------------------------------------------------------------------------
 
+def _group(groups, name: str, help_text: str):
+    """Add the command group ``name`` (``conductor <name> COMMAND``); returns its
+    sub-command collection."""
+    commands = groups.add_parser(name, help=help_text).add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    return commands
+
+
 def _on_ids(commands, name: str, help_text: str, func) -> argparse.ArgumentParser:
     """Add the sub-command ``name`` over one or more execution ids (``ID...``) run by
     ``func``; returns its parser for further options."""
@@ -493,9 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups = p.add_subparsers(dest="group", metavar="{workflow,taskDef,task,schedule}")
     groups.required = True
 
-    wf = groups.add_parser("workflow", help="workflow definitions and executions")
-    w = wf.add_subparsers(dest="command", metavar="COMMAND")
-    w.required = True
+    w = _group(groups, "workflow", "workflow definitions and executions")
 
     s = w.add_parser("create", help="register a WorkflowDef from a JSON file")
     s.add_argument("file")
@@ -558,9 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = _on_ids(w, "delete-execution", "remove executions", _cmd_workflow_delete_execution)
     s.add_argument("-a", "--archive", action="store_true", help="archive (only terminal executions)")
 
-    td = groups.add_parser("taskDef", help="task definitions")
-    t = td.add_subparsers(dest="command", metavar="COMMAND")
-    t.required = True
+    t = _group(groups, "taskDef", "task definitions")
     s = t.add_parser("list", help="all TaskDefs")
     s.set_defaults(func=_cmd_taskdef_list)
     s = t.add_parser("get", help="one TaskDef")
@@ -570,9 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.set_defaults(func=_cmd_taskdef_create)
 
-    tk = groups.add_parser("task", help="task executions and queues")
-    t = tk.add_subparsers(dest="command", metavar="COMMAND")
-    t.required = True
+    t = _group(groups, "task", "task executions and queues")
     s = t.add_parser("list", help="tasks of an execution (-w), else a task search")
     s.add_argument("-w", "--workflow-id", help="execution whose tasks to list")
     s.add_argument("-s", "--status", help="status(es), comma separated")
@@ -585,9 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = t.add_parser("queues", help="size of every task queue")
     s.set_defaults(func=_cmd_task_queues)
 
-    sc = groups.add_parser("schedule", help="workflow schedules (/api/scheduler)")
-    t = sc.add_subparsers(dest="command", metavar="COMMAND")
-    t.required = True
+    t = _group(groups, "schedule", "workflow schedules (/api/scheduler)")
     s = t.add_parser("list", help="all schedules, or those of one workflow")
     s.add_argument("-w", "--workflow", help="workflow name")
     s.set_defaults(func=_cmd_schedule_list)

@@ -512,17 +512,24 @@ def _classifier_q(classifier: str | list[str] | None) -> Q:
     return q
 
 
+def _searched(qs: QuerySet, filterset, filters: dict, query_q: Q, free_text: str | None,
+              text_columns: tuple[str, ...], json_columns: tuple[str, ...]) -> QuerySet:
+    """``qs`` narrowed by the filterset's ``filters``, the parsed ``query`` and the free
+    text over those columns (the steps workflow and task searches share)."""
+    qs = _apply_filterset(filterset, filters, qs)
+    qs = qs.filter(query_q)
+    annotations, q = free_text_q(free_text, text_columns, json_columns)
+    if annotations:
+        qs = qs.annotate(**annotations)
+    return qs.filter(q)
+
+
 def workflow_queryset(*, query: str | None = None, free_text: str | None = "*", classifier: str | list[str] | None = None,
                       **filters: Any) -> QuerySet:
     """The filtered (unsorted, unpaged) ``WorkflowExecution`` queryset of a search; see
     ``workflow_search``."""
-    qs = WorkflowExecution.objects.all()
-    qs = _apply_filterset(WorkflowExecutionFilter, filters, qs)
-    qs = qs.filter(workflow_q(parse_query(query)))
-    annotations, q = free_text_q(free_text, WORKFLOW_TEXT_COLUMNS, WORKFLOW_JSON_COLUMNS)
-    if annotations:
-        qs = qs.annotate(**annotations)
-    qs = qs.filter(q)
+    qs = _searched(WorkflowExecution.objects.all(), WorkflowExecutionFilter, filters, workflow_q(parse_query(query)),
+                   free_text, WORKFLOW_TEXT_COLUMNS, WORKFLOW_JSON_COLUMNS)
     cq = _classifier_q(classifier)
     if cq:
         qs = qs.filter(cq)
@@ -582,13 +589,8 @@ class TaskHit(NamedTuple):
 def task_queryset(*, query: str | None = None, free_text: str | None = "*", **filters: Any) -> QuerySet:
     """The filtered (unsorted, unpaged) ``TaskExecution`` queryset of a search; see
     ``task_search``."""
-    qs = TaskExecution.objects.all()
-    qs = _apply_filterset(TaskExecutionFilter, filters, qs)
-    qs = qs.filter(task_q(parse_query(query)))
-    annotations, q = free_text_q(free_text, TASK_TEXT_COLUMNS, TASK_JSON_COLUMNS)
-    if annotations:
-        qs = qs.annotate(**annotations)
-    return qs.filter(q)
+    return _searched(TaskExecution.objects.all(), TaskExecutionFilter, filters, task_q(parse_query(query)),
+                     free_text, TASK_TEXT_COLUMNS, TASK_JSON_COLUMNS)
 
 
 def task_search(*, query: str | None = None, free_text: str | None = "*", sort: str | list[str] | None = None,

@@ -48,23 +48,31 @@ def _audit(request, action: str, obj, params: dict | None = None) -> None:
     record(request.user, action, target, params)
 
 
-class TaskDefForm(forms.ModelForm):
-    definition = PrettyJSONField()
-
-    class Meta:
-        model = TaskDef
-        fields = ["name", "definition"]
+class NamedDefinitionForm(forms.ModelForm):
+    """A definition edited as JSON beside its ``name`` column: the name is copied into the
+    JSON, which is then checked by the subclass's ``validate(definition)`` (a list of
+    ``{path, message}``) and stored as its ``normalize(definition)``."""
 
     def clean(self):
         data = super().clean()
         definition = data.get("definition")
         if isinstance(definition, dict):
             definition = {**definition, "name": data.get("name") or definition.get("name")}
-            errors = validate_task_def(definition)
+            errors = self.validate(definition)
             if errors:
                 raise forms.ValidationError(_messages(errors))
-            data["definition"] = normalize_task_def(definition)
+            data["definition"] = self.normalize(definition)
         return data
+
+
+class TaskDefForm(NamedDefinitionForm):
+    definition = PrettyJSONField()
+    validate = staticmethod(validate_task_def)
+    normalize = staticmethod(normalize_task_def)
+
+    class Meta:
+        model = TaskDef
+        fields = ["name", "definition"]
 
 
 class StampedAdmin(admin.ModelAdmin):
@@ -180,28 +188,23 @@ from apps.metadata.event_services import normalize_event_handler, validate_event
 from apps.metadata.models import EventHandler  # noqa: E402
 
 
-class EventHandlerForm(forms.ModelForm):
+class EventHandlerForm(NamedDefinitionForm):
     """Edits the EventHandler JSON; the columns are copied from it on save."""
+
+    normalize = staticmethod(normalize_event_handler)
 
     class Meta:
         model = EventHandler
         fields = ["name", "definition"]
 
-    def clean(self):
+    @staticmethod
+    def validate(definition: dict) -> list[dict]:
         from apps.core.errors import ConductorError
 
-        data = super().clean()
-        definition = data.get("definition")
-        if isinstance(definition, dict):
-            definition = {**definition, "name": data.get("name") or definition.get("name")}
-            try:
-                errors = validate_event_handler(definition, "eventHandler")
-            except ConductorError as exc:
-                raise forms.ValidationError(exc.message) from None
-            if errors:
-                raise forms.ValidationError(_messages(errors))
-            data["definition"] = normalize_event_handler(definition)
-        return data
+        try:
+            return validate_event_handler(definition, "eventHandler")
+        except ConductorError as exc:
+            raise forms.ValidationError(exc.message) from None
 
 
 @admin.register(EventHandler)

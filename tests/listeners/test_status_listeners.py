@@ -174,3 +174,17 @@ def test_failed_then_retried_then_restarted(api, clock, listener_settings, recei
            if r["path"] == "/workflow"]
     assert got == [("TERMINATED", "FAILED"), ("RETRIED", "RUNNING"), ("TERMINATED", "FAILED"), ("RESTARTED", "RUNNING"),
                    ("TERMINATED", "FAILED"), ("RERAN", "RUNNING"), ("TERMINATED", "FAILED"), ("RESTARTED", "RUNNING")]
+
+
+def test_the_outbox_and_schedules_are_listed_in_the_admin(api, clock, listener_settings, receiver, client):
+    from django.contrib.auth.models import User
+
+    name, _task = register(api)
+    workflow_id = api.start(name, {})
+    receiver.failing.set()
+    delivery.deliver_due()
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    page = client.get("/admin/listeners/notification/").content.decode()
+    assert workflow_id in page and "Unexpected response status: 503" in page
+    assert client.get("/admin/scheduler/workflowschedule/").status_code == 200
+    assert client.get("/admin/scheduler/scheduleexecution/").status_code == 200

@@ -22,13 +22,11 @@ from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
 
-def max_iterations() -> int:
-    """Iterations a DO_WHILE may run (``CONDUCTOR["DO_WHILE_MAX_ITERATIONS"]``): a loop
-    whose condition still holds after that many fails with a reason instead of running (or
-    sitting RUNNING) forever."""
-    from django.conf import settings
-
-    return int(settings.CONDUCTOR.get("DO_WHILE_MAX_ITERATIONS", 1000))
+def max_iterations(d) -> int:
+    """Iterations a DO_WHILE may run (``CONDUCTOR["DO_WHILE_MAX_ITERATIONS"]``, from the
+    decider's ``config``): a loop whose condition still holds after that many fails with
+    a reason instead of running (or sitting RUNNING) forever."""
+    return int(d.config.get("DO_WHILE_MAX_ITERATIONS", 1000))
 
 
 @register
@@ -182,7 +180,7 @@ class DoWhile(TaskType):
             task.reason_for_incompletion = f"Unable to evaluate condition {condition}, exception {exc}"
             return self._done(d, task, "FAILED_WITH_TERMINAL_ERROR")
         if go_on:
-            cap = max_iterations()
+            cap = max_iterations(d)
             if counter >= cap:
                 task.reason_for_incompletion = (
                     f"DO_WHILE {loop_ref} reached the limit of {cap} iterations with its loopCondition still true "
