@@ -46,7 +46,7 @@ def run_ts(node: str, server, script: Path, *args: str) -> str:
     """Run ``script`` with node + tsx against ``server``; return its stdout. Fails with
     node's whole output when it exits non-zero or runs past SCRIPT_TIMEOUT_SECONDS."""
     server.assert_alive()
-    env = {**os.environ, "CONDUCTOR_SERVER_URL": server.url, "NODE_NO_WARNINGS": "1"}
+    env = {**os.environ, **server.sdk_env(), "NODE_NO_WARNINGS": "1"}  # URL and access key, as users set them
     # One process (node itself loads tsx), in its own session: on timeout we kill
     # exactly it and anything it started.
     proc = subprocess.Popen([node, "--import", "tsx", str(script), *args], cwd=TS_DIR, env=env,
