@@ -5,7 +5,7 @@ runs synchronous system tasks, applies retries and timeouts, completes or ends t
 workflow) and returns a ``DeciderOutcome`` naming what changed, so that
 ``apps.engine.executor`` can persist it in the same transaction. No ORM, no clock (time
 is an argument), no randomness (task ids and the retry jitter come from the ``new_id``
-and ``rng`` arguments), no process environment (``env``), no HTTP, no django-q2 in here: side effects the executor must perform
+and ``rng`` arguments), no process environment (``env``) or settings (``config``), no HTTP, no django-q2 in here: side effects the executor must perform
 (start a sub-workflow, run an async system task, notify a parent) are returned as
 ``actions``.
 
@@ -45,9 +45,10 @@ class Decider:
     def __init__(self, wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
                  task_def_lookup: TaskDefLookup | None = None,
                  domain_selector: Callable[[str, list[str]], str | None] | None = None,
-                 env: Mapping[str, str] | None = None):
+                 env: Mapping[str, str] | None = None, config: Mapping | None = None):
         self.wf = wf
         self.env = env if env is not None else {}
+        self.config = config if config is not None else {}
         self.now = now_ms
         self.new_id = new_id
         self.blueprint = Blueprint(wf.definition)
@@ -662,7 +663,7 @@ def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool, now: in
 def decide(wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
            task_def_lookup: TaskDefLookup | None = None,
            domain_selector: Callable[[str, list[str]], str | None] | None = None,
-           env: Mapping[str, str] | None = None) -> DeciderOutcome:
+           env: Mapping[str, str] | None = None, config: Mapping | None = None) -> DeciderOutcome:
     """Decide one workflow execution in memory and return what changed.
 
     ``wf`` is mutated (tasks appended/updated, status/output set); ``now_ms`` is epoch ms.
@@ -670,8 +671,10 @@ def decide(wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Ra
     ``rng`` the retry jitter, ``task_def_lookup(name)`` a registered TaskDef dict for tasks
     whose WorkflowTask has no ``taskDefinition`` (dynamic tasks), ``domain_selector`` the
     active domain of a ``taskToDomain`` list, ``env`` the environment ``${workflow.env.X}``
-    reads (none when not given). Never raises for workflow semantics:
+    reads (none when not given), ``config`` the engine tunables the task types read
+    (``settings.CONDUCTOR``: DO_WHILE_MAX_ITERATIONS, JQ_TIME_LIMIT_SECONDS; defaults when
+    not given). Never raises for workflow semantics:
     failures end the workflow inside the state.
     """
     return Decider(wf, now_ms=now_ms, new_id=new_id, rng=rng, task_def_lookup=task_def_lookup,
-                   domain_selector=domain_selector, env=env).run()
+                   domain_selector=domain_selector, env=env, config=config).run()

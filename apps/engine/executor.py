@@ -259,11 +259,12 @@ def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
 def new_decider(wf: WorkflowState, now: int, *, domains: bool = True) -> Decider:
     """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
     (UUID v4) for new tasks, a fresh random source for retry jitter, the process
-    environment (``${workflow.env.X}``), registered TaskDefs
+    environment (``${workflow.env.X}``), ``settings.CONDUCTOR``, registered TaskDefs
     and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
     (operator actions schedule with the list's last domain, as before)."""
     return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
-                   domain_selector=active_domain if domains else None, env=os.environ)
+                   domain_selector=active_domain if domains else None, env=os.environ,
+                   config=settings.CONDUCTOR)
 
 
 def decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:

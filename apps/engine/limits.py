@@ -28,9 +28,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from django.conf import settings
-from django.db import connection
-
 from apps.engine.state import TaskState
 
 DEFAULT_POSTPONE_MS = 1000
@@ -77,6 +74,8 @@ def limits_of(task: TaskState) -> Limits:
 
 def _lock(task_def_name: str) -> None:
     """Serialise admissions of one definition until the transaction ends (PostgreSQL)."""
+    from django.db import connection
+
     if connection.vendor != "postgresql":
         return
     digest = hashlib.blake2b(f"task-limit:{task_def_name}".encode(), digest_size=8).digest()
@@ -85,6 +84,8 @@ def _lock(task_def_name: str) -> None:
 
 
 def postpone_ms() -> int:
+    from django.conf import settings
+
     return int(settings.CONDUCTOR.get("TASK_LIMIT_POSTPONE_MS", DEFAULT_POSTPONE_MS))
 
 

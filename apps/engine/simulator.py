@@ -19,6 +19,8 @@ import copy
 import os
 import random
 
+from django.conf import settings
+
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput, NotFound
 from apps.core.ids import new_id
@@ -83,7 +85,8 @@ def workflow_test(req: dict) -> dict:
                        variables=copy.deepcopy(definition.get("variables") or {}),
                        correlation_id=req.get("correlationId"), priority=req.get("priority") or 0,
                        create_time=now, update_time=now)
-    decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ)
+    decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ,
+           config=settings.CONDUCTOR)
     for _ in range(MAX_STEPS):
         if wf.terminal:
             break
@@ -133,7 +136,8 @@ def workflow_test(req: dict) -> dict:
             if not due:
                 break
             now = min(due)
-        decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ)
+        decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ,
+               config=settings.CONDUCTOR)
     return workflow_json(wf)
 
 

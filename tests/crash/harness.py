@@ -282,10 +282,11 @@ def _send_update(http: httpx.Client, d: Delivery, body: dict, ledger: Ledger, de
 
 
 def worker_loop(base_url: str, task_type: str, worker_id: str, ledger: Ledger, stop: threading.Event,
-                deadline: float, seed: int) -> None:
-    """One SDK-like worker of ``task_type`` until ``stop`` is set or the deadline passes."""
+                deadline: float, seed: int, headers: dict | None = None) -> None:
+    """One SDK-like worker of ``task_type`` until ``stop`` is set or the deadline passes
+    (``headers``: the access token, ``{"X-Authorization": ...}``)."""
     rng = random.Random(seed)
-    with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT_SECONDS) as http:
+    with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT_SECONDS, headers=headers or {}) as http:
         while not stop.is_set() and time.monotonic() < deadline:
             try:
                 r = http.get(f"/tasks/poll/batch/{task_type}",
@@ -331,11 +332,11 @@ def correlation_id(run_key: str, n: int) -> str:
 
 
 def start_workflows(base_url: str, run_key: str, count: int, pace_seconds: float, ids: dict[int, str],
-                    ledger: Ledger, deadline: float) -> None:
+                    ledger: Ledger, deadline: float, headers: dict | None = None) -> None:
     """Start ``count`` workflows (input ``n`` = 0..count-1), one every ``pace_seconds``.
     Each start carries an idempotency key (RETURN_EXISTING), so a start re-sent after a
     crash that hid its answer returns the execution it already created."""
-    with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT_SECONDS) as http:
+    with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT_SECONDS, headers=headers or {}) as http:
         for n in range(count):
             cid = correlation_id(run_key, n)
             body = {"name": WORKFLOW_NAME, "version": 1, "input": {"n": n}, "correlationId": cid,

@@ -89,7 +89,8 @@ def test_kill_restart_loses_no_execution_and_completes_no_task_twice(crash_serve
     t0 = time.monotonic()
     deadline = t0 + STARTS_SECONDS + RECOVERY_SECONDS  # no worker or update outlives this
     run_key = f"crash-{uuid.uuid4().hex[:8]}"
-    http = httpx.Client(base_url=server.url, timeout=10)
+    auth = server.auth_headers()
+    http = httpx.Client(base_url=server.url, timeout=10, headers=auth)
 
     r = http.post("/metadata/taskdefs", json=task_defs())
     assert r.status_code in (200, 204), r.text
@@ -102,11 +103,11 @@ def test_kill_restart_loses_no_execution_and_completes_no_task_twice(crash_serve
     errors: list[str] = []
     workers = [
         run_thread(errors, worker_loop, server.url, task_type, f"{task_type}-w{i}", ledger, stop, deadline,
-                    rng.randrange(1 << 30))
+                   rng.randrange(1 << 30), auth)
         for task_type in WORKER_TYPES for i in range(WORKERS_PER_TYPE)
     ]
     starter = run_thread(errors, start_workflows, server.url, run_key, WORKFLOWS, START_PACE_SECONDS, ids,
-                          ledger, deadline)
+                         ledger, deadline, auth)
 
     # --- crashes at random moments
     plan = list(KILL_PLAN)

@@ -161,7 +161,7 @@ class Topology:
                     "Q_CLUSTER_NAME": f"scale{secrets.token_hex(3)}", "DB_POOL_MAX": "8",
                     "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
                     # the live pages' own polling is slowed: only Redis can explain a prompt delta
-                    "UI_LIVE_POLL_SECONDS": "30"}
+                    "UI_LIVE_POLL_SECONDS": "30", "CONDUCTOR_API_AUTH": "on"}
 
     def log_path(self, name: str) -> Path:
         return self.workdir / f"{name}.log"
@@ -169,6 +169,17 @@ class Topology:
     def migrate(self) -> None:
         subprocess.run([str(REPO_ROOT / "deploy" / "migrate.sh")], cwd=REPO_ROOT, env=self.env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=180)
+
+    def access_token(self, api: str) -> dict:
+        """An admin access key (``manage.py create_access_key``, as an operator makes one)
+        exchanged for a token: ``{"X-Authorization": token}`` for every /api call."""
+        out = subprocess.run([sys.executable, "manage.py", "create_access_key", "scale-out", "--role", "admin", "--env"],
+                             cwd=REPO_ROOT, env=self.env, capture_output=True, text=True, timeout=120, check=True).stdout
+        values = dict(line.split("=", 1) for line in out.split())
+        r = httpx.post(f"{api}/token", json={"keyId": values["CONDUCTOR_AUTH_KEY"],
+                                             "keySecret": values["CONDUCTOR_AUTH_SECRET"]}, timeout=10)
+        r.raise_for_status()
+        return {"X-Authorization": r.json()["token"]}
 
     def session_cookie(self) -> str:
         """``sessionid=...`` of a signed-in superuser (what a browser holds)."""
@@ -295,7 +306,8 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
     topo.wait_healthy(url_a)
     topo.wait_healthy(url_b)
     api_a, api_b = f"{url_a}/api", f"{url_b}/api"
-    http_b = httpx.Client(base_url=api_b, timeout=10)
+    auth = topo.access_token(api_b)  # a token from one server is good on every server (same SECRET_KEY)
+    http_b = httpx.Client(base_url=api_b, timeout=10, headers=auth)
     assert http_b.post("/metadata/taskdefs", json=task_defs()).status_code in (200, 204)
     for definition in workflow_defs(stub.url):
         r = http_b.post("/metadata/workflow", json=definition)
@@ -313,12 +325,13 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
     ids_a: dict[int, str] = {}
     ids_b: dict[int, str] = {}
     run_key = f"scale-{uuid.uuid4().hex[:8]}"
-    workers = [run_thread(errors, worker_loop, api, task_type, f"{task_type}-{side}{i}", ledger, stop, deadline, i)
+    workers = [run_thread(errors, worker_loop, api, task_type, f"{task_type}-{side}{i}", ledger, stop, deadline, i,
+                          auth)
                for task_type in WORKER_TYPES for side, api in (("a", api_a), ("b", api_b))
                for i in range(WORKERS_PER_TYPE_AND_SERVER)]
     half = WORKFLOWS // 2
-    starters = [run_thread(errors, _start, api_a, f"{run_key}-a", half, ids_a, ledger, deadline),
-                run_thread(errors, _start, api_b, f"{run_key}-b", half, ids_b, ledger, deadline)]
+    starters = [run_thread(errors, _start, api_a, f"{run_key}-a", half, ids_a, ledger, deadline, auth),
+                run_thread(errors, _start, api_b, f"{run_key}-b", half, ids_b, ledger, deadline, auth)]
 
     while len(ids_a) + len(ids_b) < KILL_AFTER_STARTS and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -347,7 +360,7 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
            [correlation_id(f"{run_key}-b", n) for n in range(half)]
     assert len(ids_a) + len(ids_b) == WORKFLOWS, ledger.unexpected[:5]
 
-    http_a = httpx.Client(base_url=api_a, timeout=30)
+    http_a = httpx.Client(base_url=api_a, timeout=30, headers=auth)
     workflows: list[dict] = []
     while time.monotonic() < deadline:
         workflows = _correlated(http_a, cids, deadline)
@@ -433,10 +446,10 @@ def _live_page(topo: Topology, url_a: str, http_b: httpx.Client) -> tuple[float,
         ws.close()
 
 
-def _start(api: str, run_key: str, count: int, ids: dict, ledger: Ledger, deadline: float) -> None:
+def _start(api: str, run_key: str, count: int, ids: dict, ledger: Ledger, deadline: float, auth: dict) -> None:
     """Start ``count`` workflows through one server; each start carries an idempotency
     key, so one re-sent after the server's kill returns the execution it created."""
-    with httpx.Client(base_url=api, timeout=10) as http:
+    with httpx.Client(base_url=api, timeout=10, headers=auth) as http:
         for n in range(count):
             cid = correlation_id(run_key, n)
             body = {"name": WORKFLOW_NAME, "version": 1, "input": {"n": n}, "correlationId": cid,

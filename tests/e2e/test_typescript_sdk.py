@@ -46,7 +46,8 @@ def run_ts(node: str, server, script: Path, *args: str) -> str:
     """Run ``script`` with node + tsx against ``server``; return its stdout. Fails with
     node's whole output when it exits non-zero or runs past SCRIPT_TIMEOUT_SECONDS."""
     server.assert_alive()
-    env = {**os.environ, **server.sdk_env(), "NODE_NO_WARNINGS": "1"}  # URL and access key, as users set them
+    # the variables a user sets for the SDK: server URL and access key
+    env = {**os.environ, **server.sdk_env(), "NODE_NO_WARNINGS": "1"}
     # One process (node itself loads tsx), in its own session: on timeout we kill
     # exactly it and anything it started.
     proc = subprocess.Popen([node, "--import", "tsx", str(script), *args], cwd=TS_DIR, env=env,

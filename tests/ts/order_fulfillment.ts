@@ -59,6 +59,7 @@ await workflow.register(true);
 
 const manager = new TaskManager(clients.getClient(), workers, { options: { pollInterval: 100 } });
 manager.startPolling();
+let ok = false;
 try {
   // Asynchronous: start, get the id at once, follow the execution.
   const workflowId = await workflow.startWorkflow({ order_id: "ORD-123" });
@@ -73,7 +74,9 @@ try {
   // Synchronous: start and wait (up to 10 s) for the result.
   const run = await workflow.execute({ order_id: "ORD-789" });
   console.log(`Status: ${run.status}`, run.output);
-  process.exitCode = started.status === "COMPLETED" && run.status === "COMPLETED" ? 0 : 1;
+  ok = started.status === "COMPLETED" && run.status === "COMPLETED";
 } finally {
   await manager.stopPolling();
 }
+// With an access key the client refreshes its token on a timer: exit explicitly.
+process.exit(ok ? 0 : 1);

@@ -22,13 +22,11 @@ from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
 
 
-def max_iterations() -> int:
-    """Iterations a DO_WHILE may run (``CONDUCTOR["DO_WHILE_MAX_ITERATIONS"]``): a loop
-    whose condition still holds after that many fails with a reason instead of running (or
-    sitting RUNNING) forever."""
-    from django.conf import settings
-
-    return int(settings.CONDUCTOR.get("DO_WHILE_MAX_ITERATIONS", 1000))
+def max_iterations(d) -> int:
+    """Iterations a DO_WHILE may run (``CONDUCTOR["DO_WHILE_MAX_ITERATIONS"]``, from the
+    decider's ``config``): a loop whose condition still holds after that many fails with
+    a reason instead of running (or sitting RUNNING) forever."""
+    return int(d.config.get("DO_WHILE_MAX_ITERATIONS", 1000))
 
 
 @register
@@ -119,8 +117,13 @@ class DoWhile(TaskType):
         bindings = dict(task.input_data)
         bindings[task.reference_task_name] = task.output_data
         bindings[params.strip_iteration(task.reference_task_name)] = task.output_data
+        # the latest iteration's task of each body reference wins: pick those first, so
+        # only their outputs are read (decoded), not every past iteration's
+        latest: dict[str, TaskState] = {}
         for t in self._body_tasks(d, task, nested, None).values():
-            bindings[params.strip_iteration(t.reference_task_name)] = t.output_data
+            latest[params.strip_iteration(t.reference_task_name)] = t
+        for ref, t in latest.items():
+            bindings[ref] = t.output_data
         if items is not None:
             bindings["loopIndex"] = counter - 1
             if counter - 1 < len(items):
@@ -177,7 +180,7 @@ class DoWhile(TaskType):
             task.reason_for_incompletion = f"Unable to evaluate condition {condition}, exception {exc}"
             return self._done(d, task, "FAILED_WITH_TERMINAL_ERROR")
         if go_on:
-            cap = max_iterations()
+            cap = max_iterations(d)
             if counter >= cap:
                 task.reason_for_incompletion = (
                     f"DO_WHILE {loop_ref} reached the limit of {cap} iterations with its loopCondition still true "

@@ -12,11 +12,10 @@ from apps.engine.task_types import register
 from apps.engine.task_types.base import SystemTask, finish
 
 
-def jq_time_limit() -> float:
-    """Seconds a JSON_JQ_TRANSFORM program may run (``CONDUCTOR["JQ_TIME_LIMIT_SECONDS"]``)."""
-    from django.conf import settings
-
-    return float(settings.CONDUCTOR.get("JQ_TIME_LIMIT_SECONDS", jq_sandbox.DEFAULT_TIME_LIMIT_SECONDS))
+def jq_time_limit(d) -> float:
+    """Seconds a JSON_JQ_TRANSFORM program may run (``CONDUCTOR["JQ_TIME_LIMIT_SECONDS"]``,
+    from the decider's ``config``)."""
+    return float(d.config.get("JQ_TIME_LIMIT_SECONDS", jq_sandbox.DEFAULT_TIME_LIMIT_SECONDS))
 
 
 @register
@@ -33,7 +32,7 @@ class JsonJqTransform(SystemTask):
             finish(d, task, "FAILED", reason="Missing 'queryExpression' in input parameters")
             return
         try:
-            results = jq_sandbox.evaluate(expression, task.input_data, jq_time_limit())
+            results = jq_sandbox.evaluate(expression, task.input_data, jq_time_limit(d))
         except jq_sandbox.JqError as exc:
             message = str(exc)
             finish(d, task, "FAILED", output={"error": message}, reason=message)

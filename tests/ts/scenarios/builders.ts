@@ -100,3 +100,5 @@ const direct = await executor.executeWorkflow({ name: quick.getName(), version: 
   quick.getName(), 1, unique("req"));
 assert.deepEqual(direct.output, { sum: 2 });
 console.log("builders: ok");
+// The client refreshes its auth token on a timer that keeps node alive: exit explicitly.
+process.exit(0);

@@ -43,3 +43,5 @@ const low = await executor.testWorkflow({
 assert.equal(low.status, "COMPLETED");
 assert.deepEqual(Object.keys(byRef(low)).sort(), ["review", "route", "score"]);
 console.log("testWorkflow: ok");
+// The client refreshes its auth token on a timer that keeps node alive: exit explicitly.
+process.exit(0);

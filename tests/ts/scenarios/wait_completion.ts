@@ -1,9 +1,9 @@
 // WAIT tasks completed from outside, every way the SDK offers: by reference name, by
 // task id, by the synchronous update, and by signal (sync with each return strategy,
-// and fire-and-forget).
+// and fire-and-forget); an HTTP task with asyncComplete completed the same way.
 import assert from "node:assert/strict";
 import {
-  ConductorWorkflow, OrkesClients, ReturnStrategy, TaskResultStatusEnum, simpleTask, waitTaskDuration,
+  ConductorWorkflow, OrkesClients, ReturnStrategy, TaskResultStatusEnum, httpTask, simpleTask, waitTaskDuration,
 } from "@io-orkes/conductor-javascript";
 import { byRef, unique, waitFor, waitForStatus } from "../lib/util.js";
 
@@ -96,4 +96,19 @@ const timedRun = await executor.executeWorkflow({ name: timed.getName(), version
 assert.equal(timedRun.status, "RUNNING");
 assert.equal((timedRun as any).signalTimeout, true);
 assert.equal(byRef(timedRun.getWorkflow()).nap.status, "COMPLETED");
+// An HTTP task with asyncComplete stays IN_PROGRESS after its call until completed from outside.
+const serverUrl = (process.env.CONDUCTOR_SERVER_URL ?? "http://localhost:8080").replace(/\/api\/?$/, "");
+const callback = new ConductorWorkflow(executor, unique("ts_http_async"), 1)
+  .add(httpTask("start_job", { uri: `${serverUrl}/api/health`, method: "GET" }, true))
+  .outputParameters({ jobId: "${start_job.output.jobId}" });
+await callback.register(true);
+const cbId = await callback.startWorkflow({});
+const called = await waitFor(executor, cbId, (w) => byRef(w).start_job?.outputData?.response?.statusCode === 200,
+  "the HTTP call made");
+assert.equal(byRef(called).start_job.status, "IN_PROGRESS");
+assert.equal(called.status, "RUNNING");
+await executor.updateTaskByRefName("start_job", cbId, "COMPLETED", { jobId: "job-7" });
+assert.deepEqual((await waitForStatus(executor, cbId, "COMPLETED")).output, { jobId: "job-7" });
 console.log("wait completion: ok");
+// The client refreshes its auth token on a timer that keeps node alive: exit explicitly.
+process.exit(0);

@@ -94,3 +94,5 @@ try {
 } finally {
   await manager.stopPolling();
 }
+// The client refreshes its auth token on a timer that keeps node alive: exit explicitly.
+process.exit(0);
