@@ -27,7 +27,7 @@ INSTALLED := $(VENV)/.installed
 TS_DIR := tests/ts
 TS_INSTALLED := $(TS_DIR)/node_modules/.installed
 
-.PHONY: install run migrate test test-sqlite test-fast test-pg test-packages ts-sdk clean bench
+.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-packages ts-sdk clean bench
 
 install: $(INSTALLED)
 
@@ -61,19 +61,25 @@ test: $(INSTALLED) test-packages ts-sdk
 	@sqlite=passed; pg=passed; \
 	$(MAKE) --no-print-directory test-sqlite || sqlite=FAILED; \
 	$(MAKE) --no-print-directory test-pg || pg=FAILED; \
-	echo "make test: SQLite $$sqlite, PostgreSQL $$pg"; \
-	[ $$sqlite = passed ] && [ $$pg = passed ]
+	fuzz=passed; $(MAKE) --no-print-directory test-fuzz || fuzz=FAILED; \
+	echo "make test: SQLite $$sqlite, PostgreSQL $$pg, fuzzing $$fuzz"; \
+	[ $$sqlite = passed ] && [ $$pg = passed ] && [ $$fuzz = passed ]
 
 test-sqlite: $(INSTALLED) ts-sdk
 	@echo "=== tests on SQLite"
-	@$(call pytest,env -u DATABASE_URL,)
+	@$(call pytest,env -u DATABASE_URL,-m "not fuzz")
 
 test-fast: $(INSTALLED)
-	@$(call pytest,env -u DATABASE_URL,-m "not e2e")
+	@$(call pytest,env -u DATABASE_URL,-m "not e2e and not fuzz")
+
+# schemathesis over Conductor's OpenAPI description: no request may get a 5xx
+# (FUZZ_EXAMPLES generated requests per operation, default 15).
+test-fuzz: $(INSTALLED)
+	@$(call pytest,env -u DATABASE_URL,-m fuzz)
 
 test-pg: $(INSTALLED) test-packages ts-sdk
 	@echo "=== tests on PostgreSQL"
-	@$(call pytest,scripts/with_postgres.sh,)
+	@$(call pytest,scripts/with_postgres.sh,-m "not fuzz")
 
 # Debian packages the tests use, installed (as root, with apt-get) only when missing:
 # PostgreSQL's server binaries (required by the PostgreSQL pass), chromium (the browser
