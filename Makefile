@@ -4,6 +4,7 @@
 #   make test       the whole suite on SQLite, then on a throwaway PostgreSQL cluster
 #   make test-fast  SQLite only, without the end-to-end tests
 #   make test-pg    PostgreSQL only
+#   make bench      the benchmark beside the peers (DBOS, Procrastinate, Celery); not a test
 #
 # Extra pytest arguments: make test-fast PYTEST_ARGS="-k health -x"
 
@@ -26,7 +27,7 @@ INSTALLED := $(VENV)/.installed
 TS_DIR := tests/ts
 TS_INSTALLED := $(TS_DIR)/node_modules/.installed
 
-.PHONY: install run migrate test test-sqlite test-fast test-pg test-packages ts-sdk clean
+.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-packages ts-sdk clean bench
 
 install: $(INSTALLED)
 
@@ -60,19 +61,25 @@ test: $(INSTALLED) test-packages ts-sdk
 	@sqlite=passed; pg=passed; \
 	$(MAKE) --no-print-directory test-sqlite || sqlite=FAILED; \
 	$(MAKE) --no-print-directory test-pg || pg=FAILED; \
-	echo "make test: SQLite $$sqlite, PostgreSQL $$pg"; \
-	[ $$sqlite = passed ] && [ $$pg = passed ]
+	fuzz=passed; $(MAKE) --no-print-directory test-fuzz || fuzz=FAILED; \
+	echo "make test: SQLite $$sqlite, PostgreSQL $$pg, fuzzing $$fuzz"; \
+	[ $$sqlite = passed ] && [ $$pg = passed ] && [ $$fuzz = passed ]
 
 test-sqlite: $(INSTALLED) ts-sdk
 	@echo "=== tests on SQLite"
-	@$(call pytest,env -u DATABASE_URL,)
+	@$(call pytest,env -u DATABASE_URL,-m "not fuzz")
 
 test-fast: $(INSTALLED)
-	@$(call pytest,env -u DATABASE_URL,-m "not e2e")
+	@$(call pytest,env -u DATABASE_URL,-m "not e2e and not fuzz")
+
+# schemathesis over Conductor's OpenAPI description: no request may get a 5xx
+# (FUZZ_EXAMPLES generated requests per operation, default 15).
+test-fuzz: $(INSTALLED)
+	@$(call pytest,env -u DATABASE_URL,-m fuzz)
 
 test-pg: $(INSTALLED) test-packages ts-sdk
 	@echo "=== tests on PostgreSQL"
-	@$(call pytest,scripts/with_postgres.sh,)
+	@$(call pytest,scripts/with_postgres.sh,-m "not fuzz")
 
 # Debian packages the tests use, installed (as root, with apt-get) only when missing:
 # PostgreSQL's server binaries (required by the PostgreSQL pass), chromium (the browser
@@ -102,3 +109,24 @@ $(TS_INSTALLED): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 
 clean:
 	rm -rf $(VENV) var/test_db.sqlite3* .pytest_cache *.egg-info $(TS_DIR)/node_modules
+
+# make bench: bench/bench.py (ours, the QUICK set-ups of bench/run_all.sh on PostgreSQL and
+# SQLite) and the peers of bench/peers/ (DBOS, Procrastinate, Celery+Redis; their packages
+# go into a throwaway venv, BENCH_PEERS_VENV) in one run beside one throwaway PostgreSQL,
+# then bench/growth.py (CPU ms per task update at 10 vs BENCH_GROWTH_N tasks) and the
+# tables with the ratios against the peers (bench/summarize.py). Needs PostgreSQL's server
+# binaries and redis-server (Debian packages). Not part of `make test`. Figures taken on a
+# loaded machine mean little: see bench/README.md.
+BENCH_PEERS_VENV ?= /tmp/conductor-bench-peers-venv
+BENCH_OUT ?= bench/results/make-bench
+BENCH_N ?= 1000
+BENCH_LONE ?= 50
+BENCH_GROWTH_N ?= 2000
+bench: $(INSTALLED)
+	@[ -x $(BENCH_PEERS_VENV)/bin/pip ] || $(PYTHON) -m venv $(BENCH_PEERS_VENV)
+	@$(BENCH_PEERS_VENV)/bin/pip install -q dbos "psycopg[binary]" "celery[redis]" procrastinate
+	@rm -rf $(BENCH_OUT)
+	QUICK=1 N=$(BENCH_N) LONE=$(BENCH_LONE) PEERS_VENV=$(BENCH_PEERS_VENV) PY=$(PY) \
+	  bench/with_pg.sh bench/run_all.sh $(BENCH_OUT)
+	env -u DATABASE_URL $(PY) bench/growth.py -n $(BENCH_GROWTH_N)
+	@$(PY) bench/summarize.py $(BENCH_OUT)

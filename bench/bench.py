@@ -276,6 +276,8 @@ class Server:
             "APP_LOG_LEVEL": "WARNING",
             "DEBUG": "False",
             "PYTHONUNBUFFERED": "1",
+            # a loopback server of our own, as `make run` on 127.0.0.1: no API tokens
+            "CONDUCTOR_API_AUTH": "off",
         })
         if self.args.asgi_threads:
             env["ASGI_THREADS"] = str(self.args.asgi_threads)

@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,34 +58,9 @@ def main() -> None:
                    help="site-packages holding pyinstrument (appended to sys.path)")
     a = p.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="conductor-prof-"))
-    pg_db = None
-    if a.db == "sqlite":
-        os.environ["DATABASE_URL"] = f"sqlite:///{tmp / 'prof.sqlite3'}"
-    else:
-        import psycopg
-        from psycopg import sql
-        if not a.pg_url:
-            raise SystemExit("--db postgres needs --pg-url or PG_URL")
-        pg_db = f"cwprof_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        with psycopg.connect(a.pg_url, autocommit=True) as c:
-            c.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(pg_db)))
-        os.environ["DATABASE_URL"] = a.pg_url.rpartition("/")[0] + "/" + pg_db
-    os.environ["CONDUCTOR_VAR_DIR"] = str(tmp)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "conductor_web.settings")
-    os.environ["LOG_LEVEL"] = "WARNING"
-    os.environ["APP_LOG_LEVEL"] = "WARNING"
-    try:
+    from inprocess_db import throwaway_database
+    with throwaway_database(a.db, a.pg_url, "prof"):
         run(a)
-    finally:
-        from django.db import connections
-        connections.close_all()
-        if pg_db:
-            import psycopg
-            from psycopg import sql
-            with psycopg.connect(a.pg_url, autocommit=True) as c:
-                c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(pg_db)))
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run(a) -> None:

@@ -17,7 +17,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-PEERS_DIR=${PEERS_DIR:-/work/shared/bench-peers}
+PEERS_DIR=${PEERS_DIR:-$HERE/peers}
 PEERS_VENV=${PEERS_VENV:-/tmp/peers-venv}
 OUT=${1:-$HERE/results/peers.jsonl}
 N=${N:-1000}

@@ -12,6 +12,13 @@ class EngineConfig(AppConfig):
         # Register every task type module (one module per Conductor task type).
         from apps.engine import task_types  # noqa: F401
 
+        # PostgreSQL hands jsonb back decoded: with the engine's faster decoder
+        from psycopg.types.json import set_json_loads
+
+        from apps.engine.store import loads
+
+        set_json_loads(loads)
+
         if sys.argv[1:2] == ["qcluster"]:
             from django_q.signals import post_spawn
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+import orjson
+
 from django.db import connection
 
 from apps.engine import notify
@@ -32,6 +34,8 @@ WF_JSON = frozenset({"definition", "input", "output", "variables", "task_to_doma
                      "failed_reference_task_names", "failed_task_names"})
 TASK_JSON = frozenset({"input_data", "output_data", "workflow_task"})
 TASK_BOOL = frozenset({"retried", "executed"})
+_TASK_JSON_AT = tuple(i for i, f in enumerate(TASK_FIELDS) if f in TASK_JSON)
+_TASK_BOOL_AT = tuple(i for i, f in enumerate(TASK_FIELDS) if f in TASK_BOOL)
 _TASK_UPDATE_FIELDS = tuple(f for f in TASK_FIELDS if f not in ("task_id", "workflow_id"))
 _WORKFLOW_UPDATE_FIELDS = tuple(f for f in WORKFLOW_FIELDS if f not in ("workflow_id", "definition"))
 
@@ -64,13 +68,15 @@ def _sql(vendor: str) -> dict[str, str]:
     lock = " FOR UPDATE" if vendor == "postgresql" else ""
     wf_cols = ", ".join(WORKFLOW_FIELDS)
     task_cols = ", ".join(TASK_FIELDS)
+    task_cols_text = ", ".join(f"{f}::text" if f in TASK_JSON and vendor == "postgresql" else f for f in TASK_FIELDS)
     task_ph = ", ".join(_placeholder(f, TASK_JSON) for f in TASK_FIELDS)
     task_set = ", ".join(f"{f} = {_placeholder(f, TASK_JSON)}" for f in _TASK_UPDATE_FIELDS)
     wf_set = ", ".join(f"{f} = {_placeholder(f, WF_JSON)}" for f in _WORKFLOW_UPDATE_FIELDS)
     wf_ph = ", ".join(_placeholder(f, WF_JSON) for f in WORKFLOW_FIELDS)
     return {
         "lock": f"SELECT {wf_cols} FROM {WF_TABLE} WHERE workflow_id = %s{lock}",
-        "tasks": f"SELECT {task_cols} FROM {TASK_TABLE} WHERE workflow_id = %s ORDER BY seq",
+        # JSON columns as text on PostgreSQL too: decoded lazily (LoadedTask)
+        "tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s ORDER BY seq",
         "insert_task_row": f"({task_ph})",
         "insert_task": f"INSERT INTO {TASK_TABLE} ({task_cols}) VALUES ",
         "update_task": f"UPDATE {TASK_TABLE} SET {task_set} WHERE task_id = %s AND status = %s",
@@ -87,11 +93,20 @@ def _s() -> dict[str, str]:
     return _sql(connection.vendor)
 
 
+def loads(text: str | bytes | bytearray | memoryview):
+    """JSON text -> Python value, with orjson (several times faster than ``json``: a decide
+    decodes three JSON columns of every task it loads); what orjson refuses and ``json``
+    accepts (NaN/Infinity, integers beyond 64 bits) falls back to ``json.loads``.
+    Errors: ``json.JSONDecodeError`` (a ``ValueError``) on invalid JSON."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(bytes(text) if isinstance(text, memoryview) else text)
+
+
 def _load_json(value):
-    if isinstance(value, (str, bytes, bytearray)):
-        return json.loads(value)
-    if isinstance(value, memoryview):
-        return json.loads(bytes(value))
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return loads(value)
     return value
 
 
@@ -106,14 +121,55 @@ def _workflow_from_row(row: tuple) -> WorkflowState:
     return WorkflowState(**values)
 
 
+class _Raw:
+    """JSON text of a column not decoded yet (see ``LoadedTask``)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+
+def _lazy_json(name: str) -> property:
+    slot = TaskState.__dict__[name]  # the dataclass's slot descriptor
+
+    def get(self):
+        value = slot.__get__(self, None)
+        if type(value) is _Raw:
+            value = loads(value.text)
+            slot.__set__(self, value)
+        return value
+
+    def put(self, value):
+        slot.__set__(self, value)
+
+    return property(get, put, doc=f"``{name}``, decoded from its JSON text on first access")
+
+
+class LoadedTask(TaskState):
+    """A TaskState read from a row: its JSON columns (``input_data``, ``output_data``,
+    ``workflow_task``) are decoded on first access. A decide loads every task of its
+    execution but reads the JSON of few of them (a finished, executed task is skipped), so
+    a 2,000-task execution no longer decodes 6,000 JSON documents per task update.
+    Behaves as a TaskState in every other way (fields, equality, copies)."""
+
+    __slots__ = ()
+    input_data = _lazy_json("input_data")
+    output_data = _lazy_json("output_data")
+    workflow_task = _lazy_json("workflow_task")
+
+
 def task_from_row(row: tuple) -> TaskState:
-    """A TaskState from a row of ``SELECT <TASK_FIELDS>`` (JSON and booleans decoded)."""
-    values = dict(zip(TASK_FIELDS, row))
-    for f in TASK_JSON:
-        values[f] = _load_json(values[f])
-    for f in TASK_BOOL:
-        values[f] = bool(values[f])
-    return TaskState(**values)
+    """A TaskState from a row of ``SELECT <TASK_FIELDS>`` (booleans decoded; JSON columns,
+    given as text or already decoded by the driver, decoded on first access)."""
+    values = list(row)
+    for i in _TASK_JSON_AT:
+        value = values[i]
+        if isinstance(value, (str, bytes, bytearray, memoryview)):
+            values[i] = _Raw(value)
+    for i in _TASK_BOOL_AT:
+        values[i] = bool(values[i])
+    return LoadedTask(*values)  # TASK_FIELDS is TaskState's field order
 
 
 def task_from_values(values: dict) -> TaskState:

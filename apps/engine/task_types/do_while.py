@@ -117,8 +117,13 @@ class DoWhile(TaskType):
         bindings = dict(task.input_data)
         bindings[task.reference_task_name] = task.output_data
         bindings[params.strip_iteration(task.reference_task_name)] = task.output_data
+        # the latest iteration's task of each body reference wins: pick those first, so
+        # only their outputs are read (decoded), not every past iteration's
+        latest: dict[str, TaskState] = {}
         for t in self._body_tasks(d, task, nested, None).values():
-            bindings[params.strip_iteration(t.reference_task_name)] = t.output_data
+            latest[params.strip_iteration(t.reference_task_name)] = t
+        for ref, t in latest.items():
+            bindings[ref] = t.output_data
         if items is not None:
             bindings["loopIndex"] = counter - 1
             if counter - 1 < len(items):

@@ -58,9 +58,12 @@ class Join(TaskType):
         join_on = task.input_data.get("joinOn") or []
         forked_tasks: list[tuple[str, TaskState | None]] = []
         all_done = True
+        # the latest attempt of each reference (task_by_ref's "last one wins"), indexed once:
+        # a JOIN over n branches looks each up in O(1), not by a scan of every task
+        latest = {t.reference_task_name: t for t in d.wf.tasks} if len(join_on) > 4 else None
         for ref in join_on:
             runtime_ref = ref if (not suffix or ref.endswith(suffix)) else ref + suffix
-            forked = d.wf.task_by_ref(runtime_ref)
+            forked = latest.get(runtime_ref) if latest is not None else d.wf.task_by_ref(runtime_ref)
             if forked is None:
                 if not _untaken_case(d, ref, suffix):
                     all_done = False
@@ -72,13 +75,13 @@ class Join(TaskType):
         optional_failures: list[str] = []
         output: dict = {}
         for ref, forked in forked_tasks:
-            wt = d.workflow_task_of(forked)
             if forked.output_data:
                 output[ref] = forked.output_data
-            if forked.terminal and not forked.successful and not wt.get("optional") \
-                    and (not wt.get("permissive") or all_done):
-                failed_now = True
-                break
+            if forked.terminal and not forked.successful:
+                wt = d.workflow_task_of(forked)
+                if not wt.get("optional") and (not wt.get("permissive") or all_done):
+                    failed_now = True
+                    break
             if forked.status == "COMPLETED_WITH_ERRORS":
                 optional_failures.append(f"{forked.task_def_name}/{forked.task_id}")
         before = (task.status, task.output_data)
