@@ -143,10 +143,9 @@ def run(a) -> None:
                 if not polled:
                     return
                 task = polled.pop()[0]
-                upd = executor.task_update(task_result={
+                executor.task_update_and_claim(task_result={  # update-v2: update + the worker's next task
                     "workflowInstanceId": task["workflowInstanceId"], "taskId": task["taskId"],
                     "status": "COMPLETED", "outputData": {"x": task["inputData"]["x"] + 1}, "workerId": "w"})
-                queue.claim(upd.queue_name, 1, "w")  # update-v2 looks for the worker's next task
             measure(f"update-v2 {t}", update, n)
         measure("empty poll", lambda: queue.task_poll(task_type="bench_a", worker_id="w", count=1, timeout_ms=0), n)
         if profiler:

@@ -111,15 +111,13 @@ def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
     task of that type and domain, already IN_PROGRESS, or 204)."""
     result = _json_object(body, "TaskResult")
     check_task_result(result)
-    task = executor.task_update(task_result=result)
     if not v2:
+        executor.task_update(task_result=result)
         return 200, TEXT, (result.get("taskId") or "").encode()
-    if task is None or not task.terminal or not task.queue_name:
+    _task, nxt = executor.task_update_and_claim(task_result=result)  # one transaction
+    if nxt is None:
         return 204, TEXT, b""
-    nxt = queue.claim(task.queue_name, 1, result.get("workerId") or task.worker_id)
-    if not nxt:
-        return 204, TEXT, b""
-    return 200, JSON, _dumps(task_json(nxt[0]))
+    return 200, JSON, _dumps(task_json(nxt))
 
 
 def start_call(body: bytes) -> tuple[int, str, bytes]:

@@ -30,7 +30,7 @@ from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
 from apps.core.logs import log_context
-from apps.engine import effects, event_queue, notify, retention, store
+from apps.engine import effects, event_queue, notify, queue, retention, store
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
@@ -369,6 +369,7 @@ def _normalise_log_time(value: Any, now: int) -> int:
 
 def task_update(*, task_result: dict) -> TaskState | None:
     """Apply a worker's TaskResult (camelCase dict) and decide; return the updated task.
+    (``task_update_and_claim`` also hands the worker its next task: update-v2.)
 
     Shapes: ``task_result`` = ``{workflowInstanceId, taskId, status, outputData?,
     reasonForIncompletion?, callbackAfterSeconds? (s), workerId?, logs?, extendLease?}``.
@@ -381,6 +382,19 @@ def task_update(*, task_result: dict) -> TaskState | None:
     ``No such workflow found by id: %s`` (checked first, as Conductor's updateTask loads the
     workflow before the task) / ``No such task found by id: %s``.
     """
+    return _task_update(task_result, claim_next=False)[0]
+
+
+def task_update_and_claim(*, task_result: dict) -> tuple[TaskState | None, TaskState | None]:
+    """``POST /tasks/update-v2``: ``task_update``, then, when the updated task is terminal
+    and a worker task, claim the same worker's next task of its queue (``[domain:]type``,
+    IN_PROGRESS for ``workerId``), in the update's transaction: one commit for both.
+    Returns ``(updated task, next task or None)``; errors as ``task_update``.
+    Source: TaskResource.updateTaskV2."""
+    return _task_update(task_result, claim_next=True)
+
+
+def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None, TaskState | None]:
     workflow_id = task_result.get("workflowInstanceId")
     task_id = task_result.get("taskId")
     errors = []
@@ -397,38 +411,46 @@ def task_update(*, task_result: dict) -> TaskState | None:
     if output is not None and not isinstance(output, dict):
         raise InvalidInput("outputData must be a JSON object")
 
-    def run() -> TaskState | None:
+    def run() -> tuple[TaskState | None, TaskState | None]:
         with transaction.atomic():
-            wf = store.lock_workflow(workflow_id)
-            if wf is None:
-                raise NotFound(f"No such workflow found by id: {workflow_id}")
-            task = next((t for t in wf.tasks if t.task_id == task_id), None)
-            if task is None:
-                owner = TaskExecution.objects.filter(pk=task_id).values_list("workflow_id", flat=True).first()
-                if owner is None:
-                    raise NotFound(f"No such task found by id: {task_id}")
-                # never change a task on behalf of another workflow's id
-                raise InvalidInput(f"Task {task_id} does not belong to workflow {workflow_id}",
-                                   validation_errors=[{"path": "updateTask.arg0.workflowInstanceId",
-                                                       "message": "The task belongs to another workflow",
-                                                       "invalidValue": str(workflow_id)}])
-            loaded = store.Loaded(wf)
-            now = now_ms()
-            logs = task_result.get("logs") or []
-            if logs:
-                TaskExecLog.objects.bulk_create([
-                    TaskExecLog(task_id=task_id, log=str(entry.get("log", "")),
-                                created_time=_normalise_log_time(entry.get("createdTime"), now))
-                    for entry in logs[:MAX_LOGS_PER_UPDATE] if isinstance(entry, dict)])
-            if task.status in TERMINAL_TASK or wf.terminal:
-                return task  # late or duplicate update: ignored, as Conductor does
-            if task_result.get("extendLease"):
-                task.update_time = now
-                store.save(loaded, DeciderOutcome(), workflow_changed=False, extra_task_ids={task_id})
-                return task
-            _apply_result(task, task_result, now)
-            decide_and_save(loaded, now, touched={task_id})
+            task = update()
+            nxt = None
+            if claim_next and task is not None and task.terminal and task.queue_name:
+                claimed = queue.claim(task.queue_name, 1, task_result.get("workerId") or task.worker_id)
+                nxt = claimed[0] if claimed else None
+            return task, nxt
+
+    def update() -> TaskState | None:
+        wf = store.lock_workflow(workflow_id)
+        if wf is None:
+            raise NotFound(f"No such workflow found by id: {workflow_id}")
+        task = next((t for t in wf.tasks if t.task_id == task_id), None)
+        if task is None:
+            owner = TaskExecution.objects.filter(pk=task_id).values_list("workflow_id", flat=True).first()
+            if owner is None:
+                raise NotFound(f"No such task found by id: {task_id}")
+            # never change a task on behalf of another workflow's id
+            raise InvalidInput(f"Task {task_id} does not belong to workflow {workflow_id}",
+                               validation_errors=[{"path": "updateTask.arg0.workflowInstanceId",
+                                                   "message": "The task belongs to another workflow",
+                                                   "invalidValue": str(workflow_id)}])
+        loaded = store.Loaded(wf)
+        now = now_ms()
+        logs = task_result.get("logs") or []
+        if logs:
+            TaskExecLog.objects.bulk_create([
+                TaskExecLog(task_id=task_id, log=str(entry.get("log", "")),
+                            created_time=_normalise_log_time(entry.get("createdTime"), now))
+                for entry in logs[:MAX_LOGS_PER_UPDATE] if isinstance(entry, dict)])
+        if task.status in TERMINAL_TASK or wf.terminal:
+            return task  # late or duplicate update: ignored, as Conductor does
+        if task_result.get("extendLease"):
+            task.update_time = now
+            store.save(loaded, DeciderOutcome(), workflow_changed=False, extra_task_ids={task_id})
             return task
+        _apply_result(task, task_result, now)
+        decide_and_save(loaded, now, touched={task_id})
+        return task
 
     with log_context(workflowId=str(task_result.get("workflowInstanceId") or "") or None,
                      taskId=str(task_result.get("taskId") or "") or None,

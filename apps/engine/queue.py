@@ -56,6 +56,7 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
     picked = ("SELECT task_id, " + ", ".join(_CLAIM_RESTORED) + " FROM engine_task_execution "
               "WHERE queue_name = %s AND status = 'SCHEDULED' AND visible_at <= %s "
               "ORDER BY workflow_priority DESC, visible_at LIMIT %s")
+    nested = connection.in_atomic_block  # inside a caller's transaction (update-v2)
     with transaction.atomic():
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
@@ -69,8 +70,10 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
                     f"FROM picked WHERE t.task_id = picked.task_id RETURNING {columns}, {old_columns}"
                 )
                 # A claim lost in a database crash only means the task is handed out again
-                # (at-least-once delivery), so its commit need not wait for the WAL flush.
-                cursor.execute("SET LOCAL synchronous_commit = off")
+                # (at-least-once delivery), so its commit need not wait for the WAL flush;
+                # not so inside a caller's transaction (a task update must be durable).
+                if not nested:
+                    cursor.execute("SET LOCAL synchronous_commit = off")
                 cursor.execute(sql, [queue_name, now, count, now, now, worker_id])
                 rows = cursor.fetchall()
                 width = len(TASK_FIELDS)
