@@ -63,6 +63,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # first: chunked request bodies get their length before anything parses them
     "apps.api.middleware.ChunkedBodyMiddleware",
+    # /api paths and query strings without NUL characters (PostgreSQL cannot hold them)
+    "apps.api.middleware.TextGateMiddleware",
     # then: /api calls carry a token from POST /api/token (apps/api/auth.py)
     "apps.api.middleware.ApiAuthMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -28,7 +28,7 @@ from django.db import close_old_connections
 
 from apps.api import auth
 from apps.api.exceptions import logged_body_for_exception
-from apps.api.parsers import check_body_size, parse_json
+from apps.api.parsers import check_body_size, check_text, parse_json
 from apps.api.shapes import check_task_result
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput, PayloadTooLarge
@@ -84,7 +84,11 @@ def _json_object(body: bytes, what: str) -> dict:
 # --- the calls (synchronous; one transaction each) ---------------------------------------------
 
 def poll_params(query: dict, single: bool) -> tuple[str | None, str | None, int, int]:
-    """``(workerid, domain, count, timeout ms)`` of a poll; InvalidInput past 5000 ms."""
+    """``(workerid, domain, count, timeout ms)`` of a poll; InvalidInput past 5000 ms or
+    for a parameter holding a NUL character."""
+    for name, values in query.items():
+        for value in values:
+            check_text(value, f"Query parameter '{name}'")
     count = 1 if single else max(1, _qint(query, "count", 1))
     timeout_ms = 100 if single else max(0, _qint(query, "timeout", 100))
     if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
@@ -184,6 +188,7 @@ async def _wait_for_tasks(queue_name: str, seconds: float) -> None:
 
 async def _long_poll(task_type: str, query: dict, single: bool) -> tuple[int, str, bytes]:
     try:
+        check_text(task_type, "The task type")
         worker_id, domain, count, timeout_ms = poll_params(query, single)
     except InvalidInput as exc:
         status, body = logged_body_for_exception(exc)

@@ -37,6 +37,31 @@ class ChunkedBodyMiddleware:
         return self.get_response(request)
 
 
+class TextGateMiddleware:
+    """An /api request whose path or query string holds a NUL character answers 400 with
+    Conductor's error body before any view runs: PostgreSQL cannot store or compare such
+    text, so the same request would pass on SQLite and fail with a 500 on PostgreSQL."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith("/api/"):
+            from apps.api.exceptions import error_response
+            from apps.api.parsers import check_text
+            from apps.core.errors import InvalidInput
+
+            try:
+                check_text(request.path, "The path")
+                for name, values in request.GET.lists():
+                    check_text(name, "A query parameter name")
+                    for value in values:
+                        check_text(value, f"Query parameter '{name}'")
+            except InvalidInput as exc:
+                return error_response(exc)
+        return self.get_response(request)
+
+
 class ApiAuthMiddleware:
     """Every /api request passes ``apps.api.auth.authorize`` (token, role) before any view;
     a refusal answers 401/403 with Conductor's error body. The caller is kept as

@@ -14,6 +14,8 @@ but nothing downstream can store or walk:
 * nesting deeper than ``CONDUCTOR["MAX_JSON_DEPTH"]`` (default 64) -> 400;
 * lone UTF-16 surrogates (``"\\ud800"``: not encodable as UTF-8, so not storable) and
   bytes that are not UTF-8 -> 400;
+* the NUL character (``"\\u0000"``) in a key or string: PostgreSQL's text and jsonb cannot
+  hold it, so one database would store it and the other fail -> 400 on both;
 * a body above ``DATA_UPLOAD_MAX_MEMORY_SIZE`` -> 413 (``PayloadTooLarge``).
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ from rest_framework.parsers import BaseParser
 from apps.core.errors import InvalidInput, PayloadTooLarge
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL = "\x00"
 DEFAULT_MAX_JSON_DEPTH = 64
 
 
@@ -62,6 +65,8 @@ def _check_tree(data, max_depth: int) -> None:
         if isinstance(value, str):
             if _SURROGATE.search(value):
                 raise InvalidInput("Invalid JSON body: a string holds a lone UTF-16 surrogate (not valid Unicode)")
+            if _NUL in value:
+                raise InvalidInput("Invalid JSON body: a string holds a NUL character (\\u0000), which cannot be stored")
             continue
         if isinstance(value, dict):
             items = value.items()
@@ -74,6 +79,8 @@ def _check_tree(data, max_depth: int) -> None:
         for key, item in items:
             if key is not None and _SURROGATE.search(key):
                 raise InvalidInput("Invalid JSON body: a key holds a lone UTF-16 surrogate (not valid Unicode)")
+            if key is not None and _NUL in key:
+                raise InvalidInput("Invalid JSON body: a key holds a NUL character (\\u0000), which cannot be stored")
             if isinstance(item, (dict, list, str)):
                 stack.append((item, depth + 1))
 
@@ -83,7 +90,8 @@ def parse_json(raw: bytes | str):
 
     Errors: PayloadTooLarge (413) above the body limit; NotJson (400) for text that is not
     JSON; InvalidInput (400) for non-JSON numbers, nesting deeper than
-    ``CONDUCTOR["MAX_JSON_DEPTH"]``, lone surrogates and bytes that are not UTF-8.
+    ``CONDUCTOR["MAX_JSON_DEPTH"]``, lone surrogates, NUL characters and bytes that are
+    not UTF-8.
     """
     check_body_size(len(raw))
     if isinstance(raw, bytes):
@@ -102,6 +110,15 @@ def parse_json(raw: bytes | str):
         raise NotJson(f"Invalid JSON body: {exc}") from None
     _check_tree(data, max_depth)
     return data
+
+
+def check_text(value: str, what: str) -> str:
+    """``value`` unchanged, or InvalidInput (400) naming ``what`` when it holds a NUL
+    character, which PostgreSQL cannot store or compare (paths, query parameters, raw
+    text bodies)."""
+    if _NUL in value:
+        raise InvalidInput(f"{what} holds a NUL character (\\u0000), which is not accepted")
+    return value
 
 
 class LenientJSONParser(BaseParser):

@@ -207,7 +207,9 @@ def _idempotent_existing(name: str, key: str, strategy: str | None) -> str | Non
 def _check_input_schema(definition: dict, wf_input: dict) -> None:
     """Validate the input against ``inputSchema.data`` (JSON Schema, with the
     jsonschema library) when ``enforceSchema`` is true. Errors: InvalidInput (400) with one
-    validationErrors entry per violation, its path naming the input field."""
+    validationErrors entry per violation, its path naming the input field; InvalidInput
+    (400) for a schema that cannot be applied (invalid, or a ``$ref`` outside itself: no
+    URL is fetched and no file read)."""
     schema = definition.get("inputSchema")
     if not isinstance(schema, dict) or definition.get("enforceSchema") is False:
         return
@@ -215,10 +217,21 @@ def _check_input_schema(definition: dict, wf_input: dict) -> None:
     if data is None:
         return
     import jsonschema
+    from referencing import Registry
+    from referencing.exceptions import NoSuchResource, Unresolvable
+
+    def no_retrieval(uri: str):
+        raise NoSuchResource(ref=uri)  # never fetch a URL or read a file named by a schema
 
     validator_cls = jsonschema.validators.validator_for(data)
     entries = []
-    for e in validator_cls(data).iter_errors(wf_input):
+    try:
+        violations = list(validator_cls(data, registry=Registry(retrieve=no_retrieval)).iter_errors(wf_input))
+    except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.UnknownType, Unresolvable) as exc:
+        # a schema stored before registration checked it: the start is refused, clearly
+        reason = getattr(exc, "message", None) or str(exc)
+        raise InvalidInput(f"The workflow's inputSchema cannot be applied: {reason}") from None
+    for e in violations:
         base = "input" + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path)
         if e.validator == "required" and isinstance(e.instance, dict):
             entries += [{"path": f"{base}.{k}", "message": f"'{k}' is a required property"}
@@ -364,8 +377,10 @@ def task_update(*, task_result: dict) -> TaskState | None:
     response timer; an update of a terminal task or of a terminal workflow is ignored
     (returns the task unchanged); IN_PROGRESS on a worker task puts it back on its queue,
     visible after ``callbackAfterSeconds``; ``outputData`` replaces the old output.
-    Errors: InvalidInput for missing ids or an unknown status; NotFound
-    ``No such task found by id: %s`` / ``No such workflow found by id: %s``.
+    Errors: InvalidInput for missing ids or an unknown status, and for a task that belongs
+    to another workflow than ``workflowInstanceId`` (nothing changes); NotFound
+    ``No such workflow found by id: %s`` (checked first, as Conductor's updateTask loads the
+    workflow before the task) / ``No such task found by id: %s``.
     """
     return _task_update(task_result, claim_next=False)[0]
 
@@ -407,15 +422,18 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
 
     def update() -> TaskState | None:
         wf = store.lock_workflow(workflow_id)
-        task = next((t for t in wf.tasks if t.task_id == task_id), None) if wf else None
+        if wf is None:
+            raise NotFound(f"No such workflow found by id: {workflow_id}")
+        task = next((t for t in wf.tasks if t.task_id == task_id), None)
         if task is None:
             owner = TaskExecution.objects.filter(pk=task_id).values_list("workflow_id", flat=True).first()
             if owner is None:
                 raise NotFound(f"No such task found by id: {task_id}")
-            wf = store.lock_workflow(owner)
-            if wf is None:
-                raise NotFound(f"No such workflow found by id: {owner}")
-            task = next(t for t in wf.tasks if t.task_id == task_id)
+            # never change a task on behalf of another workflow's id
+            raise InvalidInput(f"Task {task_id} does not belong to workflow {workflow_id}",
+                               validation_errors=[{"path": "updateTask.arg0.workflowInstanceId",
+                                                   "message": "The task belongs to another workflow",
+                                                   "invalidValue": str(workflow_id)}])
         loaded = store.Loaded(wf)
         now = now_ms()
         logs = task_result.get("logs") or []

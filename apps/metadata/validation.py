@@ -393,6 +393,9 @@ def validate_workflow_def(workflow_def: Any, path: str = "workflowDef") -> list[
     for key in ("inputTemplate", "variables", "inputSchema", "outputSchema", "metadata"):
         if workflow_def.get(key) is not None and not isinstance(workflow_def[key], dict):
             errors.append(_err(f"{path}.{key}", f"{key} must be a JSON object"))
+    for key in ("inputSchema", "outputSchema"):
+        if isinstance(workflow_def.get(key), dict):
+            errors += json_schema_errors(workflow_def[key].get("data"), f"{path}.{key}.data")
     for key in ("inputParameters", "maskedFields"):
         value = workflow_def.get(key)
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
@@ -426,3 +429,40 @@ def validate_workflow_def(workflow_def: Any, path: str = "workflowDef") -> list[
 
     return errors
 
+
+
+def _remote_refs(schema) -> list[str]:
+    """Every ``$ref`` in a JSON Schema that does not point inside the schema itself."""
+    found, stack = [], [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            ref = value.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#"):
+                found.append(ref)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return found
+
+
+def json_schema_errors(schema, path: str) -> list[dict]:
+    """Validation errors (``{path, message, invalidValue?}``) of the JSON Schema ``schema``
+    (``inputSchema.data`` / ``outputSchema.data``; None = no schema): it must be an object
+    that is a valid schema of its own draft (jsonschema's ``check_schema``), and its
+    ``$ref`` may only point inside the schema (``#...``): the server never fetches a URL
+    or reads a file named by a definition."""
+    if schema is None:
+        return []
+    if not isinstance(schema, dict):
+        return [_err(path, "A JSON Schema must be a JSON object")]
+    import jsonschema
+
+    remote = _remote_refs(schema)
+    if remote:
+        return [_err(path, "Only local $ref values (starting with '#') are allowed in a JSON Schema", remote[0])]
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        return [_err(path, f"Invalid JSON Schema: {exc.message}")]
+    return []

@@ -289,9 +289,10 @@ def test_update_of_unknown_task_is_404(api, flow):
     body = error(api.post("/tasks", {"workflowInstanceId": wf_id, "taskId": "no-such-task", "status": "COMPLETED"}),
                  404)
     assert body["message"] == "No such task found by id: no-such-task"
+    # Conductor's updateTask loads the workflow before the task: an unknown workflow is named
     body = error(api.post("/tasks", {"workflowInstanceId": "no-such-wf", "taskId": "no-such-task",
                                      "status": "COMPLETED"}), 404)
-    assert body["message"] == "No such task found by id: no-such-task"
+    assert body["message"] == "No such workflow found by id: no-such-wf"
 
 
 def test_update_without_ids_is_400(api):
@@ -345,7 +346,7 @@ def test_update_v2_in_progress_returns_nothing(api, single):
 def test_update_v2_of_unknown_task_is_404(api):
     body = error(api.post("/tasks/update-v2", {"workflowInstanceId": "x", "taskId": "nope", "status": "COMPLETED"}),
                  404)
-    assert body["message"] == "No such task found by id: nope"
+    assert body["message"] == "No such workflow found by id: x"  # the workflow is looked up first
 
 
 # --- update by reference -------------------------------------------------------------------------------------

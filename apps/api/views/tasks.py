@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from apps.api import fastpath
 from apps.api.exceptions import error_body, error_response
 from apps.api.params import qint, qstr
-from apps.api.parsers import require_json
+from apps.api.parsers import check_text, require_json
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core.errors import InvalidInput, NotFound, PayloadTooLarge
 from apps.engine import executor, queue, selectors, signals
@@ -157,7 +157,7 @@ class TaskLogApi(ConductorApi):
         limit = settings.CONDUCTOR["MAX_TASK_LOG_BYTES"]
         if len(request.body) > limit:
             raise PayloadTooLarge(f"Task log line of {len(request.body)} bytes is larger than the limit of {limit} bytes")
-        line = _log_line(request.body.decode("utf-8", errors="replace"))
+        line = check_text(_log_line(request.body.decode("utf-8", errors="replace")), "The task log line")
         selectors.task_get(task_id=task_id)
         executor.task_log_add(task_id=task_id, log_line=line)
         return empty()
