@@ -61,12 +61,26 @@ def evaluate_js(expression: str, bindings: Any) -> Any:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         if "interrupted" in message:
             raise EvaluationError(f"Script not evaluated within {int(TIME_LIMIT_SECONDS)} seconds, interrupted.") from None
+        if message == "null" and _out_of_memory(ctx):
+            # QuickJS throws null when it has no memory left to build the error object
+            message = f"InternalError: out of memory (the limit is {MEMORY_LIMIT_BYTES // (1024 * 1024)} MiB)"
         raise EvaluationError(message) from None
     except quickjs.StackOverflow:
         raise EvaluationError("InternalError: stack overflow") from None
     if raw is None:
         return None
     return json.loads(raw)
+
+
+def _out_of_memory(ctx) -> bool:
+    """Whether the context used (nearly) all of ``MEMORY_LIMIT_BYTES`` or cannot allocate
+    any more (checked after a script threw a bare ``null``)."""
+    try:
+        stats = ctx.memory()
+        used = max(stats.get("malloc_size", 0), stats.get("memory_used_size", 0))
+    except Exception:  # the context itself cannot answer: it is out of memory
+        return True
+    return used >= MEMORY_LIMIT_BYTES * 0.9
 
 
 def evaluate(evaluator_type: str | None, expression: str, bindings: dict) -> Any:

@@ -162,12 +162,25 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
+# TaskDef fields that are Java ints in Conductor's TaskDef (seconds, counts, milliseconds).
+TASK_DEF_INT_FIELDS = ("retryCount", "timeoutSeconds", "retryDelaySeconds", "responseTimeoutSeconds",
+                       "pollTimeoutSeconds", "maxRetryDelaySeconds", "backoffJitterMs", "totalTimeoutSeconds",
+                       "concurrentExecLimit", "rateLimitPerFrequency", "rateLimitFrequencyInSeconds",
+                       "backoffScaleFactor")
+
+
 def normalize_task_def(task_def: dict) -> dict:
-    """Return a copy of a TaskDef dict with Conductor's defaults filled in for absent keys."""
+    """Return a copy of a (validated) TaskDef dict with Conductor's defaults filled in for
+    absent keys and its integer fields stored as integers: ``"3"`` becomes 3 and ``2.7``
+    becomes 2, as Jackson coerces them into Conductor's int fields."""
     out = copy.deepcopy(task_def)
     for key, default in TASK_DEF_DEFAULTS.items():
         if out.get(key) is None:
             out[key] = copy.deepcopy(default)
+    for key in TASK_DEF_INT_FIELDS:
+        value = _int_or_none(out.get(key))
+        if value is not None:
+            out[key] = value
     return out
 
 
@@ -222,9 +235,7 @@ def validate_task_def(task_def: Any, path: str = "taskDef") -> list[dict]:
     if not isinstance(name, str) or not name.strip():
         errors.append(_err(f"{path}.name", "TaskDef name cannot be null or empty"))
     name = name if isinstance(name, str) else ""
-    for key in ("retryCount", "timeoutSeconds", "retryDelaySeconds", "responseTimeoutSeconds",
-                "pollTimeoutSeconds", "maxRetryDelaySeconds", "backoffJitterMs", "totalTimeoutSeconds",
-                "concurrentExecLimit", "rateLimitPerFrequency", "rateLimitFrequencyInSeconds"):
+    for key in TASK_DEF_INT_FIELDS:
         value = task_def.get(key)
         if value is None:
             continue

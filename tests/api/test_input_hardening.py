@@ -174,3 +174,16 @@ def test_a_stored_schema_with_a_remote_ref_is_never_fetched_at_start(api, schema
     assert "inputSchema cannot be applied" in _message(resp)
     assert hits == []
     assert not WorkflowExecution.objects.filter(workflow_name=name).exists()
+
+
+# --- TaskDef integers ------------------------------------------------------------------------------
+
+def test_task_def_integers_are_stored_as_integers(api):
+    name = unique("int_td")
+    api.register_task_defs(task_def(name, retryCount="3", retryDelaySeconds=2.7, timeoutSeconds="60",
+                                    responseTimeoutSeconds=30))
+    stored = api.ok(api.get(f"/metadata/taskdefs/{name}")).json()
+    assert (stored["retryCount"], stored["retryDelaySeconds"], stored["timeoutSeconds"]) == (3, 2, 60)
+    resp = api.post("/metadata/taskdefs", [task_def(unique("int_td"), retryCount="three")])
+    assert resp.status_code == 400
+    assert resp.json()["validationErrors"][0]["path"].endswith("retryCount")
