@@ -199,6 +199,38 @@ def test_event_handlers(api):
     assert found[0]["active"] is False
 
 
+def test_scheduler_event_queue_and_bulk_recovery(api, flow):
+    name, task = flow
+    schedule = unique("chunk_sched")
+    status, out = chunked("POST", "/api/scheduler/schedules", {
+        "name": schedule, "cronExpression": "0 0 9 * * MON-FRI", "zoneId": "UTC",
+        "startWorkflowRequest": {"name": name, "version": 1, "input": {"x": "scheduled"}}})
+    assert status in (200, 204), out
+    stored = api.ok(api.get(f"/scheduler/schedules/{schedule}")).json()
+    assert stored["startWorkflowRequest"]["input"] == {"x": "scheduled"}
+    status, out = chunked("PUT", "/api/scheduler/bulk/pause", [schedule])
+    assert status == 200, out
+    assert api.get(f"/scheduler/schedules/{schedule}").json()["paused"] is True
+
+    waiter = unique("chunk_wait")
+    api.register_workflow(workflow_def(waiter, [{"name": "w", "taskReferenceName": "w", "type": "WAIT"}]))
+    wid = api.ok(api.post("/workflow", {"name": waiter, "input": {}})).content.decode()
+    status, out = chunked("POST", f"/api/queue/update/{wid}/w/COMPLETED", {"via": "queue"})
+    assert status in (200, 204), out
+    from apps.engine.event_handlers import process_event_message_job
+    from apps.engine.models import EventMessage
+
+    for message_id in EventMessage.objects.filter(processed_time__isnull=True).values_list("message_id", flat=True):
+        process_event_message_job(message_id)
+    wf = _wf(api, wid)
+    assert wf["status"] == "COMPLETED" and wf["tasks"][0]["outputData"]["via"] == "queue"
+
+    status, out = chunked("POST", "/api/workflow/bulk/restart", [wid])
+    assert status == 200, out
+    assert json.loads(out)["bulkSuccessfulResults"] == [wid]
+    assert _wf(api, wid)["status"] == "RUNNING"
+
+
 def test_bad_chunked_body_is_a_400_and_writes_nothing(api):
     name = unique("chunk_bad")
     status, out = chunked("POST", "/api/metadata/workflow", '{"name": "' + name + '", "tasks": [')

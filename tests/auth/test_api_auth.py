@@ -216,3 +216,14 @@ def test_scheduler_switches_reached_by_get_need_their_role(as_role):
     operator.ok(operator.put(f"/scheduler/schedules/{name}/resume"))
     assert operator.get("/scheduler/admin/requeue").status_code == 403
     admin.ok(admin.get("/scheduler/admin/requeue"))
+
+
+def test_a_chunked_token_request_signs_in(auth_on, transactional_db):
+    """``POST /api/token`` with a chunked body (the TypeScript SDK's transport) answers a token."""
+    key_id, secret = make_key("worker", unique("chunked"))
+    status, out = asgi_request("POST", "/api/token", {"keyId": key_id, "keySecret": secret})
+    assert status == 200, out
+    token = json.loads(out)["token"]
+    status, out = asgi_request("GET", "/api/token/userInfo", b"", headers=[(b"x-authorization", token.encode())])
+    assert status == 200, out
+    assert json.loads(out)["id"] == key_id
