@@ -85,7 +85,7 @@ def delete_executions(workflow_ids: list[str]) -> int:
         SweeperLease.objects.filter(name__in=[f"task:{t}" for t in chunk]).delete()
     TaskExecution.objects.filter(workflow_id__in=workflow_ids).delete()
     _, by_model = WorkflowExecution.objects.filter(pk__in=workflow_ids).delete()
-    return by_model.get(WorkflowExecution._meta.label, 0)
+    return by_model.get("engine.WorkflowExecution", 0)  # Django's "app_label.Model" key
 
 
 def _due(status: str, age: int, now: int):

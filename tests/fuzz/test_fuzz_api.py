@@ -2,7 +2,7 @@
 request, valid or not, gets a 5xx (issue #10).
 
 ``conductor-openapi.json`` is Conductor's description of its REST API (86 operations,
-copied from ../shared/openapi with its ``x-fuzz-patch`` corrections). Every operation gets
+copied into this folder with its ``x-fuzz-patch`` corrections). Every operation gets
 ``FUZZ_EXAMPLES`` generated requests (default 15; bounded so the run stays short), sent
 in-process to Django's WSGI application inside the test's transaction. Marked ``fuzz``:
 ``pytest -m fuzz`` runs it alone, ``FUZZ_EXAMPLES=200 pytest -m fuzz`` runs it harder.
