@@ -6,7 +6,8 @@ Times are epoch milliseconds (``BigIntegerField``), as Conductor exposes them; `
 transformation). The task queue is the TaskExecution table itself: a worker task is
 pollable when ``status = SCHEDULED`` and ``visible_at <= now`` on its ``queue_name``
 (``[domain:]taskType``), so a retry delay or ``callbackAfterSeconds`` is just a later
-``visible_at``.
+``visible_at``. System tasks are on no queue: their timers (a WAIT's due time, a delayed
+retry) are ``timer_at``, NULL meaning "no timer" (the one convention for "never").
 """
 from __future__ import annotations
 
@@ -81,7 +82,9 @@ class TaskExecution(models.Model):
     """One attempt of one task of a workflow execution (a retry is a new row).
 
     Queue columns: ``queue_name`` (``[domain:]taskType`` for worker tasks, empty for
-    system tasks) and ``visible_at`` (epoch ms before which a poll must not hand it out).
+    system tasks) and ``visible_at`` (epoch ms before which a poll must not hand it out;
+    0 = any time). ``timer_at`` (epoch ms, NULL = no timer) is when a system task's timer
+    fires: a WAIT's ``duration``/``until``, the end of a system task retry's delay.
     """
 
     task_id = models.CharField(primary_key=True, max_length=64)
@@ -110,6 +113,7 @@ class TaskExecution(models.Model):
     response_timeout_seconds = models.BigIntegerField(default=0)
     queue_name = models.CharField(max_length=255, blank=True, default="")
     visible_at = models.BigIntegerField(default=0)
+    timer_at = models.BigIntegerField(null=True, blank=True)
     domain = models.CharField(max_length=255, null=True, blank=True)
     worker_id = models.CharField(max_length=255, null=True, blank=True)
     reason_for_incompletion = models.TextField(null=True, blank=True)
@@ -296,3 +300,33 @@ class EventExecution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.handler_name} {self.action or '-'} {self.message_id} ({self.status})"
+
+
+class ExecutionEvent(models.Model):
+    """One entry of an execution's history (``apps.engine.history``): appended by the engine
+    in the transaction of the change it describes, never updated except by compaction.
+
+    ``id`` is the total order of the history (served as ``seq``); ``time`` epoch ms;
+    ``kind`` what happened (``workflow.started``, ``workflow.status``, ``task.scheduled``,
+    ``task.retried``, ``task.polled``, ``task.updated``, ``task.timed_out``,
+    ``task.canceled``, ``task.skipped``, ``task.removed``, ``action``,
+    ``definition.replaced``, ``history.compacted``); ``task_id`` the task concerned, if
+    any; ``data`` the details (camelCase keys, bounded by
+    ``CONDUCTOR["HISTORY_EVENT_MAX_BYTES"]``). No foreign key: the rows are deleted with
+    their execution by ``retention.delete_executions``.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    workflow_id = models.CharField(max_length=64)
+    time = models.BigIntegerField()
+    kind = models.CharField(max_length=32)
+    task_id = models.CharField(max_length=64, null=True, blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        db_table = "engine_execution_event"
+        verbose_name = "execution history event"
+        indexes = [models.Index(fields=["workflow_id", "id"], name="exec_event_workflow")]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} #{self.id} {self.kind}"

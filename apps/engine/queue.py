@@ -9,7 +9,8 @@ IN_PROGRESS and returns them, in one transaction:
   transaction makes it atomic (one writer at a time).
 Tasks over a TaskDef limit (``concurrentExecLimit``, ``rateLimitPerFrequency``) are given
 back in the same transaction (``apps.engine.limits``).
-Higher ``workflowPriority`` is served first, then the earliest visible.
+Higher ``workflowPriority`` is served first, then the earliest visible. Each task handed
+out gets a ``task.polled`` event in its execution's history, in the claim's transaction.
 Source: Conductor ``ExecutionService.poll`` (IN_PROGRESS, startTime if 0, workerId,
 pollCount+1, callbackAfterSeconds 0) and the SQL ``QueueDAO`` pop.
 """
@@ -22,7 +23,7 @@ from django.db import connection, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
-from apps.engine import limits, notify
+from apps.engine import history, limits, notify
 from apps.engine.models import PollData, TaskExecution
 from apps.engine.state import TASK_FIELDS, TaskState
 from apps.engine.store import task_from_row
@@ -98,6 +99,7 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
             handed, refused = limits.admit(tasks, now)
             if refused:
                 _give_back(cursor, refused, before)
+            history.record_polls(cursor, handed, now)
     if handed:
         _announce(handed)
     return handed
