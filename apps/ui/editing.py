@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Max
 
 from apps.core.errors import Conflict, InvalidInput, NotFound, validation_failed
@@ -30,6 +31,8 @@ WORKFLOW_PATH = "create.workflowDef"
 TASK_PATH = "registerTaskDef.arg0[0]"
 
 MODES = ("new_version", "overwrite")
+# Saves of a new version that lose the race for its number to another save, then 409.
+NEW_VERSION_TRIES = 3
 # Audit fields the server sets on a definition; dropped from an edited text before saving.
 SERVER_FIELDS = ("createTime", "updateTime")
 
@@ -80,22 +83,28 @@ def save_workflow_def(user, definition: Any, *, mode: str = "new_version", base:
     # the server stamps these (GET /api/metadata/workflow returns them): never stored from the text
     definition = {k: v for k, v in definition.items() if k not in SERVER_FIELDS}
     name = definition["name"]
-    if mode == "overwrite":
-        version = int(definition.get("version") or 1)
-        if not WorkflowDef.objects.filter(name=name, version=version).exists():
-            raise NotFound(f"No such workflow found by name: {name}, version: {version}")
-        used = executions_using(name, version)
-        if used:
-            raise Conflict(f"{name} v{version} is used by {used} execution{'s' if used != 1 else ''}: "
-                           "save it as a new version instead")
-        services.workflow_def_register(workflow_def=definition, overwrite=True)
-        action = "definition_overwrite"
-    else:
-        version = next_version(name)
-        # Conflict if someone saved this version meanwhile (the editor then offers the next one)
-        services.workflow_def_register(workflow_def={**definition, "version": version}, overwrite=False)
-        action = "definition_new_version"
-    actions.record(user, action, f"WorkflowDef {name} v{version}", {"from": base} if base else {})
+    with transaction.atomic():  # the save and its audit row together; the version row locked meanwhile
+        if mode == "overwrite":
+            version = int(definition.get("version") or 1)
+            if not WorkflowDef.objects.select_for_update().filter(name=name, version=version).exists():
+                raise NotFound(f"No such workflow found by name: {name}, version: {version}")
+            used = executions_using(name, version)
+            if used:
+                raise Conflict(f"{name} v{version} is used by {used} execution{'s' if used != 1 else ''}: "
+                               "save it as a new version instead")
+            services.workflow_def_register(workflow_def=definition, overwrite=True)
+            action = "definition_overwrite"
+        else:
+            for attempt in range(NEW_VERSION_TRIES):
+                version = next_version(name)
+                try:  # Conflict when another save took this number meanwhile: take the next one
+                    services.workflow_def_register(workflow_def={**definition, "version": version}, overwrite=False)
+                    break
+                except Conflict:
+                    if attempt == NEW_VERSION_TRIES - 1:
+                        raise
+            action = "definition_new_version"
+        actions.record(user, action, f"WorkflowDef {name} v{version}", {"from": base} if base else {})
     return {"name": name, "version": version, "mode": mode}
 
 
@@ -106,7 +115,8 @@ def save_task_def(user, definition: Any) -> dict:
     errors = task_def_errors(definition)
     if errors:
         raise validation_failed(errors)
-    created = not TaskDef.objects.filter(pk=definition["name"]).exists()
-    services.task_defs_register(task_defs=[definition])
-    actions.record(user, "taskdef_save", f"TaskDef {definition['name']}", {"created": created})
+    with transaction.atomic():
+        created = not TaskDef.objects.filter(pk=definition["name"]).exists()
+        services.task_defs_register(task_defs=[definition])
+        actions.record(user, "taskdef_save", f"TaskDef {definition['name']}", {"created": created})
     return {"name": definition["name"], "created": created}

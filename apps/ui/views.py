@@ -668,8 +668,10 @@ def _editor_error(exc) -> JsonResponse:
 @operate_required
 @require_POST
 def definition_check(request, kind: str):
-    """``POST /definitions/check/<workflow|task>`` (body ``{"text"}``): validation as you
-    type. Returns ``{"validationErrors": [{path, message}], "graph": elements or null,
+    """``POST /definitions/check/<workflow|task>`` (body ``{"text", "baseName"?,
+    "baseVersion"?}``): validation as you type. Returns ``{"validationErrors": [{path,
+    message}], "graph": elements or null (tasks marked added/changed/removed against the
+    base version when one is given), "changes": {"added", "changed", "removed"} or null,
     "usedBy": executions on that name+version, "nextVersion": int}`` (200 even when
     invalid: the errors are the answer); 400 with Conductor's body for a body that is not
     ``{"text"}`` or text that is not JSON."""
@@ -678,7 +680,8 @@ def definition_check(request, kind: str):
     if kind not in ("workflow", "task"):
         raise Http404(kind)
     try:
-        definition = _parse_definition(_editor_body(request)["text"])
+        body = _editor_body(request)
+        definition = _parse_definition(body["text"])
     except ConductorError as exc:
         return _editor_error(exc)
     if kind == "task":
@@ -686,14 +689,22 @@ def definition_check(request, kind: str):
     errors = editing.workflow_def_errors(definition)
     name = definition.get("name") if isinstance(definition, dict) and isinstance(definition.get("name"), str) else ""
     version = definition.get("version") if isinstance(definition, dict) else None
-    preview = None
+    preview, changes = None, None
+    base = WorkflowDef.objects.filter(name=str(body.get("baseName") or ""),
+                                      version=body.get("baseVersion") if isinstance(body.get("baseVersion"), int) else -1
+                                      ).first()
     if isinstance(definition, dict) and isinstance(definition.get("tasks"), list):
         try:
-            preview = graph.build_graph(definition, None)
+            if base is not None:  # marked against the version the editor opened
+                diff = selectors.definition_diff(base.definition, definition)
+                changes = {k: diff[k] for k in ("added", "changed", "removed")}
+                preview = graph.diff_overlay(base.definition, definition, diff)
+            else:
+                preview = graph.build_graph(definition, None)
         except Exception:  # noqa: BLE001 - a definition too broken to draw keeps the last preview
-            preview = None
+            preview, changes = None, None
     return JsonResponse({
-        "validationErrors": errors, "graph": preview,
+        "validationErrors": errors, "graph": preview, "changes": changes,
         "usedBy": editing.executions_using(name, version) if name and isinstance(version, int) else 0,
         "nextVersion": editing.next_version(name) if name else 1})
 

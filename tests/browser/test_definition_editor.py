@@ -68,6 +68,11 @@ def test_editor_new_version_flow(page, ui_server):
     set_text(page, json.dumps(changed, indent=2))
     wait_checked(page, "valid")
     page.wait_for_function("window.conductorGraph.cy.getElementById('c').length === 1")
+    # the preview marks the change against v1: c added, b removed
+    assert page.evaluate("window.conductorGraph.cy.nodes('.diff-added').map(n => n.id())") == ["c"]
+    assert page.evaluate("window.conductorGraph.cy.nodes('.diff-removed').map(n => n.id())") == ["b"]
+    changes = " ".join(page.inner_text("#preview-changes").split())
+    assert "added c" in changes and "removed b" in changes, changes
     screenshot(page, "editor")
     page.click("#save-definition")
     page.wait_for_url(f"**/definitions/{name}/2")
