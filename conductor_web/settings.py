@@ -305,6 +305,9 @@ CONDUCTOR = {
     # Scripts and jq run outside the workflow's lock once the request's transaction ended;
     # one API call runs at most this many (an INLINE chain, a loop), the cluster the rest.
     "EVALUATIONS_PER_CALL": envint("CONDUCTOR_EVALUATIONS_PER_CALL", 500),
+    # An evaluation asked for and still without a result this long (ms) past its time
+    # limit (its process died, its request was dropped) is asked for again.
+    "EVALUATION_REDISPATCH_GRACE_MS": envint("CONDUCTOR_EVALUATION_REDISPATCH_GRACE_MS", 15_000),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
