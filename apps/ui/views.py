@@ -19,11 +19,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.core.errors import NotFound
 from apps.engine import queue as engine_queue
 from apps.engine import selectors as engine_selectors
-from apps.engine.models import PollData, TaskExecution
+from apps.engine.models import ExecutionEvent, PollData, TaskExecution
 from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import TaskDef, WorkflowDef
 from apps.ui import actions, dryrun, editing, graph, live, selectors
+from apps.ui import history as ui_history
 from apps.ui.ai_panel import ai_summary
 from apps.ui.models import AuditLog
 from apps.ui.permissions import can_operate, operate_required, ui_context, view_required
@@ -337,6 +338,35 @@ def execution_live(request, workflow_id: str):
 
 @view_required
 @require_GET
+def execution_history(request, workflow_id: str):
+    """``/execution/<id>/history.json?after=<seq>``: the History tab's events (up to 1000
+    per call, oldest first, each with a line of text) and ``next``."""
+    _load(workflow_id, include_tasks=False)
+    try:
+        after = max(0, int(request.GET.get("after") or 0))
+    except ValueError:
+        after = 0
+    events, nxt = ui_history.event_rows(workflow_id, after=after, limit=1000)
+    return JsonResponse({"events": events, "next": nxt})
+
+
+@view_required
+@require_GET
+def execution_at(request, workflow_id: str):
+    """``/execution/<id>/at.json?seq=<n>``: the execution as it was just after history
+    event ``n`` (the live view's snapshot shape); 404 for an unknown execution or event."""
+    wf = _load(workflow_id, include_tasks=False)
+    try:
+        seq = int(request.GET.get("seq") or "")
+    except ValueError:
+        return JsonResponse({"error": "seq must be an event's seq"}, status=400)
+    if not ExecutionEvent.objects.filter(workflow_id=workflow_id, id=seq).exists():
+        return JsonResponse({"error": f"no event {seq} in this execution's history"}, status=404)
+    return JsonResponse({"type": "snapshot", "data": ui_history.snapshot_at(wf, seq)})
+
+
+@view_required
+@require_GET
 def execution_download(request, workflow_id: str, what: str):
     """``/execution/<id>/download/<input|output|variables|json>``: a whole payload. With
     ``?preview=N`` (characters) the JSON document is cut to its first N characters and
@@ -462,7 +492,7 @@ def _back_to_execution(request, workflow_id: str):
     return redirect(_back_url(request, workflow_id))
 
 
-def _report(request, info: actions.Action, result: actions.Result) -> None:
+def _report(request, info: actions.OperatorAction, result: actions.Result) -> None:
     if result.ok:
         messages.success(request, f"{info.label}: done.")
     else:
@@ -638,8 +668,10 @@ def _editor_error(exc) -> JsonResponse:
 @operate_required
 @require_POST
 def definition_check(request, kind: str):
-    """``POST /definitions/check/<workflow|task>`` (body ``{"text"}``): validation as you
-    type. Returns ``{"validationErrors": [{path, message}], "graph": elements or null,
+    """``POST /definitions/check/<workflow|task>`` (body ``{"text", "baseName"?,
+    "baseVersion"?}``): validation as you type. Returns ``{"validationErrors": [{path,
+    message}], "graph": elements or null (tasks marked added/changed/removed against the
+    base version when one is given), "changes": {"added", "changed", "removed"} or null,
     "usedBy": executions on that name+version, "nextVersion": int}`` (200 even when
     invalid: the errors are the answer); 400 with Conductor's body for a body that is not
     ``{"text"}`` or text that is not JSON."""
@@ -648,7 +680,8 @@ def definition_check(request, kind: str):
     if kind not in ("workflow", "task"):
         raise Http404(kind)
     try:
-        definition = _parse_definition(_editor_body(request)["text"])
+        body = _editor_body(request)
+        definition = _parse_definition(body["text"])
     except ConductorError as exc:
         return _editor_error(exc)
     if kind == "task":
@@ -656,14 +689,22 @@ def definition_check(request, kind: str):
     errors = editing.workflow_def_errors(definition)
     name = definition.get("name") if isinstance(definition, dict) and isinstance(definition.get("name"), str) else ""
     version = definition.get("version") if isinstance(definition, dict) else None
-    preview = None
+    preview, changes = None, None
+    base = WorkflowDef.objects.filter(name=str(body.get("baseName") or ""),
+                                      version=body.get("baseVersion") if isinstance(body.get("baseVersion"), int) else -1
+                                      ).first()
     if isinstance(definition, dict) and isinstance(definition.get("tasks"), list):
         try:
-            preview = graph.build_graph(definition, None)
+            if base is not None:  # marked against the version the editor opened
+                diff = selectors.definition_diff(base.definition, definition)
+                changes = {k: diff[k] for k in ("added", "changed", "removed")}
+                preview = graph.diff_overlay(base.definition, definition, diff)
+            else:
+                preview = graph.build_graph(definition, None)
         except Exception:  # noqa: BLE001 - a definition too broken to draw keeps the last preview
-            preview = None
+            preview, changes = None, None
     return JsonResponse({
-        "validationErrors": errors, "graph": preview,
+        "validationErrors": errors, "graph": preview, "changes": changes,
         "usedBy": editing.executions_using(name, version) if name and isinstance(version, int) else 0,
         "nextVersion": editing.next_version(name) if name else 1})
 

@@ -146,11 +146,23 @@
       ": it cannot be overwritten" : "no execution ran on v" + version;
   }
 
+  /** "against vN: added a, b · changed c · removed d" under the preview. */
+  function showChanges(c) {
+    var el = document.getElementById("preview-changes");
+    if (!el) { return; }
+    var parts = [["added", c.added], ["changed", c.changed], ["removed", c.removed]].filter(function (p) { return p[1].length; });
+    el.innerHTML = parts.length ? "Against v" + esc(root.dataset.baseVersion) + ": " + parts.map(function (p) {
+      return '<span class="badge diff-' + p[0] + '">' + p[0] + "</span> " + p[1].map(function (r) { return "<code>" + esc(r) + "</code>"; }).join(" ");
+    }).join(" · ") : "No task changed from v" + esc(root.dataset.baseVersion) + ".";
+  }
+
   var seq = 0, timer = null;
   function check() {
     var text = editor.getValue(), mine = ++seq;
     root.dataset.checked = "0";
-    post(root.dataset.checkUrl, { text: text }).then(function (res) {
+    var body = { text: text };
+    if (root.dataset.baseName) { body.baseName = root.dataset.baseName; body.baseVersion = parseInt(root.dataset.baseVersion, 10); }
+    post(root.dataset.checkUrl, body).then(function (res) {
       if (mine !== seq) { return; }  // a newer check is on its way
       var d = res.body, errors = d.validationErrors || [];
       if (res.status !== 200) {
@@ -160,6 +172,7 @@
         setStatus(errors.length ? errors.length + " error" + (errors.length === 1 ? "" : "s") : "valid", !errors.length);
         showErrors("", errors, text);
         if (graph && d.graph) { graph.setGraph(d.graph); }
+        if (d.changes) { showChanges(d.changes); }
         if (kind === "workflow") { updateSaveChoices(d); }
       }
       root.dataset.checked = "1";
@@ -172,12 +185,18 @@
   });
   check();
 
+  // leaving with unsaved changes asks first
+  var savedText = editor.getValue(), leaving = false;
+  window.addEventListener("beforeunload", function (ev) {
+    if (!leaving && editor.getValue() !== savedText) { ev.preventDefault(); ev.returnValue = ""; }
+  });
+
   document.getElementById("save-definition").addEventListener("click", function () {
     var picked = root.querySelector("input[name=save-mode]:checked");
     var text = editor.getValue();
     post(root.dataset.saveUrl, { text: text, mode: picked ? picked.value : "new_version", base: root.dataset.base })
       .then(function (res) {
-        if (res.status === 200) { window.location.href = res.body.url; return; }
+        if (res.status === 200) { leaving = true; window.location.href = res.body.url; return; }
         setStatus("not saved", false);
         showErrors(res.body.message, res.body.validationErrors || [], text);
       })

@@ -53,6 +53,14 @@ def test_check_names_the_field_of_each_error_and_draws_the_graph(operator_client
     assert any(p.startswith("create.workflowDef") for p in paths), errors
     assert any("name" in e["path"] or "name" in e["message"] for e in errors), errors
     assert any("taskReferenceName" in e["message"] or "taskReferenceName" in e["path"] for e in errors), errors
+    # against the version the editor opened: the preview marks what the save would change
+    v1 = v1_of(chain)
+    edited = {**v1, "tasks": [v1["tasks"][0], {**v1["tasks"][0], "taskReferenceName": "c"}]}
+    body = {"text": json.dumps(edited), "baseName": chain, "baseVersion": 1}
+    marked = operator_client.post("/definitions/check/workflow", json.dumps(body), content_type="application/json").json()
+    assert marked["changes"] == {"added": ["c"], "changed": [], "removed": ["b"]}
+    assert {n["ref"]: n.get("diff") for n in marked["graph"]["nodes"] if n.get("ref")} == {
+        "a": None, "c": "added", "b": "removed"}
     # text that is not JSON: 400 with Conductor's body, naming line and column
     bad = check(operator_client, '{\n  "name": "x",\n  "tasks": [\n}')
     assert bad.status_code == 400
@@ -79,6 +87,9 @@ def test_save_makes_the_next_version_and_leaves_the_old_one(operator_client, cha
     assert f'/definitions/{chain}/1"' in operator_client.get(f"/execution/{wf_id}").content.decode()
     # a third save is v3, not a clash with v2
     assert save(operator_client, changed).json()["version"] == 3
+    # the definitions list links the latest version's diff
+    assert f'href="/definitions/{chain}/diff" class="diff-link">what changed in v3<' in \
+        operator_client.get("/definitions/").content.decode()
 
 
 def test_overwrite_only_a_version_no_execution_ran_on(operator_client, chain):
