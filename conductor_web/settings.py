@@ -380,6 +380,9 @@ CONDUCTOR = {
     "API_AUTH": envbool("CONDUCTOR_API_AUTH", "on"),
     # Lifetime of a token from POST /api/token (s); the SDKs renew theirs every 45 minutes.
     "API_TOKEN_TTL_SECONDS": envint("CONDUCTOR_API_TOKEN_TTL_SECONDS", 3600),
+    # Audit a worker's task results and log lines too (apps.api.audit; every other API
+    # write is always audited).
+    "AUDIT_WORKER_WRITES": envbool("CONDUCTOR_AUDIT_WORKER_WRITES", "off"),
     # Retention of terminal executions per status, e.g. "COMPLETED=30d,FAILED=90d"
     # (apps.engine.retention); empty keeps everything.
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
