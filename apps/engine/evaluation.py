@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from apps.engine import evaluators, jq_sandbox
 
 # How long past its time limit an evaluation may take before a decide asks for it again
@@ -75,9 +77,12 @@ class Evaluated:
 def key(kind: str, evaluator_type: str | None, expression: Any, bindings: Any) -> str:
     """A digest naming one evaluation: the same kind, evaluator, expression and bindings
     give the same key (hex string)."""
-    text = json.dumps([kind, evaluator_type, expression, bindings], sort_keys=True, default=str,
-                      separators=(",", ":"))
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    value = [kind, evaluator_type, expression, bindings]
+    try:
+        text = orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # what orjson refuses (integers beyond 64 bits): the standard encoder
+        text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":")).encode()
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
 def run(request: Request) -> Evaluated:

@@ -207,7 +207,7 @@ class DoWhile(TaskType):
         due = (task.evaluation_key != digest or d.redispatch_evaluations
                or d.now >= evaluation.redispatch_at(task.update_time, evaluation.JS, d.config))
         newly = due and task.task_id not in d.asked
-        result = d.evaluation_result(task, evaluation.JS, condition, bindings, ask=due)
+        result = d.evaluation_result(task, evaluation.JS, condition, bindings, ask=due, digest=digest)
         if result is not None:
             task.evaluation_key = ""
             return result, False
