@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from apps.engine.state import TaskState
 
-DEFAULT_POSTPONE_MS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +85,7 @@ def _lock(task_def_name: str) -> None:
 def postpone_ms() -> int:
     from django.conf import settings
 
-    return int(settings.CONDUCTOR.get("TASK_LIMIT_POSTPONE_MS", DEFAULT_POSTPONE_MS))
+    return int(settings.CONDUCTOR["TASK_LIMIT_POSTPONE_MS"])
 
 
 def admit(claimed: list[TaskState], now: int) -> tuple[list[TaskState], dict[str, int]]:
