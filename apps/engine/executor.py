@@ -34,7 +34,7 @@ from apps.engine import effects, event_queue, notify, queue, retention, store
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
-from apps.engine.state import TaskState, WorkflowState
+from apps.engine.state import TaskState, WorkflowState, task_by_id
 from apps.engine.status import TASK_RESULT_STATUSES, TERMINAL_TASK, TERMINAL_WORKFLOW
 from apps.engine.task_types import get_type, set_variable
 from apps.metadata.models import TaskDef
@@ -424,7 +424,7 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
         wf = store.lock_workflow(workflow_id)
         if wf is None:
             raise NotFound(f"No such workflow found by id: {workflow_id}")
-        task = next((t for t in wf.tasks if t.task_id == task_id), None)
+        task = task_by_id(wf.tasks, task_id)
         if task is None:
             owner = TaskExecution.objects.filter(pk=task_id).values_list("workflow_id", flat=True).first()
             if owner is None:

@@ -26,7 +26,7 @@ from django.db import connection
 
 from apps.engine import notify
 from apps.engine.outcome import DeciderOutcome
-from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
+from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskList, TaskState, WorkflowState, active_tasks, task_by_id
 
 WF_TABLE = "engine_workflow_execution"
 TASK_TABLE = "engine_task_execution"
@@ -52,7 +52,9 @@ class Loaded:
 
     def __init__(self, wf: WorkflowState):
         self.wf = wf
-        self.loaded_status = {t.task_id: t.status for t in wf.tasks}
+        # a TaskList records the status of every row it reads, also of rows read later
+        self.loaded_status = wf.tasks.loaded_status if isinstance(wf.tasks, TaskList) \
+            else {t.task_id: t.status for t in wf.tasks}
         self.definition = wf.definition
         self.workflow_status = wf.status
 
@@ -77,6 +79,15 @@ def _sql(vendor: str) -> dict[str, str]:
         "lock": f"SELECT {wf_cols} FROM {WF_TABLE} WHERE workflow_id = %s{lock}",
         # JSON columns as text on PostgreSQL too: decoded lazily (LoadedTask)
         "tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s ORDER BY seq",
+        # the unsettled tasks (partial index task_active), what a decide starts from
+        "active_tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
+                        f"AND executed = {'false' if vendor == 'postgresql' else '0'} "
+                        f"AND retried = {'false' if vendor == 'postgresql' else '0'} "
+                        "AND status <> 'SKIPPED' ORDER BY seq",
+        "tasks_by_ref": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
+                        "AND reference_task_name IN ",
+        "task_by_id": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE task_id = %s AND workflow_id = %s",
+        "max_seq": f"SELECT MAX(seq) FROM {TASK_TABLE} WHERE workflow_id = %s",
         "insert_task_row": f"({task_ph})",
         "insert_task": f"INSERT INTO {TASK_TABLE} ({task_cols}) VALUES ",
         "update_task": f"UPDATE {TASK_TABLE} SET {task_set} WHERE task_id = %s AND status = %s",
@@ -201,7 +212,7 @@ def _summaries(cursor, ids: list[str]) -> dict[str, dict]:
 
 
 def _attach_sub_workflows(wf: WorkflowState, cursor) -> None:
-    ids = [t.sub_workflow_id for t in wf.tasks
+    ids = [t.sub_workflow_id for t in active_tasks(wf.tasks)
            if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and not t.terminal]
     if ids:
         wf.sub_workflows.update(_summaries(cursor, ids))
@@ -214,6 +225,39 @@ def workflow_summary(workflow_id: str) -> dict | None:
         return _summaries(cursor, [workflow_id]).get(workflow_id)
 
 
+class _RowSource:
+    """The ``state.TaskSource`` of one locked execution: reads its task rows on demand."""
+
+    __slots__ = ("workflow_id",)
+
+    def __init__(self, workflow_id: str):
+        self.workflow_id = workflow_id
+
+    def _rows(self, sql: str, params: list) -> list[TaskState]:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [task_from_row(r) for r in cursor.fetchall()]
+
+    def by_refs(self, refs: list[str]) -> list[TaskState]:
+        rows = self._rows(_s()["tasks_by_ref"] + "(" + ", ".join(["%s"] * len(refs)) + ")",
+                          [self.workflow_id, *refs])
+        rows.sort(key=lambda t: t.seq)
+        return rows
+
+    def by_id(self, task_id: str) -> TaskState | None:
+        rows = self._rows(_s()["task_by_id"], [task_id, self.workflow_id])
+        return rows[0] if rows else None
+
+    def all(self) -> list[TaskState]:
+        return self._rows(_s()["tasks"], [self.workflow_id])
+
+    def max_seq(self) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(_s()["max_seq"], [self.workflow_id])
+            row = cursor.fetchone()
+        return int(row[0] or 0) if row else 0
+
+
 def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> WorkflowState | None:
     sql = _s()
     with connection.cursor() as cursor:
@@ -222,7 +266,11 @@ def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> Workfl
         if row is None:
             return None
         wf = _workflow_from_row(row)
-        if include_tasks:
+        if include_tasks and lock:
+            cursor.execute(sql["active_tasks"], [workflow_id])
+            wf.tasks = TaskList([task_from_row(r) for r in cursor.fetchall()], _RowSource(workflow_id))
+            _attach_sub_workflows(wf, cursor)
+        elif include_tasks:
             cursor.execute(sql["tasks"], [workflow_id])
             wf.tasks = [task_from_row(r) for r in cursor.fetchall()]
             _attach_sub_workflows(wf, cursor)
@@ -231,9 +279,11 @@ def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> Workfl
 
 def lock_workflow(workflow_id: str) -> WorkflowState | None:
     """Lock the workflow row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's IMMEDIATE
-    transaction already holds the write lock) and load it with its tasks (ordered by seq)
-    and the status of its running sub-workflows. Must run inside
-    ``transaction.atomic()``. Returns None if the workflow does not exist."""
+    transaction already holds the write lock) and load it with the status of its running
+    sub-workflows and its tasks as a ``state.TaskList``: the unsettled tasks are read now,
+    the others when asked for (by reference, by id, or all of them when the list is
+    iterated), all within this transaction. Must run inside ``transaction.atomic()``.
+    Returns None if the workflow does not exist."""
     return _read(workflow_id, lock=True)
 
 
@@ -274,9 +324,10 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
     new_ids = {t.task_id for t in outcome.new_tasks}
     updated = dict(outcome.updated_tasks)
     if extra_task_ids:
-        for task in wf.tasks:
-            if task.task_id in extra_task_ids:
-                updated[task.task_id] = task
+        for task_id in extra_task_ids:
+            task = task_by_id(wf.tasks, task_id)
+            if task is not None:
+                updated[task_id] = task
     with connection.cursor() as cursor:
         if outcome.removed_task_ids:
             ids = list(outcome.removed_task_ids)
