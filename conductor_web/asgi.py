@@ -11,7 +11,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from apps.api.fastpath import worker_fast_path  # noqa: E402
+from apps.core.lifecycle import watch_server_shutdown  # noqa: E402
 from apps.ui.routing import websocket_urlpatterns  # noqa: E402
+
+# SIGTERM: requests waiting on the engine answer at once instead of holding the stop.
+watch_server_shutdown()
 
 application = ProtocolTypeRouter(
     {

@@ -181,7 +181,8 @@ class Decider:
         with that delay, so it stays SCHEDULED until then (``start_delayed`` starts it)."""
         from apps.engine.task_types import get_type
 
-        return (task.status == "SCHEDULED" and task.callback_after_seconds > 0 and task.visible_at > self.now
+        return (task.status == "SCHEDULED" and task.callback_after_seconds > 0
+                and task.timer_at is not None and task.timer_at > self.now
                 and task.retried_task_id is not None and not get_type(task.task_type).is_worker)
 
     def start_delayed(self) -> bool:
@@ -191,7 +192,8 @@ class Decider:
         started = False
         for task in list(active_tasks(self.wf.tasks)):
             if task.status == "SCHEDULED" and task.callback_after_seconds > 0 and task.retried_task_id \
-                    and not task.retried and task.visible_at <= self.now and not get_type(task.task_type).is_worker:
+                    and not task.retried and (task.timer_at is None or task.timer_at <= self.now) \
+                    and not get_type(task.task_type).is_worker:
                 task.callback_after_seconds = 0
                 self.touch(task)
                 get_type(task.task_type).start(self, task)
@@ -426,7 +428,10 @@ class Decider:
                                                      task_def=task_def, task_id=retry.task_id,
                                                      doc=self.document()) \
             if workflow_task.get("inputParameters") is not None else dict(task.input_data)
-        retry.visible_at = self.now + delay  # the queue hides it until then
+        if get_type(retry.task_type).is_worker:
+            retry.visible_at = self.now + delay  # the queue hides it until then
+        else:
+            retry.timer_at = self.now + delay  # ``start_delayed`` starts it then
         return retry
 
     def _check_timeouts(self, task: TaskState, task_def: dict) -> bool:
@@ -633,7 +638,7 @@ class Decider:
                     continue
                 ttype = get_type(task.task_type)
                 if self._delayed_system_task(task):
-                    due.append(task.visible_at)
+                    due.append(task.timer_at)
                     continue
                 at = ttype.due_at(self, task)
                 if at is not None:

@@ -6,7 +6,8 @@ Times are epoch milliseconds (``BigIntegerField``), as Conductor exposes them; `
 transformation). The task queue is the TaskExecution table itself: a worker task is
 pollable when ``status = SCHEDULED`` and ``visible_at <= now`` on its ``queue_name``
 (``[domain:]taskType``), so a retry delay or ``callbackAfterSeconds`` is just a later
-``visible_at``.
+``visible_at``. System tasks are on no queue: their timers (a WAIT's due time, a delayed
+retry) are ``timer_at``, NULL meaning "no timer" (the one convention for "never").
 """
 from __future__ import annotations
 
@@ -81,7 +82,9 @@ class TaskExecution(models.Model):
     """One attempt of one task of a workflow execution (a retry is a new row).
 
     Queue columns: ``queue_name`` (``[domain:]taskType`` for worker tasks, empty for
-    system tasks) and ``visible_at`` (epoch ms before which a poll must not hand it out).
+    system tasks) and ``visible_at`` (epoch ms before which a poll must not hand it out;
+    0 = any time). ``timer_at`` (epoch ms, NULL = no timer) is when a system task's timer
+    fires: a WAIT's ``duration``/``until``, the end of a system task retry's delay.
     """
 
     task_id = models.CharField(primary_key=True, max_length=64)
@@ -110,6 +113,7 @@ class TaskExecution(models.Model):
     response_timeout_seconds = models.BigIntegerField(default=0)
     queue_name = models.CharField(max_length=255, blank=True, default="")
     visible_at = models.BigIntegerField(default=0)
+    timer_at = models.BigIntegerField(null=True, blank=True)
     domain = models.CharField(max_length=255, null=True, blank=True)
     worker_id = models.CharField(max_length=255, null=True, blank=True)
     reason_for_incompletion = models.TextField(null=True, blank=True)

@@ -282,6 +282,7 @@ def _reset_task(decider: Decider, task: TaskState, task_input: dict | None, now:
     task.retried = False
     task.callback_after_seconds = 0
     task.visible_at = now
+    task.timer_at = None
     task.sub_workflow_id = None
     decider.touch(task)
     get_type(task.task_type).start(decider, task)

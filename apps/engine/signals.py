@@ -107,7 +107,7 @@ def find_blocking(wf: WorkflowState, task_refs: frozenset[str] | set[str] = froz
     ended; a running SUB_WORKFLOW's child is searched in place (recursively)."""
     found = Blocking()
     for task in wf.tasks:
-        if task.task_type == "WAIT" and not task.terminal and not task.visible_at:
+        if task.task_type == "WAIT" and not task.terminal and task.timer_at is None:
             found.tasks.append(task)
             found.workflow = found.workflow or wf
         if task_refs and task.reference_task_name in task_refs and task.terminal:

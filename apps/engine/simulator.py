@@ -55,8 +55,16 @@ def _needs_outside(task) -> bool:
     if ttype.is_worker:
         return task.status == "SCHEDULED"
     if task.task_type == "WAIT":
-        return not task.visible_at
+        return task.timer_at is None
     return task.task_type in EXTERNAL_TYPES
+
+
+def _hidden_until(task) -> int:
+    """Epoch ms before which nothing happens to ``task``: a worker task's poll
+    visibility, a system task's timer (0 when it has none)."""
+    if get_type(task.task_type).is_worker:
+        return task.visible_at
+    return task.timer_at or 0
 
 
 def workflow_test(req: dict) -> dict:
@@ -94,7 +102,7 @@ def workflow_test(req: dict) -> dict:
         acted = False
         for task in pending:
             queue = mocks.get(task.reference_task_name) or mocks.get(params.definition_ref(task))
-            if task.status == "SCHEDULED" and task.visible_at > now:
+            if task.status == "SCHEDULED" and _hidden_until(task) > now:
                 continue
             if queue:
                 mock = queue.pop(0) or {}
@@ -132,7 +140,7 @@ def workflow_test(req: dict) -> dict:
             break
         if not acted:
             # only timers move the clock: WAIT due times and retry delays
-            due = [t.visible_at for t in wf.tasks if not t.terminal and t.visible_at and t.visible_at > now]
+            due = [_hidden_until(t) for t in wf.tasks if not t.terminal and _hidden_until(t) > now]
             if not due:
                 break
             now = min(due)

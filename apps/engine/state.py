@@ -3,6 +3,10 @@
 ``WorkflowState`` and ``TaskState`` carry the same field names as the model columns
 (``apps.engine.models``; snake_case, times in epoch ms) so ``apps.engine.store`` converts
 rows without mapping tables. Nothing here touches the ORM, the clock or HTTP.
+
+Two task times are easy to confuse: ``visible_at`` is when a poll may hand a worker task
+out (always a time: 0 or any past time means "now"), ``timer_at`` is when a system task's
+timer fires (``None``, NULL in the database, means "never": no timer).
 """
 from __future__ import annotations
 
@@ -46,7 +50,10 @@ class TaskState:
     callback_after_seconds: int = 0
     response_timeout_seconds: int = 0
     queue_name: str = ""
+    # poll visibility of a worker task on its queue: handed out once visible_at <= now
     visible_at: int = 0
+    # due time of a system task's timer (WAIT duration/until, a delayed retry); None = no timer
+    timer_at: int | None = None
     domain: str | None = None
     worker_id: str | None = None
     reason_for_incompletion: str | None = None

@@ -20,6 +20,13 @@ SUCCESSFUL_TASK = frozenset({"SCHEDULED", "IN_PROGRESS", "COMPLETED", "COMPLETED
 RETRIABLE_TASK = frozenset({"SCHEDULED", "IN_PROGRESS", "COMPLETED", "COMPLETED_WITH_ERRORS", "FAILED", "TIMED_OUT"})
 # Ended without success (shown as failures on the graph).
 FAILED_TASK = frozenset({"FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT"})
+# Worst first: a status strip cell (loop iteration, fan-out member) shows the worst status of
+# the tasks in it, in this order; every task status appears once.
+TASK_SEVERITY = ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED", "COMPLETED_WITH_ERRORS",
+                 "IN_PROGRESS", "SCHEDULED", "SKIPPED", "COMPLETED")
+# Ended short of plain success: the strips' "next failure" jumps to cells in these.
+STRIP_FAILURE_TASK = frozenset({"FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED",
+                                "COMPLETED_WITH_ERRORS"})
 # What a worker may report in a TaskResult (ExecutionService.updateTask).
 TASK_RESULT_STATUSES = ("IN_PROGRESS", "FAILED", "FAILED_WITH_TERMINAL_ERROR", "COMPLETED", "CANCELED")
 # Latest attempts that a workflow retry (POST /workflow/{id}/retry) attempts again.
@@ -28,5 +35,7 @@ RETRY_FROM_STATUSES = ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CAN
 
 def page_sets() -> dict[str, list[str]]:
     """The sets the operator pages' JavaScript needs, as JSON-ready sorted lists:
-    ``{"terminalWorkflow": [...], "terminalTask": [...]}``."""
-    return {"terminalWorkflow": sorted(TERMINAL_WORKFLOW), "terminalTask": sorted(TERMINAL_TASK)}
+    ``{"terminalWorkflow": [...], "terminalTask": [...], "taskSeverity": [worst first],
+    "stripFailure": [...]}``."""
+    return {"terminalWorkflow": sorted(TERMINAL_WORKFLOW), "terminalTask": sorted(TERMINAL_TASK),
+            "taskSeverity": list(TASK_SEVERITY), "stripFailure": sorted(STRIP_FAILURE_TASK)}

@@ -39,6 +39,18 @@ class AuditLog(models.Model):
             ("operate_workflows", "Can run actions on workflow executions"),
         ]
 
+    # ``group`` of the rows of one bulk action on executions selected on a search page
+    # (``apps.ui.views.bulk``); other groups are BulkJob ids.
+    SELECTION_GROUP_PREFIX = "sel-"
+
+    @property
+    def group_kind(self) -> str:
+        """``"selection"`` (a bulk action on a page's selection), ``"job"`` (a bulk-by-query
+        job) or ``""`` (not grouped)."""
+        if not self.group:
+            return ""
+        return "selection" if self.group.startswith(self.SELECTION_GROUP_PREFIX) else "job"
+
     def __str__(self) -> str:
         outcome = "ok" if self.ok else "failed"
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.target} ({outcome})"

@@ -7,6 +7,7 @@ Every page needs a signed-in user with ``ui.view_executions``; every action need
 from __future__ import annotations
 
 import json
+import uuid
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -24,6 +25,7 @@ from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import WorkflowDef
 from apps.ui import actions, dryrun, graph, live, selectors
 from apps.ui.ai_panel import ai_summary
+from apps.ui.models import AuditLog
 from apps.ui.permissions import can_operate, operate_required, ui_context, view_required
 
 
@@ -152,10 +154,14 @@ def bulk(request):
     reason = request.POST.get("reason", "").strip()
     if request.POST.get("confirm") != "yes":
         return _render(request, "ui/bulk_confirm.html", {"action": info, "ids": ids, "back": back, "reason": reason})
-    results = [actions.perform(request.user, action, wid, {"reason": reason} if action == "terminate" else {}, bulk=True)
-               for wid in ids]
+    # one audit group for the whole selection: a summary row, then one row per execution
+    group = AuditLog.SELECTION_GROUP_PREFIX + uuid.uuid4().hex
+    actions.record(request.user, "bulk_selection", group, {"action": action, "reason": reason, "executions": len(ids)},
+                   bulk=True, group=group)
+    results = [actions.perform(request.user, action, wid, {"reason": reason} if action == "terminate" else {},
+                               bulk=True, group=group) for wid in ids]
     return _render(request, "ui/bulk_result.html", {
-        "action": info, "results": results, "back": back,
+        "action": info, "results": results, "back": back, "group": group,
         "succeeded": sum(1 for r in results if r.ok), "failed": sum(1 for r in results if not r.ok),
     })
 
@@ -684,4 +690,5 @@ def audit(request):
         older_url = "?" + params.urlencode()
     return _render(request, "ui/audit.html", {
         **page, "target": target, "group": group, "older_url": older_url,
-        "newest_url": "?" + urlencode({k: v for k, v in (("target", target), ("group", group)) if v})})
+        "newest_url": "?" + urlencode({k: v for k, v in (("target", target), ("group", group)) if v}),
+        "newest_url_all": "?" + urlencode({"target": target} if target else {})})

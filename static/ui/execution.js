@@ -19,7 +19,8 @@
   };
   var TASKS_PER_PAGE = 50;
   var TIMELINE_ROWS_PER_PAGE = 60;
-  var TERMINAL = JSON.parse(document.getElementById("conductor-statuses").textContent).terminalWorkflow;
+  var STATUS_SETS = JSON.parse(document.getElementById("conductor-statuses").textContent);
+  var TERMINAL = STATUS_SETS.terminalWorkflow;
 
   var state = null;       // the current snapshot
   var seq = 0;
@@ -515,9 +516,8 @@
     }).catch(function () { body.innerHTML = '<p class="error">Could not load the task.</p>'; });
   }
 
-  // worst first: a strip cell shows the worst status of its iteration or member
-  var SEVERITY = ["FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED", "COMPLETED_WITH_ERRORS",
-    "IN_PROGRESS", "SCHEDULED", "SKIPPED", "COMPLETED"];
+  // worst first (apps/engine/status.py): a strip cell shows the worst status of its iteration or member
+  var SEVERITY = STATUS_SETS.taskSeverity;
   function worst(statuses) {
     var best = null;
     statuses.forEach(function (st) {
@@ -526,7 +526,7 @@
     });
     return best;
   }
-  function isFailure(st) { return SEVERITY.indexOf(st) >= 0 && SEVERITY.indexOf(st) <= 4; }
+  function isFailure(st) { return STATUS_SETS.stripFailure.indexOf(st) >= 0; }
 
   /** One cell per iteration of a DO_WHILE, coloured by the worst status of the tasks that
    * ran in it; a click picks that iteration; "next failure" jumps to the next failed one. */
@@ -542,7 +542,7 @@
     var failures = cells.filter(function (c) { return isFailure(c.status); }).length;
     return '<div class="strip" id="iteration-strip" role="group" aria-label="Iterations by status">' + cells.map(function (c) {
       return '<button type="button" class="cell st-' + esc(c.status || "none") + (c.scope === current ? " current" : "") +
-        '" data-scope="' + esc(c.scope) + '" title="iteration ' + window.ConductorGraph.iterationLabel(c.scope) + ": " +
+        '" data-scope="' + esc(c.scope) + '" data-status="' + esc(c.status || "") + '" title="iteration ' + window.ConductorGraph.iterationLabel(c.scope) + ": " +
         esc(c.status || "not run") + '" aria-label="iteration ' + window.ConductorGraph.iterationLabel(c.scope) + " " +
         esc(c.status || "not run") + '"></button>';
     }).join("") + "</div>" + (failures ? '<button type="button" class="link" id="next-failure">next failed iteration (' +
@@ -561,7 +561,7 @@
         var at = cells.findIndex(function (b) { return b.classList.contains("current"); });
         for (var k = 1; k <= cells.length; k++) {
           var c = cells[(at + k) % cells.length];
-          if (/st-(FAILED|FAILED_WITH_TERMINAL_ERROR|TIMED_OUT|CANCELED|COMPLETED_WITH_ERRORS)\b/.test(c.className)) { pick(c.dataset.scope); return; }
+          if (isFailure(c.dataset.status)) { pick(c.dataset.scope); return; }
         }
       };
     }

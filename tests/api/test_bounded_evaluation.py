@@ -78,10 +78,51 @@ def test_a_long_system_loop_is_carried_on_not_left_running(api, settings, monkey
 
 def test_execute_waits_at_most_the_cap(api, settings, monkeypatch):
     monkeypatch.setitem(settings.CONDUCTOR, "MAX_SYNC_WAIT_SECONDS", 0.2)
-    name, task = unique("exec_cap"), unique("exec_cap_task")
+    body = _execute_one_unpolled_task(api, "exec_cap", wait_seconds=2147483647)
+    assert body["status"] == "RUNNING" and body.get("signalTimeout") is True, body
+
+
+def _execute_one_unpolled_task(api, prefix: str, *, wait_seconds: int) -> dict:
+    """``POST /workflow/execute`` of a new one-SIMPLE-task workflow nobody polls, waiting
+    up to ``wait_seconds``; the SignalResponse (JSON)."""
+    name, task = unique(prefix), unique(f"{prefix}_task")
     api.register_task_defs(task_def(task))
     api.register_workflow(workflow_def(name, [simple_task(task, "t")]))
-    resp = api.ok(api.post(f"/workflow/execute/{name}/1", {"name": name, "input": {}},
-                           params={"waitForSeconds": 2147483647}))
-    body = resp.json()
+    return api.ok(api.post(f"/workflow/execute/{name}/1", {"name": name, "input": {}},
+                           params={"waitForSeconds": wait_seconds})).json()
+
+
+def test_execute_answers_at_once_when_the_server_is_stopping(api, monkeypatch):
+    """A server asked to stop (apps.core.lifecycle.stopping, set by daphne's shutdown)
+    answers a waiting execute with what it has instead of holding the stop."""
+    import threading
+
+    from apps.core import lifecycle
+
+    stopping = threading.Event()
+    stopping.set()
+    monkeypatch.setattr(lifecycle, "stopping", stopping)
+    body = _execute_one_unpolled_task(api, "exec_stop", wait_seconds=30)
     assert body["status"] == "RUNNING" and body.get("signalTimeout") is True, body
+
+
+def test_the_shutdown_hook_registers_on_the_reactor(monkeypatch):
+    """watch_server_shutdown() sets ``stopping`` before the reactor's shutdown and starts
+    the exit watchdog after it (the reactor is a recorder here: nothing stops)."""
+    import sys
+
+    from apps.core import lifecycle
+
+    class Reactor:
+        triggers: list = []
+
+        def addSystemEventTrigger(self, phase, event, fn):  # noqa: N802 - Twisted's name
+            self.triggers.append((phase, event, fn))
+
+    reactor = Reactor()
+    monkeypatch.setitem(sys.modules, "twisted.internet.reactor", reactor)
+    assert lifecycle.watch_server_shutdown() is True
+    assert [(p, e) for p, e, _ in reactor.triggers] == [("before", "shutdown"), ("after", "shutdown")]
+    assert reactor.triggers[0][2] == lifecycle.stopping.set
+    monkeypatch.delitem(sys.modules, "twisted.internet.reactor")
+    assert lifecycle.watch_server_shutdown() is False

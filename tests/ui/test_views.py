@@ -270,7 +270,19 @@ def test_bulk_confirmation_then_results(operator_client):
     body = result.content.decode()
     assert "2 succeeded, 1 failed" in body and "has ended, status cannot be updated" in body
     assert [WorkflowExecution.objects.get(pk=i).status for i in ids] == ["PAUSED", "PAUSED", "TERMINATED"]
-    assert AuditLog.objects.filter(bulk=True).count() == 3
+    # one audit group: the selection's summary row plus one row per execution
+    summary = AuditLog.objects.get(action="bulk_selection")
+    assert summary.params == {"action": "pause", "reason": "", "executions": 3} and summary.group_kind == "selection"
+    rows = AuditLog.objects.filter(group=summary.group).exclude(pk=summary.pk)
+    assert sorted(rows.values_list("target", "ok")) == sorted([(ids[0], True), (ids[1], True), (ids[2], False)])
+    assert AuditLog.objects.filter(bulk=True).count() == 4
+    assert f'href="/audit/?group={summary.group}"' in body
+    audit_page = operator_client.get("/audit/", {"group": summary.group}).content.decode()
+    assert audit_page.count('class="small group-rows"') == 4 and "3 selected executions" in audit_page
+    # a second selection is a group of its own
+    operator_client.post("/executions/bulk", {"action": "resume", "ids": ids[:1], "confirm": "yes"})
+    assert AuditLog.objects.filter(action="bulk_selection").values("group").distinct().count() == 2
+    assert AuditLog.objects.filter(group=summary.group).count() == 4
 
 
 def test_bulk_terminate_carries_the_reason(operator_client):

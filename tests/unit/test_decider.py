@@ -439,3 +439,36 @@ def test_jittered_retry_stays_within_bounds():
     decide(wf, now_ms=T0 + 1, rng=random.Random(7))
     delay = latest(wf, "a").visible_at - (T0 + 1)
     assert 1000 <= delay <= 1500
+
+
+# --- timers of system tasks (timer_at) vs poll visibility of worker tasks (visible_at) -------------
+
+def test_wait_duration_is_a_timer_and_a_wait_without_one_has_none():
+    wf = started([{"name": "w", "taskReferenceName": "w", "type": "WAIT", "inputParameters": {"duration": "2s"}},
+                  {"name": "s", "taskReferenceName": "s", "type": "WAIT", "inputParameters": {}}])
+    timed = latest(wf, "w")
+    assert (timed.status, timed.timer_at, timed.queue_name) == ("IN_PROGRESS", T0 + 2000, "")
+    assert wf.next_decide_at == T0 + 2000
+    decide(wf, now_ms=T0 + 1999)
+    assert timed.status == "IN_PROGRESS"
+    decide(wf, now_ms=T0 + 2000)
+    assert timed.status == "COMPLETED"
+    untimed = latest(wf, "s")
+    assert (untimed.status, untimed.timer_at) == ("IN_PROGRESS", None)
+    assert wf.next_decide_at is None  # no timer: nothing for the sweeper to do
+
+
+def test_a_system_task_retry_waits_on_its_timer_not_on_a_queue():
+    inline = {"name": "calc", "taskReferenceName": "calc", "type": "INLINE",
+              "inputParameters": {"evaluatorType": "javascript", "expression": "1"},
+              "taskDefinition": full_task_def("calc", retryCount=1, retryDelaySeconds=3)}
+    wf = workflow_state([inline])
+    wf.tasks.append(decider.Decider(wf, now_ms=T0, new_id=new_id, rng=random.Random(1)).new_task(inline))
+    first = wf.tasks[0]
+    first.seq = 1
+    finish(first, "FAILED", T0, reason="boom")
+    decide(wf, now_ms=T0)
+    retry = latest(wf, "calc")
+    assert retry is not first and retry.status == "SCHEDULED"
+    assert (retry.timer_at, retry.visible_at, retry.queue_name) == (T0 + 3000, T0, "")
+    assert wf.next_decide_at == T0 + 3000

@@ -13,6 +13,7 @@ from apps.api.params import qbool, qint, qstr
 from apps.api.parsers import require_json
 from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
+from apps.core import lifecycle
 from apps.core.errors import InvalidInput
 from apps.engine import executor, notify, recovery, selectors, signals
 from apps.engine.representation import workflow_json, workflow_status_json
@@ -102,7 +103,9 @@ def await_signal_response(workflow_id: str, *, task_refs: set[str], strategy: st
     the SignalResponse of ``strategy``; ``signalTimeout`` is true when time ran out first.
     Nothing is locked while waiting. The wait is capped at
     ``CONDUCTOR["MAX_SYNC_WAIT_SECONDS"]`` (30 s by default): a request cannot hold a server
-    thread, or a stopping server, longer than that whatever ``waitForSeconds`` says."""
+    thread, or a stopping server, longer than that whatever ``waitForSeconds`` says, and
+    a server asked to stop (``apps.core.lifecycle.stopping``) answers at once with
+    ``signalTimeout`` true."""
     from django.conf import settings
 
     timeout_s = min(timeout_s, float(settings.CONDUCTOR.get("MAX_SYNC_WAIT_SECONDS", 30)))
@@ -114,7 +117,7 @@ def await_signal_response(workflow_id: str, *, task_refs: set[str], strategy: st
             return signals.signal_response(wf, blocking, strategy=strategy, request_id=request_id,
                                            signal_timeout=False)
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if remaining <= 0 or lifecycle.stopping.is_set():
             return signals.signal_response(wf, None, strategy=strategy, request_id=request_id,
                                            signal_timeout=True)
         with _changed:

@@ -5,8 +5,8 @@ CALL_MCP_TOOL.
 
 Async system tasks: scheduling hands them to the django-q2 cluster, which calls the
 provider or MCP server with no workflow lock held (``apps.ai.tasks``) and records the
-result like a worker's update. A retry waits for its delay (``visible_at``: the sweeper
-decides then and dispatches it); a job lost to a crash is dispatched again once
+result like a worker's update. A retry waits for its delay (``timer_at``: the sweeper
+decides then and dispatches it; None once dispatched); a job lost to a crash is dispatched again once
 ``TIMEOUT_SECONDS + 30 s`` pass without an update. Default retries: see
 ``apps.metadata.validation.ai_task_def``.
 """
@@ -34,30 +34,30 @@ class AiTask(TaskType):
 
     @staticmethod
     def _dispatch(d, task: TaskState) -> None:
-        task.visible_at = 0
+        task.timer_at = None
         task.update_time = d.now
         d.act("run_system_task", task)
 
     def start(self, d, task: TaskState) -> None:
         if self.type_name == "LLM_CHAT_COMPLETE" and task.iteration:
             _add_loop_history(d, task)
-        if task.visible_at and task.visible_at > d.now:
+        if task.timer_at is not None and task.timer_at > d.now:
             return  # a retry waiting for its delay: ``due_at`` brings the sweeper back
         self._dispatch(d, task)
 
     def execute(self, d, task: TaskState) -> bool:
         if task.status not in ("SCHEDULED", "IN_PROGRESS"):
             return False
-        if task.status == "SCHEDULED" and task.visible_at and d.now >= task.visible_at:
+        if task.status == "SCHEDULED" and task.timer_at is not None and d.now >= task.timer_at:
             self._dispatch(d, task)
             return True
-        if not task.visible_at and d.now >= self._deadline(task):
+        if task.timer_at is None and d.now >= self._deadline(task):
             self._dispatch(d, task)  # the job was lost (cluster crash): hand it out again
             return True
         return False
 
     def due_at(self, d, task: TaskState) -> int | None:
-        return task.visible_at if task.visible_at else self._deadline(task)
+        return task.timer_at if task.timer_at is not None else self._deadline(task)
 
     @staticmethod
     def _deadline(task: TaskState) -> int:

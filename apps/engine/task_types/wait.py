@@ -1,8 +1,9 @@
 """WAIT: IN_PROGRESS until ``duration`` passes, the ``until`` time comes, or (with neither)
 until completed from outside (task update API, event handler).
 
-The due time is kept in ``visible_at`` (epoch ms; WAIT tasks are on no worker queue) and
-named to the sweeper through ``due_at``, so the timer fires within a sweeper tick.
+The due time is kept in ``timer_at`` (epoch ms; None when there is no timer, Conductor's
+``waitTimeout == 0``) and named to the sweeper through ``due_at``, so the timer fires
+within a sweeper tick.
 Source: Conductor Wait / WaitTaskMapper (``duration`` like ``10s``, ``1m 30s``,
 ``2 hours``, ``1d``; ``until`` as ``yyyy-MM-dd HH:mm``, ``yyyy-MM-dd HH:mm z`` or
 ``yyyy-MM-dd``).
@@ -73,11 +74,11 @@ class Wait(SystemTask):
             return
         try:
             if duration:
-                task.visible_at = d.now + parse_duration_seconds(duration) * 1000
+                task.timer_at = d.now + parse_duration_seconds(duration) * 1000
             elif until:
-                task.visible_at = parse_until_ms(until)
+                task.timer_at = parse_until_ms(until)
             else:
-                task.visible_at = 0  # no timer: completed from outside
+                task.timer_at = None  # no timer: completed from outside
         except ValueError:
             if duration:
                 reason = f"Unable to parse the duration {duration}"
@@ -88,10 +89,10 @@ class Wait(SystemTask):
         finish(d, task, "IN_PROGRESS")
 
     def execute(self, d, task: TaskState) -> bool:
-        if task.status == "IN_PROGRESS" and task.visible_at and d.now >= task.visible_at:
+        if task.status == "IN_PROGRESS" and task.timer_at is not None and d.now >= task.timer_at:
             finish(d, task, "COMPLETED")
             return True
         return False
 
     def due_at(self, d, task: TaskState) -> int | None:
-        return task.visible_at or None
+        return task.timer_at
