@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('engine', '0005_task_limits'),
+        ('engine', '0006_task_timer_at'),
     ]
 
     operations = [
