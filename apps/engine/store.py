@@ -36,6 +36,11 @@ TASK_JSON = frozenset({"input_data", "output_data", "workflow_task"})
 TASK_BOOL = frozenset({"retried", "executed"})
 _TASK_JSON_AT = tuple(i for i, f in enumerate(TASK_FIELDS) if f in TASK_JSON)
 _TASK_BOOL_AT = tuple(i for i, f in enumerate(TASK_FIELDS) if f in TASK_BOOL)
+_WF_JSON_AT = tuple(i for i, f in enumerate(WORKFLOW_FIELDS) if f in WF_JSON)
+_TASK_SLOTS = {f: TaskState.__dict__[f] for f in TASK_FIELDS}
+_WF_SLOTS = {f: WorkflowState.__dict__[f] for f in WORKFLOW_FIELDS}
+_TASK_INDEX = {f: i for i, f in enumerate(TASK_FIELDS)}
+_WF_INDEX = {f: i for i, f in enumerate(WORKFLOW_FIELDS)}
 _TASK_UPDATE_FIELDS = tuple(f for f in TASK_FIELDS if f not in ("task_id", "workflow_id"))
 _WORKFLOW_UPDATE_FIELDS = tuple(f for f in WORKFLOW_FIELDS if f not in ("workflow_id", "definition"))
 
@@ -122,14 +127,12 @@ def _load_json(value):
 
 
 def _dump(value) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _workflow_from_row(row: tuple) -> WorkflowState:
-    values = dict(zip(WORKFLOW_FIELDS, row))
-    for f in WF_JSON:
-        values[f] = _load_json(values[f])
-    return WorkflowState(**values)
+    """Python value -> compact JSON text (orjson; ``json`` for what orjson refuses, such
+    as integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"))
 
 
 class _Raw:
@@ -141,8 +144,8 @@ class _Raw:
         self.text = text
 
 
-def _lazy_json(name: str) -> property:
-    slot = TaskState.__dict__[name]  # the dataclass's slot descriptor
+def _lazy_json(name: str, cls: type = TaskState) -> property:
+    slot = cls.__dict__[name]  # the dataclass's slot descriptor
 
     def get(self):
         value = slot.__get__(self, None)
@@ -159,15 +162,38 @@ def _lazy_json(name: str) -> property:
 
 class LoadedTask(TaskState):
     """A TaskState read from a row: its JSON columns (``input_data``, ``output_data``,
-    ``workflow_task``) are decoded on first access. A decide loads every task of its
-    execution but reads the JSON of few of them (a finished, executed task is skipped), so
-    a 2,000-task execution no longer decodes 6,000 JSON documents per task update.
-    Behaves as a TaskState in every other way (fields, equality, copies)."""
+    ``workflow_task``) are decoded on first access (a decide reads the JSON of few of the
+    tasks it loads), and the row as read is kept (``_row``) so that ``save`` writes only
+    the columns that changed. Behaves as a TaskState in every other way (fields,
+    equality, copies)."""
 
-    __slots__ = ()
+    __slots__ = ("_row",)
     input_data = _lazy_json("input_data")
     output_data = _lazy_json("output_data")
     workflow_task = _lazy_json("workflow_task")
+
+
+class LoadedWorkflow(WorkflowState):
+    """A WorkflowState read from a row: JSON columns decoded on first access, the row as
+    read kept (``_row``) so that ``save`` writes only the columns that changed (a large
+    workflow input is neither decoded nor rewritten by a task update)."""
+
+    __slots__ = ("_row",)
+
+
+for _name in WF_JSON:
+    setattr(LoadedWorkflow, _name, _lazy_json(_name, WorkflowState))
+
+
+def _workflow_from_row(row: tuple) -> WorkflowState:
+    values = list(row)
+    for i in _WF_JSON_AT:
+        value = values[i]
+        if isinstance(value, (str, bytes, bytearray, memoryview)):
+            values[i] = _Raw(value)
+    wf = LoadedWorkflow(*values)  # WORKFLOW_FIELDS is WorkflowState's field order (then tasks)
+    wf._row = values
+    return wf
 
 
 def task_from_row(row: tuple) -> TaskState:
@@ -180,7 +206,47 @@ def task_from_row(row: tuple) -> TaskState:
             values[i] = _Raw(value)
     for i in _TASK_BOOL_AT:
         values[i] = bool(values[i])
-    return LoadedTask(*values)  # TASK_FIELDS is TaskState's field order
+    task = LoadedTask(*values)  # TASK_FIELDS is TaskState's field order
+    task._row = values
+    return task
+
+
+def _raw_text(raw: _Raw) -> str:
+    text = raw.text
+    return text if isinstance(text, str) else bytes(text).decode()
+
+
+def _changed(obj, fields: tuple[str, ...], json_fields: frozenset, slots: dict,
+             index: dict[str, int]) -> tuple[list[str], list]:
+    """The columns of ``obj`` (a LoadedTask/LoadedWorkflow) that differ from the row it was
+    read from (``obj._row``, which is then brought up to date), and their new values as
+    parameters. A JSON column never decoded is unchanged; a decoded one is written when
+    its JSON text differs from the text read."""
+    row = obj._row
+    names: list[str] = []
+    values: list = []
+    for f in fields:
+        current = slots[f].__get__(obj, None)
+        i = index[f]
+        before = row[i]
+        if current is before:
+            continue
+        if f in json_fields:
+            if type(current) is _Raw:
+                continue
+            text = _dump(current)
+            if type(before) is _Raw and text == _raw_text(before):
+                continue
+            names.append(f)
+            values.append(text)
+        elif current == before and type(current) is type(before):
+            continue
+        else:
+            names.append(f)
+            values.append(current)
+        row[i] = current
+    return names, values
+
 
 
 def task_from_values(values: dict) -> TaskState:
@@ -338,11 +404,27 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
             if task_id in new_ids or task_id in outcome.removed_task_ids:
                 continue
             expected = loaded.loaded_status.get(task_id, task.status)
-            cursor.execute(sql["update_task"], _task_params(task, _TASK_UPDATE_FIELDS) + [task_id, expected])
+            if isinstance(task, LoadedTask):
+                # only the columns that changed (compare-and-set on the loaded status)
+                names, params = _changed(task, _TASK_UPDATE_FIELDS, TASK_JSON, _TASK_SLOTS, _TASK_INDEX)
+                if not names:
+                    continue
+                cursor.execute(f"UPDATE {TASK_TABLE} SET "
+                               + ", ".join(f"{f} = {_placeholder(f, TASK_JSON)}" for f in names)
+                               + " WHERE task_id = %s AND status = %s", params + [task_id, expected])
+            else:
+                cursor.execute(sql["update_task"], _task_params(task, _TASK_UPDATE_FIELDS) + [task_id, expected])
             if cursor.rowcount != 1:
                 raise StaleState(task_id)
         if workflow_changed or outcome.workflow_changed or outcome.new_tasks or updated or outcome.removed_task_ids:
-            cursor.execute(sql["update_wf"], _workflow_params(wf, _WORKFLOW_UPDATE_FIELDS) + [wf.workflow_id])
+            if isinstance(wf, LoadedWorkflow):
+                names, params = _changed(wf, _WORKFLOW_UPDATE_FIELDS, WF_JSON, _WF_SLOTS, _WF_INDEX)
+                if names:
+                    cursor.execute(f"UPDATE {WF_TABLE} SET "
+                                   + ", ".join(f"{f} = {_placeholder(f, WF_JSON)}" for f in names)
+                                   + " WHERE workflow_id = %s", params + [wf.workflow_id])
+            else:
+                cursor.execute(sql["update_wf"], _workflow_params(wf, _WORKFLOW_UPDATE_FIELDS) + [wf.workflow_id])
         if wf.definition is not loaded.definition:
             cursor.execute(sql["update_wf_definition"], [_dump(wf.definition), wf.workflow_id])
     # tasks that moved before the tasks they led to
