@@ -131,10 +131,13 @@ class DoWhile(TaskType):
         return True
 
     def _condition_input(self, d, task: TaskState, nested: set[str], items: list | None, counter: int,
-                         current: dict[str, TaskState]) -> dict:
+                         current: dict[str, TaskState]) -> tuple[dict, dict]:
+        """``(bindings, lazy)`` of the condition: ``$`` = the loop's input, each body
+        reference's latest output, loopIndex/loopItem; and, read key by key
+        (``evaluate_js``'s ``large``), the loop's own output under its reference."""
         bindings = dict(task.input_data)
-        bindings[task.reference_task_name] = task.output_data
-        bindings[params.strip_iteration(task.reference_task_name)] = task.output_data
+        lazy = {task.reference_task_name: task.output_data,
+                params.strip_iteration(task.reference_task_name): task.output_data}
         # the latest iteration's task of each body reference wins: pick those first, so
         # only their outputs are read (decoded), not every past iteration's. When every
         # body reference ran in this iteration (``current``, no nested loop) those are it;
@@ -149,11 +152,15 @@ class DoWhile(TaskType):
             latest[params.strip_iteration(t.reference_task_name)] = t
         for ref, t in latest.items():
             bindings[ref] = t.output_data
+            lazy.pop(ref, None)
         if items is not None:
             bindings["loopIndex"] = counter - 1
             if counter - 1 < len(items):
                 bindings["loopItem"] = items[counter - 1]
-        return bindings
+        for key in ("loopIndex", "loopItem"):
+            if key in bindings:
+                lazy.pop(key, None)
+        return bindings, lazy
 
     # --- the operator ----------------------------------------------------------------------
 
@@ -196,10 +203,10 @@ class DoWhile(TaskType):
         try:
             if items is not None:
                 more = counter < len(items)
-                go_on = more and (truthy(evaluate_js(condition, self._condition_input(d, task, nested, items, counter, relevant)))
+                go_on = more and (truthy(evaluate_js(condition, *self._condition_input(d, task, nested, items, counter, relevant)))
                                   if condition and condition.strip() else True)
             else:
-                go_on = truthy(evaluate_js(condition, self._condition_input(d, task, nested, items, counter, relevant))) \
+                go_on = truthy(evaluate_js(condition, *self._condition_input(d, task, nested, items, counter, relevant))) \
                     if condition else False
         except EvaluationError as exc:
             task.reason_for_incompletion = f"Unable to evaluate condition {condition}, exception {exc}"
