@@ -240,6 +240,12 @@ CONDUCTOR = {
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
     # How often the cluster's retention job runs (minutes).
     "RETENTION_EVERY_MINUTES": envint("CONDUCTOR_RETENTION_EVERY_MINUTES", 10),
+    # Execution history (apps.engine.history): events kept per execution before the oldest
+    # detail is compacted (status transitions are always kept), the largest event (bytes),
+    # and how often (about one save in N events) the cap is checked.
+    "HISTORY_MAX_EVENTS": envint("CONDUCTOR_HISTORY_MAX_EVENTS", 5000),
+    "HISTORY_EVENT_MAX_BYTES": envint("CONDUCTOR_HISTORY_EVENT_MAX_BYTES", 32768),
+    "HISTORY_COMPACT_EVERY": envint("CONDUCTOR_HISTORY_COMPACT_EVERY", 64),
     # Longest wait of a synchronous call (execute's waitForSeconds, signal's timeoutMillis),
     # in seconds: below scripts/run.sh's STOP_TIMEOUT, so a stopping server never hangs on one.
     "MAX_SYNC_WAIT_SECONDS": float(os.environ.get("CONDUCTOR_MAX_SYNC_WAIT_SECONDS", "30")),

@@ -11,28 +11,25 @@ threads, 1.33 s wall) and 2 here (peak 8, 1.06 s), because here a long poll wait
 event loop and only the engine call runs in a thread pool (``thread_sensitive=False``, one
 database connection per thread). Every other path goes to Django.
 The answers are the same as the Django views in ``apps.api.views`` give (those serve the
-test client and WSGI deployments and share the functions below). Each fast-path request
+test client and WSGI deployments and call the same functions: ``poll_answer``, which
+polls through ``queue.poll``, ``update_call`` and ``start_call``). Each fast-path request
 passes ``auth.authorize`` first, as ``ApiAuthMiddleware`` does for Django.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import close_old_connections
 
 from apps.api import auth
 from apps.api.exceptions import logged_body_for_exception
 from apps.api.parsers import check_body_size, check_text, parse_json
 from apps.api.shapes import check_task_result
-from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput, PayloadTooLarge
-from apps.engine import executor, notify, queue
+from apps.engine import executor, queue
 from apps.engine.representation import task_json
 
 MAX_INT = 2**31 - 1  # count and timeout are Java ints
@@ -84,26 +81,34 @@ def _json_object(body: bytes, what: str) -> dict:
 # --- the calls (synchronous; one transaction each) ---------------------------------------------
 
 def poll_params(query: dict, single: bool) -> tuple[str | None, str | None, int, int]:
-    """``(workerid, domain, count, timeout ms)`` of a poll; InvalidInput past 5000 ms or
-    for a parameter holding a NUL character."""
+    """``(workerid, domain, count, timeout ms)`` of a poll (``query`` maps each parameter
+    to its values); InvalidInput for a parameter holding a NUL character or an integer
+    that is not one (``queue.poll`` refuses a timeout past ``MAX_LONG_POLL_MS``)."""
     for name, values in query.items():
         for value in values:
             check_text(value, f"Query parameter '{name}'")
     count = 1 if single else max(1, _qint(query, "count", 1))
     timeout_ms = 100 if single else max(0, _qint(query, "timeout", 100))
-    if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
-        raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
     return _q(query, "workerid"), _q(query, "domain"), count, timeout_ms
 
 
-def poll_call(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[dict]:
-    """Claim up to ``count`` tasks now (no waiting) and record the poll; Task JSON list."""
-    now = now_ms()
-    queue.record_poll(task_type, domain, worker_id, now)
-    queue_name = queue.queue_name_for(task_type, domain)
-    if not queue.has_pollable(queue_name, now):
-        return []  # a plain read: an idle poll takes no write lock
-    return [task_json(t) for t in queue.claim(queue_name, count, worker_id)]
+async def poll_answer(task_type: str, query: dict, single: bool, *,
+                      in_caller_thread: bool = False) -> tuple[int, str, bytes]:
+    """``GET /api/tasks/poll/batch/{taskType}`` (``[Task]``) or ``/api/tasks/poll/{taskType}``
+    (a Task or 204) through ``queue.poll``, the one poll; ``query`` maps each query
+    parameter to its list of values. Conductor's error body on failure. Both entry points
+    answer with it: the fast path below and, with ``in_caller_thread``, the Django views."""
+    try:
+        check_text(task_type, "The task type")
+        worker_id, domain, count, timeout_ms = poll_params(query, single)
+        tasks = await queue.poll(task_type=task_type, worker_id=worker_id, domain=domain, count=count,
+                                      timeout_ms=timeout_ms, in_caller_thread=in_caller_thread)
+    except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
+        status, body = logged_body_for_exception(exc)
+        return status, JSON, _dumps(body)
+    if single:
+        return (200, JSON, _dumps(task_json(tasks[0]))) if tasks else (204, TEXT, b"")
+    return 200, JSON, _dumps([task_json(t) for t in tasks])
 
 
 def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
@@ -142,69 +147,7 @@ def _guarded(fn, *args):
         close_old_connections()
 
 
-def _poll_guarded(task_type, worker_id, domain, count):
-    try:
-        return 200, JSON, poll_call(task_type, worker_id, domain, count)
-    except Exception as exc:  # noqa: BLE001
-        status, body = logged_body_for_exception(exc)
-        return status, JSON, _dumps(body)
-    finally:
-        close_old_connections()
-
-
 _run = sync_to_async(_guarded, thread_sensitive=False)
-_run_poll = sync_to_async(_poll_guarded, thread_sensitive=False)
-
-
-_waiters: dict[str, set[asyncio.Event]] = {}
-_loop: asyncio.AbstractEventLoop | None = None
-
-
-def _wake(queue_names: list[str]) -> None:
-    """notify.add_queue_listener hook (any thread): wake the polls waiting on these queues."""
-    loop = _loop
-    if loop is None:
-        return
-    for name in queue_names:
-        for event in list(_waiters.get(name, ())):
-            loop.call_soon_threadsafe(event.set)
-
-
-notify.add_queue_listener(_wake)
-
-
-async def _wait_for_tasks(queue_name: str, seconds: float) -> None:
-    global _loop
-    _loop = asyncio.get_running_loop()
-    event = asyncio.Event()
-    _waiters.setdefault(queue_name, set()).add(event)
-    try:
-        await asyncio.wait_for(event.wait(), timeout=seconds)
-    except asyncio.TimeoutError:
-        pass
-    finally:
-        _waiters[queue_name].discard(event)
-
-
-async def _long_poll(task_type: str, query: dict, single: bool) -> tuple[int, str, bytes]:
-    try:
-        check_text(task_type, "The task type")
-        worker_id, domain, count, timeout_ms = poll_params(query, single)
-    except InvalidInput as exc:
-        status, body = logged_body_for_exception(exc)
-        return status, JSON, _dumps(body)
-    deadline = time.monotonic() + timeout_ms / 1000
-    while True:
-        status, ctype, tasks = await _run_poll(task_type, worker_id, domain, count)
-        if status != 200:
-            return status, ctype, tasks
-        if tasks or time.monotonic() >= deadline:
-            break
-        await _wait_for_tasks(queue.queue_name_for(task_type, domain),
-                              min(settings.CONDUCTOR["LONG_POLL_RECHECK_MS"] / 1000, max(deadline - time.monotonic(), 0)))
-    if single:
-        return (200, JSON, _dumps(tasks[0])) if tasks else (204, TEXT, b"")
-    return 200, JSON, _dumps(tasks)
 
 
 # --- ASGI ------------------------------------------------------------------------------------------
@@ -271,7 +214,7 @@ def worker_fast_path(django_app):
                     await _respond(send, *refused)
                     return
                 query = parse_qs(scope.get("query_string", b"").decode(), keep_blank_values=True)
-                await _respond(send, *await _long_poll(m.group(1), query, single=m.re is _SINGLE))
+                await _respond(send, *await poll_answer(m.group(1), query, single=m.re is _SINGLE))
                 return
         elif method == "POST" and path in ("/api/tasks", "/api/tasks/update-v2", "/api/workflow"):
             refused = await _run_authorize(method, path, _header(scope, b"x-authorization"))

@@ -65,7 +65,8 @@ class TextGateMiddleware:
 class ApiAuthMiddleware:
     """Every /api request passes ``apps.api.auth.authorize`` (token, role) before any view;
     a refusal answers 401/403 with Conductor's error body. The caller is kept as
-    ``request.api_principal`` (None when auth is off or the path is open)."""
+    ``request.api_principal`` (None when auth is off or the path is open) and names who
+    acted in the execution history (``app:<application name>``, or ``api``)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -76,8 +77,14 @@ class ApiAuthMiddleware:
             from apps.api.exceptions import error_response
             from apps.core.errors import ConductorError
 
+            from apps.engine import history
+
             try:
                 request.api_principal = authorize(request.method, request.path, request.headers.get("X-Authorization"))
             except ConductorError as exc:
                 return error_response(exc)
+            # changes made by this call are attributed to the application in the history
+            principal = request.api_principal
+            with history.acting(f"app:{principal.name}" if principal else "api"):
+                return self.get_response(request)
         return self.get_response(request)

@@ -45,6 +45,7 @@ urlpatterns = [
     path("workflow/<str:name>/correlated", workflow.CorrelatedBatchApi.as_view()),
     path("workflow/<str:name>/correlated/<str:correlation_id>", workflow.CorrelatedApi.as_view()),
     path("workflow/<str:workflow_id>/status", workflow.WorkflowStatusApi.as_view()),
+    path("workflow/<str:workflow_id>/history", workflow.WorkflowHistoryApi.as_view()),
     path("workflow/<str:workflow_id>/pause", workflow.PauseWorkflowApi.as_view()),
     path("workflow/<str:workflow_id>/resume", workflow.ResumeWorkflowApi.as_view()),
     path("workflow/<str:workflow_id>/remove", workflow.RemoveWorkflowApi.as_view()),

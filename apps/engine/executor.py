@@ -24,13 +24,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
 from apps.core.logs import log_context
-from apps.engine import effects, event_queue, notify, queue, retention, store
+from apps.engine import effects, event_queue, history, notify, queue, retention, store
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
@@ -516,8 +516,10 @@ def task_update_by_ref(*, workflow_id: str, task_ref_name: str, status: str, out
     if not candidates:
         return None
     task = candidates[-1]
-    task_update(task_result={"workflowInstanceId": workflow_id, "taskId": task.task_id, "status": status,
-                             "outputData": output, "workerId": worker_id})
+    with history.acting(action="update_task_by_ref", workflow_id=workflow_id,
+                        params={"taskReferenceName": task.reference_task_name, "status": status}):
+        task_update(task_result={"workflowInstanceId": workflow_id, "taskId": task.task_id, "status": status,
+                                 "outputData": output, "workerId": worker_id})
     return task.task_id
 
 
@@ -539,6 +541,7 @@ def workflow_pause(*, workflow_id: str) -> None:
                 raise Conflict(f"Workflow {wf.workflow_name}.{wf.workflow_version}/{wf.workflow_id} has ended, status cannot be updated.")
             if wf.status == "PAUSED":
                 return
+            loaded.note("pause")
             wf.status = "PAUSED"
             wf.update_time = now_ms()
             store.save(loaded, DeciderOutcome(), workflow_changed=True)
@@ -556,6 +559,7 @@ def workflow_resume(*, workflow_id: str) -> None:
             if wf.status != "PAUSED":
                 raise IllegalState(f"The workflow {workflow_id} is not PAUSED so cannot resume. Current status is {wf.status}")
             now = now_ms()
+            loaded.note("resume")
             wf.status = "RUNNING"
             wf.last_retried_time = now
             wf.update_time = now
@@ -577,6 +581,7 @@ def workflow_terminate(*, workflow_id: str, reason: str | None = None,
                 raise Conflict("Cannot terminate a COMPLETED workflow.")
             if wf.status == "TERMINATED":
                 return
+            loaded.note("terminate", reason=reason, triggerFailureWorkflow=trigger_failure_workflow or None)
             now = now_ms()
             decider = new_decider(wf, now, domains=False)
             if wf.terminal:  # FAILED / TIMED_OUT: flip to TERMINATED
@@ -610,11 +615,20 @@ def workflow_remove(*, workflow_id: str, archive: bool = True) -> None:
 
 def system_task_claim(task_id: str) -> bool:
     """Mark an async system task IN_PROGRESS before the cluster runs it (compare-and-set
-    from SCHEDULED; an IN_PROGRESS task is re-run after a crash). True if it may run."""
+    from SCHEDULED, with a ``task.polled`` history event by this server's instance id in
+    the same transaction; an IN_PROGRESS task is re-run after a crash). True if it may run."""
     now = now_ms()
-    if TaskExecution.objects.filter(pk=task_id, status="SCHEDULED").update(
-            status="IN_PROGRESS", start_time=now, update_time=now, poll_count=1) == 1:
-        return True
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE engine_task_execution SET status = 'IN_PROGRESS', start_time = %s, update_time = %s, "
+                       "poll_count = 1 WHERE task_id = %s AND status = 'SCHEDULED' "
+                       "RETURNING workflow_id, reference_task_name", [now, now, task_id])
+        row = cursor.fetchone()
+        if row is not None:
+            history.record_polls(cursor, [TaskState(task_id=task_id, workflow_id=row[0], task_type="",
+                                                    task_def_name="", reference_task_name=row[1],
+                                                    status="IN_PROGRESS", poll_count=1, start_time=now,
+                                                    worker_id=settings.CONDUCTOR.get("INSTANCE_ID"))], now)
+            return True
     return TaskExecution.objects.filter(pk=task_id, status="IN_PROGRESS").exists()
 
 

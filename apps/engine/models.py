@@ -304,3 +304,33 @@ class EventExecution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.handler_name} {self.action or '-'} {self.message_id} ({self.status})"
+
+
+class ExecutionEvent(models.Model):
+    """One entry of an execution's history (``apps.engine.history``): appended by the engine
+    in the transaction of the change it describes, never updated except by compaction.
+
+    ``id`` is the total order of the history (served as ``seq``); ``time`` epoch ms;
+    ``kind`` what happened (``workflow.started``, ``workflow.status``, ``task.scheduled``,
+    ``task.retried``, ``task.polled``, ``task.updated``, ``task.timed_out``,
+    ``task.canceled``, ``task.skipped``, ``task.removed``, ``action``,
+    ``definition.replaced``, ``history.compacted``); ``task_id`` the task concerned, if
+    any; ``data`` the details (camelCase keys, bounded by
+    ``CONDUCTOR["HISTORY_EVENT_MAX_BYTES"]``). No foreign key: the rows are deleted with
+    their execution by ``retention.delete_executions``.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    workflow_id = models.CharField(max_length=64)
+    time = models.BigIntegerField()
+    kind = models.CharField(max_length=32)
+    task_id = models.CharField(max_length=64, null=True, blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        db_table = "engine_execution_event"
+        verbose_name = "execution history event"
+        indexes = [models.Index(fields=["workflow_id", "id"], name="exec_event_workflow")]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} #{self.id} {self.kind}"

@@ -1,5 +1,5 @@
-"""After-commit notifications inside this process: wake long polls waiting on a queue,
-and tell listeners (live UI, metrics) that an execution changed. Also the one
+"""After-commit notifications inside this process: wake long polls waiting on a queue
+(``queue_waiter``), and tell listeners (live UI, metrics) that an execution changed. Also the one
 in-transaction hook: status transitions handed to recorders (``add_transition_recorder``)
 while the change is being saved, so what they write commits with it.
 
@@ -9,46 +9,68 @@ milliseconds), so nothing here needs a broker.
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterable
 
-_queue_cond = threading.Condition()
-_queue_versions: dict[str, int] = {}
 _listeners: list[Callable[[str], None]] = []
-_queue_listeners: list[Callable[[list[str]], None]] = []
 _transition_recorders: list[Callable] = []
+_waiters: dict[str, set[QueueWaiter]] = {}
+_waiters_lock = threading.Lock()
 
 
-def queue_version(queue_name: str) -> int:
-    """A counter bumped whenever tasks are queued on ``queue_name`` in this process."""
-    return _queue_versions.get(queue_name, 0)
+class QueueWaiter:
+    """A long poll waiting on one queue, on the event loop it was made in. Made before the
+    poll looks at the queue, so tasks queued between that look and ``wait`` wake it at once."""
 
+    def __init__(self, queue_name: str):
+        self.queue_name = queue_name
+        self.loop = asyncio.get_running_loop()
+        self.event = asyncio.Event()
 
-def wait_for_queue(queue_name: str, version: int, timeout_s: float) -> bool:
-    """Block up to ``timeout_s`` seconds until ``queue_name`` moves past ``version``."""
-    with _queue_cond:
-        if _queue_versions.get(queue_name, 0) != version:
+    def __enter__(self) -> QueueWaiter:
+        with _waiters_lock:
+            _waiters.setdefault(self.queue_name, set()).add(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _waiters_lock:
+            waiting = _waiters.get(self.queue_name)
+            if waiting is not None:
+                waiting.discard(self)
+                if not waiting:
+                    del _waiters[self.queue_name]
+
+    async def wait(self, timeout_s: float) -> bool:
+        """Up to ``timeout_s`` seconds until tasks are queued on the queue in this process;
+        True when woken, False on timeout."""
+        try:
+            await asyncio.wait_for(self.event.wait(), timeout=timeout_s)
             return True
-        return _queue_cond.wait_for(lambda: _queue_versions.get(queue_name, 0) != version, timeout=timeout_s)
+        except asyncio.TimeoutError:
+            return False
+
+    def wake(self) -> None:
+        """Set the event from any thread (nothing when its loop has closed)."""
+        try:
+            self.loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:
+            pass
+
+
+def queue_waiter(queue_name: str) -> QueueWaiter:
+    """``with queue_waiter(name) as waiter: ... await waiter.wait(s)`` inside a coroutine."""
+    return QueueWaiter(queue_name)
 
 
 def tasks_queued(queue_names: Iterable[str]) -> None:
-    """Tasks became pollable on these queues (called after commit)."""
-    names = [q for q in queue_names if q]
-    if not names:
-        return
-    with _queue_cond:
-        for name in names:
-            _queue_versions[name] = _queue_versions.get(name, 0) + 1
-        _queue_cond.notify_all()
-    for fn in list(_queue_listeners):
-        fn(names)
-
-
-def add_queue_listener(fn: Callable[[list[str]], None]) -> None:
-    """Register ``fn(queue_names)``, called (in the committing thread) when tasks became
-    pollable on those queues in this process."""
-    _queue_listeners.append(fn)
+    """Tasks became pollable on these queues (called after commit, in any thread): wake
+    the long polls of this process waiting on them."""
+    for name in {q for q in queue_names if q}:
+        with _waiters_lock:
+            waiting = list(_waiters.get(name, ()))
+        for waiter in waiting:
+            waiter.wake()
 
 
 def add_listener(fn: Callable[[str], None]) -> None:

@@ -1,5 +1,12 @@
 """Task queues: poll (claim) worker tasks, queue sizes, poll data.
 
+``poll`` is the one poll: both entry points (the ASGI worker fast path and the Django
+views behind it) call it, synchronous code through ``task_poll``. It records poll data,
+claims (``claim``) and, for a long
+poll, waits on the event loop until tasks are queued in this process
+(``notify.queue_waiter``) or ``LONG_POLL_RECHECK_MS`` passes (tasks queued by other
+processes), with each database attempt in a thread.
+
 The queue is the ``engine_task_execution`` table: a task is pollable when SCHEDULED on
 its ``queue_name`` with ``visible_at <= now``. A claim moves up to ``count`` tasks to
 IN_PROGRESS and returns them, in one transaction:
@@ -9,7 +16,8 @@ IN_PROGRESS and returns them, in one transaction:
   transaction makes it atomic (one writer at a time).
 Tasks over a TaskDef limit (``concurrentExecLimit``, ``rateLimitPerFrequency``) are given
 back in the same transaction (``apps.engine.limits``).
-Higher ``workflowPriority`` is served first, then the earliest visible.
+Higher ``workflowPriority`` is served first, then the earliest visible. Each task handed
+out gets a ``task.polled`` event in its execution's history, in the claim's transaction.
 Source: Conductor ``ExecutionService.poll`` (IN_PROGRESS, startTime if 0, workerId,
 pollCount+1, callbackAfterSeconds 0) and the SQL ``QueueDAO`` pop.
 """
@@ -18,11 +26,13 @@ from __future__ import annotations
 import threading
 import time
 
-from django.db import connection, transaction
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
-from apps.engine import limits, notify
+from apps.engine import history, limits, notify
 from apps.engine.models import PollData, TaskExecution
 from apps.engine.state import TASK_FIELDS, TaskState
 from apps.engine.store import task_from_row
@@ -98,6 +108,7 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
             handed, refused = limits.admit(tasks, now)
             if refused:
                 _give_back(cursor, refused, before)
+            history.record_polls(cursor, handed, now)
     if handed:
         _announce(handed)
     return handed
@@ -137,31 +148,71 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
                                        defaults={"last_poll_time": now})
 
 
-def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
-              timeout_ms: int = 0, max_timeout_ms: int = 5000) -> list[TaskState]:
-    """Poll up to ``count`` tasks of ``task_type`` (and ``domain``), waiting up to
-    ``timeout_ms`` (long poll) for some to become available.
+MAX_POLL_COUNT = 1000  # tasks one poll may claim
 
-    Errors: InvalidInput ``Long Poll Timeout value cannot be more than 5 seconds``.
-    Side effects: claimed tasks become IN_PROGRESS; poll data is recorded.
-    """
-    if timeout_ms > max_timeout_ms:
-        raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
-    count = max(1, min(int(count or 1), 1000))
+
+def poll_once(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[TaskState]:
+    """One attempt of a poll, no waiting: record poll data, then claim up to ``count``
+    tasks of ``[domain:]task_type`` (after a plain read: an idle poll takes no write lock)."""
+    now = now_ms()
+    record_poll(task_type, domain, worker_id, now)
     queue_name = queue_name_for(task_type, domain)
-    start = now_ms()
-    record_poll(task_type, domain, worker_id, start)
+    if not has_pollable(queue_name, now):
+        return []
+    return claim(queue_name, count, worker_id)
+
+
+def _poll_once_in_pool(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[TaskState]:
+    """``poll_once`` in a pool thread, whose database connection is then closed or given
+    back to the pool, as Django does at the end of a request."""
+    try:
+        return poll_once(task_type, worker_id, domain, count)
+    finally:
+        close_old_connections()
+
+
+_attempt_in_pool = sync_to_async(_poll_once_in_pool, thread_sensitive=False)
+_attempt_in_caller = sync_to_async(poll_once, thread_sensitive=True)
+
+
+async def poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
+               timeout_ms: int = 0, in_caller_thread: bool = False) -> list[TaskState]:
+    """Poll up to ``count`` (1 to ``MAX_POLL_COUNT``) tasks of ``task_type`` (and
+    ``domain``), waiting up to ``timeout_ms`` (a long poll, ms) for some to be queued.
+
+    Each attempt (``poll_once``) runs in a pool thread with its own database connection;
+    with ``in_caller_thread`` it runs in the thread that called ``async_to_sync`` instead
+    (a synchronous Django view: its connection, its transaction). The wait is on the event
+    loop: woken at once by a commit in this process, re-checking the database every
+    ``LONG_POLL_RECHECK_MS`` for tasks other processes queued.
+
+    Errors: InvalidInput ``Long Poll Timeout value cannot be more than 5 seconds`` above
+    ``MAX_LONG_POLL_MS``. Side effects: claimed tasks become IN_PROGRESS (TaskDef rate and
+    concurrency limits applied, live pages told after commit); poll data is recorded.
+    Source: Conductor ``ExecutionService.poll``.
+    """
+    if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
+        raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
+    count = max(1, min(int(count or 1), MAX_POLL_COUNT))
+    attempt = _attempt_in_caller if in_caller_thread else _attempt_in_pool
+    recheck_s = settings.CONDUCTOR["LONG_POLL_RECHECK_MS"] / 1000
+    queue_name = queue_name_for(task_type, domain)
     deadline = time.monotonic() + max(timeout_ms, 0) / 1000
     while True:
-        version = notify.queue_version(queue_name)
-        tasks = claim(queue_name, count, worker_id)
-        if tasks:
-            return tasks
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return []
-        # wake on a local enqueue at once; re-check the database (other processes) every 50 ms
-        notify.wait_for_queue(queue_name, version, min(remaining, 0.05))
+        with notify.queue_waiter(queue_name) as waiter:
+            tasks = await attempt(task_type, worker_id, domain, count)
+            remaining = deadline - time.monotonic()
+            if tasks or remaining <= 0:
+                return tasks
+            await waiter.wait(min(recheck_s, remaining))
+
+
+def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
+              timeout_ms: int = 0) -> list[TaskState]:
+    """``poll`` called from synchronous code (a benchmark, a test, a shell), its database
+    work in the calling thread; the same arguments, answer and errors."""
+    return async_to_sync(poll)(task_type=task_type, worker_id=worker_id, domain=domain, count=count,
+                               timeout_ms=timeout_ms, in_caller_thread=True)
 
 
 def queue_sizes(task_types: list[str]) -> dict[str, int]:

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
-from apps.engine import executor, notify, params, store
+from apps.engine import executor, history, notify, params, store
 from apps.engine.blueprint import Blueprint
 from apps.engine.decider import Decider
 from apps.engine.models import TaskExecution
@@ -119,6 +119,7 @@ def workflow_restart(*, workflow_id: str, use_latest_definitions: bool = False) 
             wf = loaded.wf
             if wf.status == "COMPLETED" and wf.definition.get("restartable") is False:
                 raise NotFound(f"Workflow: {workflow_id} is non-restartable")
+            loaded.note("restart", useLatestDefinitions=use_latest_definitions)
             if use_latest_definitions:
                 row = workflow_def_row(name=wf.workflow_name)
                 if row is not None:
@@ -176,6 +177,7 @@ def workflow_retry(*, workflow_id: str, resume_subworkflow_tasks: bool = False) 
                 raise Conflict("There are no retryable tasks! Use restart if you want to attempt entire workflow "
                                "execution again.")
             now = now_ms()
+            loaded.note("retry", resumeSubworkflowTasks=resume_subworkflow_tasks or None)
             _reopen(wf, now)
             wf.last_retried_time = now
             decider = executor.new_decider(wf, now, domains=False)
@@ -224,6 +226,10 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
         with transaction.atomic():
             loaded = _locked_ended(workflow_id, "rerun")
             wf = loaded.wf
+            loaded.note("rerun", reRunFromTaskId=rerun_from_task_id,
+                        taskInput=None if task_input is None else history.payload_size(task_input),
+                        workflowInput=None if workflow_input is None else history.payload_size(workflow_input),
+                        correlationId=correlation_id)
             now = now_ms()
             _reopen(wf, now)
             wf.output = {}
@@ -310,6 +316,7 @@ def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | 
             if any(t.reference_task_name == task_reference_name for t in wf.tasks):
                 raise IllegalState(f"The task referenced {task_reference_name} has already been processed, "
                                    "cannot be skipped")
+            loaded.note("skip", taskReferenceName=task_reference_name)
             skipped = decider.new_task(workflow_task, task_type=workflow_task.get("name"), input_data=task_input or {},
                                        status="SKIPPED")
             skipped.output_data = task_output or {}
@@ -333,6 +340,7 @@ def workflow_reset_callbacks(*, workflow_id: str) -> None:
             if wf.status in TERMINAL_WORKFLOW:
                 raise Conflict(f"Workflow is in terminal state. Status = {wf.status}")
             now = now_ms()
+            loaded.note("reset_callbacks")
             outcome = DeciderOutcome()
             for task in wf.tasks:
                 if task.status == "SCHEDULED" and task.queue_name and task.visible_at > now:

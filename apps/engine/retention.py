@@ -31,7 +31,8 @@ from django.db.models import Exists, OuterRef
 
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
-from apps.engine.models import EventExecution, EventMessage, SweeperLease, TaskExecLog, TaskExecution, WorkflowExecution
+from apps.engine.models import (EventExecution, EventMessage, ExecutionEvent, SweeperLease, TaskExecLog, TaskExecution,
+                                WorkflowExecution)
 from apps.engine.status import TERMINAL_WORKFLOW, WORKFLOW_STATUSES
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ def configured_policy() -> dict[str, int]:
 
 
 def delete_executions(workflow_ids: list[str]) -> int:
-    """Delete these executions with their tasks, task logs and task leases (inside the
+    """Delete these executions with their tasks, task logs, task leases and history (inside the
     caller's transaction); returns how many executions were deleted."""
     if not workflow_ids:
         return 0
@@ -84,6 +85,7 @@ def delete_executions(workflow_ids: list[str]) -> int:
         TaskExecLog.objects.filter(task_id__in=chunk).delete()
         SweeperLease.objects.filter(name__in=[f"task:{t}" for t in chunk]).delete()
     TaskExecution.objects.filter(workflow_id__in=workflow_ids).delete()
+    ExecutionEvent.objects.filter(workflow_id__in=workflow_ids).delete()
     _, by_model = WorkflowExecution.objects.filter(pk__in=workflow_ids).delete()
     return by_model.get("engine.WorkflowExecution", 0)  # Django's "app_label.Model" key
 

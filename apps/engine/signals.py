@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from apps.core.errors import InvalidInput
-from apps.engine import executor, selectors, store
+from apps.engine import executor, history, selectors, store
 from apps.engine.representation import task_run_json, workflow_run_json
 from apps.engine.state import TaskState, WorkflowState
 
@@ -88,9 +88,11 @@ def signal_task(*, workflow_id: str, status: str, output: dict) -> str | None:
     pending = pending_wait_task(workflow_id)
     if pending is None:
         return None
-    executor.task_update(task_result={
-        "workflowInstanceId": pending.workflow_id, "taskId": pending.task_id, "status": status,
-        "outputData": {**(pending.output_data or {}), **output}})
+    with history.acting(action="signal", workflow_id=pending.workflow_id,
+                        params={"taskReferenceName": pending.reference_task_name, "status": status}):
+        executor.task_update(task_result={
+            "workflowInstanceId": pending.workflow_id, "taskId": pending.task_id, "status": status,
+            "outputData": {**(pending.output_data or {}), **output}})
     return pending.task_id
 
 

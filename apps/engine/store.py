@@ -24,9 +24,10 @@ import orjson
 
 from django.db import connection
 
-from apps.engine import notify
+from apps.engine import history, notify
 from apps.engine.outcome import DeciderOutcome
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskList, TaskState, WorkflowState, active_tasks, task_by_id
+from apps.engine.status import TERMINAL_TASK
 
 WF_TABLE = "engine_workflow_execution"
 TASK_TABLE = "engine_task_execution"
@@ -50,10 +51,11 @@ class StaleState(Exception):
 
 
 class Loaded:
-    """A workflow state plus what is needed to save it: the task statuses as loaded and
-    the definition snapshot object as loaded."""
+    """A workflow state plus what is needed to save it: the task statuses as loaded, the
+    definition snapshot object as loaded, and the operator action being applied (``note``,
+    recorded in the execution's history by ``save``)."""
 
-    __slots__ = ("wf", "loaded_status", "definition", "workflow_status")
+    __slots__ = ("wf", "loaded_status", "definition", "workflow_status", "action")
 
     def __init__(self, wf: WorkflowState):
         self.wf = wf
@@ -62,6 +64,14 @@ class Loaded:
             else {t.task_id: t.status for t in wf.tasks}
         self.definition = wf.definition
         self.workflow_status = wf.status
+        self.action: dict | None = None
+
+    def note(self, action: str, *, reason: str | None = None, **params) -> None:
+        """Name the operator action this change applies (``restart``, ``rerun``...), with
+        its parameters (camelCase) and reason: ``save`` records it as an ``action`` event
+        of the execution's history, with who acted (``history.acting``)."""
+        self.action = {"action": action, "reason": reason,
+                       "params": {k: v for k, v in params.items() if v is not None}}
 
 
 # --- SQL, built once per vendor ---------------------------------------------------------------
@@ -216,6 +226,16 @@ def _raw_text(raw: _Raw) -> str:
     return text if isinstance(text, str) else bytes(text).decode()
 
 
+def _output_size(task: LoadedTask) -> int:
+    """Characters of a loaded task's output as JSON text (0 when empty), without decoding
+    it when it was never read."""
+    value = TaskState.__dict__["output_data"].__get__(task, None)
+    if type(value) is _Raw:
+        text = _raw_text(value)
+        return 0 if text in ("{}", "null") else len(text)
+    return len(_dump(value)) if value else 0
+
+
 def _changed(obj, fields: tuple[str, ...], json_fields: frozenset, slots: dict,
              index: dict[str, int]) -> tuple[list[str], list]:
     """The columns of ``obj`` (a LoadedTask/LoadedWorkflow) that differ from the row it was
@@ -365,6 +385,7 @@ def insert_workflow(wf: WorkflowState) -> None:
     inserts, handed with it to the transition recorders of ``events``)."""
     with connection.cursor() as cursor:
         cursor.execute(_s()["insert_wf"], _workflow_params(wf, WORKFLOW_FIELDS))
+        history.record_start(wf).write(cursor)
     notify.transitions(wf, None, [(t, None) for t in wf.tasks])
 
 
@@ -383,27 +404,41 @@ def insert_tasks(tasks: list[TaskState]) -> None:
 def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = True,
          extra_task_ids: set[str] | None = None) -> None:
     """Persist a decided state: delete removed tasks, insert new tasks, update changed ones
-    (compare-and-set on the loaded status) and the workflow row. Raises StaleState on a
-    lost race (the caller's transaction is rolled back and the operation re-run)."""
+    (compare-and-set on the loaded status) and the workflow row, and append what changed
+    to the execution's history (``apps.engine.history``, one INSERT). Raises StaleState on
+    a lost race (the caller's transaction is rolled back and the operation re-run)."""
     wf = loaded.wf
     sql = _s()
     new_ids = {t.task_id for t in outcome.new_tasks}
+    removed_ids = set(outcome.removed_task_ids)
     updated = dict(outcome.updated_tasks)
     if extra_task_ids:
         for task_id in extra_task_ids:
             task = task_by_id(wf.tasks, task_id)
             if task is not None:
                 updated[task_id] = task
+    status_of = loaded.loaded_status
+    # an ended attempt revived in place (rerun, retry of a JOIN, a parent reopened)
+    revived = any(status_of.get(task_id) in TERMINAL_TASK and task.status not in TERMINAL_TASK
+                  for task_id, task in updated.items() if task_id not in new_ids)
+    definition_replaced = wf.definition is not loaded.definition
+    output_sizes: dict[str, int] = {}
     with connection.cursor() as cursor:
-        if outcome.removed_task_ids:
+        # what a rerun/restart/retry overwrites is kept in the history (the rare paths only)
+        prior = history.prior_state(cursor, wf.workflow_id) if removed_ids or revived or definition_replaced else None
+        removed = []
+        if removed_ids:
             ids = list(outcome.removed_task_ids)
-            cursor.execute(f"DELETE FROM {TASK_TABLE} WHERE task_id IN (" + ", ".join(["%s"] * len(ids)) + ")", ids)
+            cursor.execute(f"DELETE FROM {TASK_TABLE} WHERE task_id IN (" + ", ".join(["%s"] * len(ids)) + ")"
+                           " RETURNING task_id, reference_task_name, status, seq", ids)
+            removed = sorted(cursor.fetchall(), key=lambda r: r[3])
     insert_tasks(outcome.new_tasks)
+    out_at = _TASK_UPDATE_FIELDS.index("output_data")
     with connection.cursor() as cursor:
         for task_id, task in updated.items():
-            if task_id in new_ids or task_id in outcome.removed_task_ids:
+            if task_id in new_ids or task_id in removed_ids:
                 continue
-            expected = loaded.loaded_status.get(task_id, task.status)
+            expected = status_of.get(task_id, task.status)
             if isinstance(task, LoadedTask):
                 # only the columns that changed (compare-and-set on the loaded status)
                 names, params = _changed(task, _TASK_UPDATE_FIELDS, TASK_JSON, _TASK_SLOTS, _TASK_INDEX)
@@ -412,11 +447,16 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
                 cursor.execute(f"UPDATE {TASK_TABLE} SET "
                                + ", ".join(f"{f} = {_placeholder(f, TASK_JSON)}" for f in names)
                                + " WHERE task_id = %s AND status = %s", params + [task_id, expected])
+                if expected != task.status:  # the history records the output size of a status change
+                    output_sizes[task_id] = (len(params[names.index("output_data")]) if "output_data" in names
+                                             else _output_size(task))
             else:
-                cursor.execute(sql["update_task"], _task_params(task, _TASK_UPDATE_FIELDS) + [task_id, expected])
+                params = _task_params(task, _TASK_UPDATE_FIELDS)
+                cursor.execute(sql["update_task"], params + [task_id, expected])
+                output_sizes[task_id] = len(params[out_at]) if task.output_data else 0
             if cursor.rowcount != 1:
                 raise StaleState(task_id)
-        if workflow_changed or outcome.workflow_changed or outcome.new_tasks or updated or outcome.removed_task_ids:
+        if workflow_changed or outcome.workflow_changed or outcome.new_tasks or updated or removed_ids:
             if isinstance(wf, LoadedWorkflow):
                 names, params = _changed(wf, _WORKFLOW_UPDATE_FIELDS, WF_JSON, _WF_SLOTS, _WF_INDEX)
                 if names:
@@ -425,12 +465,16 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
                                    + " WHERE workflow_id = %s", params + [wf.workflow_id])
             else:
                 cursor.execute(sql["update_wf"], _workflow_params(wf, _WORKFLOW_UPDATE_FIELDS) + [wf.workflow_id])
-        if wf.definition is not loaded.definition:
+        if definition_replaced:
             cursor.execute(sql["update_wf_definition"], [_dump(wf.definition), wf.workflow_id])
-    # tasks that moved before the tasks they led to
-    changed = [(t, loaded.loaded_status.get(task_id)) for task_id, t in updated.items()
-               if task_id not in new_ids and task_id not in outcome.removed_task_ids
-               and loaded.loaded_status.get(task_id) != t.status]
+        # tasks that moved before the tasks they led to
+        changed = [(t, status_of.get(task_id)) for task_id, t in updated.items()
+                   if task_id not in new_ids and task_id not in removed_ids
+                   and status_of.get(task_id) != t.status]
+        history.record_save(cursor, wf, previous_status=loaded.workflow_status, note=loaded.action,
+                            new_tasks=outcome.new_tasks, changed=changed, removed=removed, prior=prior,
+                            old_definition=loaded.definition if definition_replaced else None,
+                            output_sizes=output_sizes)
     changed += [(t, None) for t in outcome.new_tasks]
     if changed or wf.status != loaded.workflow_status:
         notify.transitions(wf, loaded.workflow_status, changed)

@@ -128,7 +128,8 @@ class TaskDefAdmin(StampedAdmin):
 class WorkflowDefForm(forms.ModelForm):
     """A WorkflowDef version. Changing the name or the version of a saved one saves a new
     version beside it (the executions that ran on it keep their definition link); that
-    name and version must not exist yet."""
+    name and version must not exist yet. Changing only the JSON edits the version in place,
+    refused while any execution ran on it (the error names the next free version)."""
 
     definition = PrettyJSONField()
 
@@ -142,6 +143,16 @@ class WorkflowDefForm(forms.ModelForm):
                 and WorkflowDef.objects.filter(name=data.get("name"), version=data.get("version")).exists():
             raise forms.ValidationError({"version": f"{data.get('name')} version {data.get('version')} exists already; "
                                                     "choose a new version number"})
+        if self.instance.pk and "definition" in self.changed_data \
+                and (data.get("name"), data.get("version")) == (self.instance.name, self.instance.version):
+            from apps.ui.editing import executions_using, next_version
+
+            used = executions_using(self.instance.name, self.instance.version)
+            if used:  # never mutate a version that executions ran on (their definition links)
+                raise forms.ValidationError({"version": (
+                    f"{self.instance.name} v{self.instance.version} is used by {used} execution"
+                    f"{'s' if used != 1 else ''}: set version {next_version(self.instance.name)} "
+                    "to save your change as a new version")})
         definition = data.get("definition")
         if isinstance(definition, dict):
             definition = {**definition, "name": data.get("name"), "version": data.get("version")}

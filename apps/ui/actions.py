@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from apps.core.errors import ConductorError
-from apps.engine import executor, recovery
+from apps.engine import executor, history, recovery
 from apps.engine.status import ACTIVE_WORKFLOW, TERMINAL_WORKFLOW
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,11 @@ def perform(user, action: str, target: str, params: dict | None = None, *, bulk:
     params = dict(params or {})
     value = None
     try:
-        value = _call(action, target, params)
+        # the execution's history records who did it and why (apps.engine.history)
+        username = getattr(user, "get_username", lambda: "")() or "anonymous"
+        with history.acting(f"user:{username}", reason=params.get("reason") or None, action=action,
+                            workflow_id=target, params={"bulk": True, "group": group} if bulk else None):
+            value = _call(action, target, params)
         ok, message = True, "done"
     except ConductorError as exc:
         ok, message = False, exc.message

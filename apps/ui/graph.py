@@ -376,3 +376,35 @@ def build_graph(definition: dict, tasks: list[TaskState] | None = None, workflow
 def node_index(graph: dict) -> dict[str, dict]:
     """``{node id: node data}`` of a built graph."""
     return {n["id"]: n for n in graph["nodes"]}
+
+
+def diff_overlay(old: dict, new: dict, diff: dict) -> dict:
+    """The graph of WorkflowDef ``new`` (``build_graph`` shape) marked against ``old``:
+    task nodes carry ``diff`` = ``"added"`` or ``"changed"`` (``diff``'s reference lists,
+    as ``selectors.definition_diff`` returns them), and every task of ``old`` that
+    ``new`` lacks (``diff["removed"]``) is drawn too, as a ``"removed"`` node joined by its
+    old edges (``diff: "removed"``) to the neighbours that are still there."""
+    overlay = build_graph(new, None)
+    marks = {**{r: "changed" for r in diff["changed"]}, **{r: "added" for r in diff["added"]}}
+    for node in overlay["nodes"]:
+        if node.get("ref") in marks and node["kind"] not in ("loopgroup", "loopend"):
+            node["diff"] = marks[node["ref"]]
+    removed = set(diff["removed"])
+    if not removed:
+        return overlay
+    before = build_graph(old, None)
+    ids = {n["id"] for n in overlay["nodes"]}
+    ghosts = [dict(n) for n in before["nodes"] if n.get("ref") in removed and n["id"] not in ids]
+    ghost_ids = {n["id"] for n in ghosts}
+    for node in ghosts:
+        node["diff"] = "removed"
+        if node.get("parent") and node["parent"] not in ids | ghost_ids:
+            del node["parent"]
+    ids |= ghost_ids
+    edge_ids = {e["id"] for e in overlay["edges"]}
+    for edge in before["edges"]:
+        if (edge["source"] in ghost_ids or edge["target"] in ghost_ids) and edge["source"] in ids \
+                and edge["target"] in ids and edge["id"] not in edge_ids:
+            overlay["edges"].append({**edge, "diff": "removed"})
+    overlay["nodes"] += ghosts
+    return overlay

@@ -22,8 +22,8 @@ from apps.engine import selectors as engine_selectors
 from apps.engine.models import PollData, TaskExecution
 from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
-from apps.metadata.models import WorkflowDef
-from apps.ui import actions, dryrun, graph, live, selectors
+from apps.metadata.models import TaskDef, WorkflowDef
+from apps.ui import actions, dryrun, editing, graph, live, selectors
 from apps.ui.ai_panel import ai_summary
 from apps.ui.models import AuditLog
 from apps.ui.permissions import can_operate, operate_required, ui_context, view_required
@@ -528,7 +528,8 @@ def task_action(request, workflow_id: str, name: str):
 @require_GET
 def definitions(request):
     """``/definitions/``: registered workflow definitions."""
-    return _render(request, "ui/definitions.html", {"definitions": selectors.definitions_overview()})
+    return _render(request, "ui/definitions.html", {"definitions": selectors.definitions_overview(),
+                                                    "task_defs": TaskDef.objects.order_by("name")})
 
 
 @view_required
@@ -553,6 +554,156 @@ def definition(request, name: str, version: int):
     })
 
 
+# --- definitions editor ---------------------------------------------------------------------
+
+NEW_WORKFLOW_DEF = {"name": "", "description": "", "version": 1, "schemaVersion": 2, "ownerEmail": "",
+                    "inputParameters": [], "tasks": [], "timeoutPolicy": "ALERT_ONLY", "timeoutSeconds": 0}
+NEW_TASK_DEF = {"name": "", "description": "", "retryCount": 3, "retryLogic": "FIXED", "retryDelaySeconds": 60,
+                "timeoutPolicy": "TIME_OUT_WF", "timeoutSeconds": 3600, "responseTimeoutSeconds": 600,
+                "ownerEmail": ""}
+
+
+def _editor_page(request, *, kind: str, definition: dict, name: str = "", version: int | None = None):
+    used = editing.executions_using(name, version) if kind == "workflow" and version else 0
+    return _render(request, "ui/definition_edit.html", {
+        "kind": kind, "name": name, "version": version, "used_by": used,
+        "next_version": editing.next_version(name) if kind == "workflow" and name else None,
+        "definition_json": json.dumps(definition, indent=2),
+        "graph": graph.build_graph(definition, None) if kind == "workflow" and definition.get("tasks") else
+        {"nodes": [], "edges": []},
+        "check_url": reverse("ui:definition_check", args=[kind]),
+        "save_url": reverse("ui:definition_save", args=[kind]),
+        "back_url": reverse("ui:definition", args=[name, version]) if kind == "workflow" and name
+        else reverse("ui:definitions"),
+    })
+
+
+@operate_required
+@require_GET
+def definition_edit(request, name: str, version: int):
+    """``/definitions/<name>/<version>/edit``: the editor on that version's JSON. Saving
+    stores the next version; "overwrite" replaces this one only if no execution ran on it."""
+    row = WorkflowDef.objects.filter(name=name, version=version).first()
+    if row is None:
+        raise Http404(f"No such workflow found by name: {name}, version: {version}")
+    return _editor_page(request, kind="workflow", definition=row.definition, name=name, version=version)
+
+
+@operate_required
+@require_GET
+def definition_new(request):
+    """``/definitions/new``: the editor on an empty WorkflowDef (``?kind=task``: a TaskDef;
+    ``?taskdef=<name>``: that TaskDef's JSON)."""
+    if request.GET.get("taskdef"):
+        row = TaskDef.objects.filter(pk=request.GET["taskdef"]).first()
+        if row is None:
+            raise Http404(f"No such taskType found by name: {request.GET['taskdef']}")
+        return _editor_page(request, kind="task", definition=row.definition, name=row.name)
+    if request.GET.get("kind") == "task":
+        return _editor_page(request, kind="task", definition=NEW_TASK_DEF)
+    return _editor_page(request, kind="workflow", definition=NEW_WORKFLOW_DEF)
+
+
+def _editor_body(request) -> dict:
+    """The editor's JSON request body ``{"text": str, ...}``; InvalidInput if it is not one."""
+    from apps.core.errors import InvalidInput
+
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        raise InvalidInput("The request body must be JSON") from None
+    if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+        raise InvalidInput("The request body must be {\"text\": \"<definition JSON>\"}")
+    return body
+
+
+def _parse_definition(text: str):
+    """The editor's text as JSON, or Conductor's 400 naming where the syntax breaks."""
+    from apps.core.errors import validation_failed
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise validation_failed([{"path": f"line {exc.lineno}, column {exc.colno}",
+                                  "message": f"invalid JSON: {exc.msg}"}]) from None
+
+
+def _editor_error(exc) -> JsonResponse:
+    from apps.api.exceptions import body_for_exception
+
+    status, body = body_for_exception(exc)
+    return JsonResponse(body, status=status)
+
+
+@operate_required
+@require_POST
+def definition_check(request, kind: str):
+    """``POST /definitions/check/<workflow|task>`` (body ``{"text", "baseName"?,
+    "baseVersion"?}``): validation as you type. Returns ``{"validationErrors": [{path,
+    message}], "graph": elements or null (tasks marked added/changed/removed against the
+    base version when one is given), "changes": {"added", "changed", "removed"} or null,
+    "usedBy": executions on that name+version, "nextVersion": int}`` (200 even when
+    invalid: the errors are the answer); 400 with Conductor's body for a body that is not
+    ``{"text"}`` or text that is not JSON."""
+    from apps.core.errors import ConductorError
+
+    if kind not in ("workflow", "task"):
+        raise Http404(kind)
+    try:
+        body = _editor_body(request)
+        definition = _parse_definition(body["text"])
+    except ConductorError as exc:
+        return _editor_error(exc)
+    if kind == "task":
+        return JsonResponse({"validationErrors": editing.task_def_errors(definition), "graph": None})
+    errors = editing.workflow_def_errors(definition)
+    name = definition.get("name") if isinstance(definition, dict) and isinstance(definition.get("name"), str) else ""
+    version = definition.get("version") if isinstance(definition, dict) else None
+    preview, changes = None, None
+    base = WorkflowDef.objects.filter(name=str(body.get("baseName") or ""),
+                                      version=body.get("baseVersion") if isinstance(body.get("baseVersion"), int) else -1
+                                      ).first()
+    if isinstance(definition, dict) and isinstance(definition.get("tasks"), list):
+        try:
+            if base is not None:  # marked against the version the editor opened
+                diff = selectors.definition_diff(base.definition, definition)
+                changes = {k: diff[k] for k in ("added", "changed", "removed")}
+                preview = graph.diff_overlay(base.definition, definition, diff)
+            else:
+                preview = graph.build_graph(definition, None)
+        except Exception:  # noqa: BLE001 - a definition too broken to draw keeps the last preview
+            preview, changes = None, None
+    return JsonResponse({
+        "validationErrors": errors, "graph": preview, "changes": changes,
+        "usedBy": editing.executions_using(name, version) if name and isinstance(version, int) else 0,
+        "nextVersion": editing.next_version(name) if name else 1})
+
+
+@operate_required
+@require_POST
+def definition_save(request, kind: str):
+    """``POST /definitions/save/<workflow|task>`` (body ``{"text", "mode", "base"}``): save
+    through ``apps.ui.editing``; 200 ``{"name", "version"?, "url"}`` or Conductor's error
+    body (400 validationErrors, 404, 409 when overwriting a version that executions use)."""
+    from apps.core.errors import ConductorError
+
+    if kind not in ("workflow", "task"):
+        raise Http404(kind)
+    try:
+        body = _editor_body(request)
+        definition = _parse_definition(body["text"])
+        if kind == "task":
+            saved = editing.save_task_def(request.user, definition)
+            saved["url"] = reverse("ui:definition_new") + "?" + urlencode({"taskdef": saved["name"]})
+        else:
+            saved = editing.save_workflow_def(request.user, definition, mode=str(body.get("mode") or "new_version"),
+                                              base=str(body.get("base") or ""))
+            saved["url"] = reverse("ui:definition", args=[saved["name"], saved["version"]])
+    except ConductorError as exc:
+        return _editor_error(exc)
+    return JsonResponse(saved)
+
+
 @view_required
 @require_GET
 def compare(request):
@@ -573,7 +724,7 @@ def compare(request):
 @require_GET
 def definition_diff(request, name: str):
     """``/definitions/<name>/diff?from=1&to=3``: what changed between two versions, as a
-    graph of ``to`` with added and changed tasks marked (removed ones listed) and as a
+    graph of ``to`` with added, changed and removed tasks marked and as a
     text diff of the JSON. Defaults: ``to`` the latest version, ``from`` the one before."""
     versions = list(WorkflowDef.objects.filter(name=name).order_by("version").values_list("version", flat=True))
     if not versions:
@@ -594,13 +745,9 @@ def definition_diff(request, name: str):
     old = WorkflowDef.objects.get(name=name, version=frm).definition
     new = WorkflowDef.objects.get(name=name, version=to).definition
     diff = selectors.definition_diff(old, new)
-    overlay = graph.build_graph(new, None)
-    marks = {**{r: "changed" for r in diff["changed"]}, **{r: "added" for r in diff["added"]}}
-    for node in overlay["nodes"]:
-        if node.get("ref") in marks and node["kind"] not in ("loopgroup", "loopend"):
-            node["diff"] = marks[node["ref"]]
     return _render(request, "ui/definition_diff.html", {
-        "name": name, "versions": versions, "frm": frm, "to": to, "diff": diff, "graph": overlay})
+        "name": name, "versions": versions, "frm": frm, "to": to, "diff": diff,
+        "graph": graph.diff_overlay(old, new, diff)})
 
 
 # --- queues --------------------------------------------------------------------------------

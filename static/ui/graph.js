@@ -98,6 +98,8 @@
     // a definition diff's overlay: added and changed tasks
     { selector: "node.diff-added", style: { "border-width": 5, "border-color": OK, "border-style": "solid" } },
     { selector: "node.diff-changed", style: { "border-width": 5, "border-color": WARN, "border-style": "dashed" } },
+    { selector: "node.diff-removed", style: { "border-width": 4, "border-color": FAIL, "border-style": "dotted", opacity: 0.75 } },
+    { selector: "edge.diff-removed", style: { "line-style": "dashed", "line-color": FAIL, "target-arrow-color": FAIL, opacity: 0.75 } },
     { selector: "node.focused", style: { "overlay-color": ACCENT, "overlay-opacity": 0.18, "overlay-padding": 8 } }
   ]);
 
@@ -175,7 +177,7 @@
     });
     graph.edges.forEach(function (e) {
       elements.push({ group: "edges", data: { id: e.id, source: e.source, target: e.target, label: e.label || "" },
-        classes: self.edgeExecuted(e) ? "" : "dimmed" });
+        classes: (self.edgeExecuted(e) ? "" : "dimmed") + (e.diff ? " diff-" + e.diff : "") });
     });
     this.cy.batch(function () {
       self.cy.elements().remove();

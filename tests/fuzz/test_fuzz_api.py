@@ -47,9 +47,12 @@ def in_test_transaction(db, settings, monkeypatch):
     from apps.engine import queue
 
     monkeypatch.setitem(settings.CONDUCTOR, "MAX_SYNC_WAIT_SECONDS", 0.05)
-    real_poll = queue.task_poll
-    monkeypatch.setattr(queue, "task_poll",
-                        lambda **kw: real_poll(**{**kw, "timeout_ms": min(kw.get("timeout_ms") or 0, 50)}))
+    real_poll = queue.poll
+
+    async def short_poll(**kw):
+        return await real_poll(**{**kw, "timeout_ms": min(kw.get("timeout_ms") or 0, 50)})
+
+    monkeypatch.setattr(queue, "poll", short_poll)
 
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)

@@ -114,12 +114,33 @@ def test_definition_diff_text_graph_overlay_and_links(viewer_client):
 
     html = viewer_client.get(f"/definitions/{name}/diff").content.decode()
     assert f"v1 → v2" in html and "<code>d</code>" in html and "<code>c</code>" in html
-    assert '"diff": "added"' in html and '"diff": "changed"' in html
+    assert '"diff": "added"' in html and '"diff": "changed"' in html and '"diff": "removed"' in html
     # reachable from the definition page and from an execution that ran on v1
     assert f"/definitions/{name}/diff?from=1&amp;to=2" in viewer_client.get(f"/definitions/{name}/2").content.decode()
     page = viewer_client.get(f"/execution/{wf_id}").content.decode()
     assert 'id="newer-definition"' in page and "latest is v2" in page
     assert viewer_client.get(f"/definitions/{name}/diff", {"from": 7}).status_code == 404
+
+
+def test_diff_overlay_draws_removed_tasks_with_their_old_edges():
+    from apps.ui import selectors as ui_selectors
+    from apps.ui.graph import diff_overlay
+
+    def wf(refs):
+        return {"name": "w", "version": 1, "tasks": [{"name": f"t_{r}", "taskReferenceName": r, "type": "SIMPLE"}
+                                                     for r in refs]}
+    old, new = wf(["a", "c", "b"]), wf(["a", "b", "d"])
+    overlay = diff_overlay(old, new, ui_selectors.definition_diff(old, new))
+    marks = {n["ref"]: n.get("diff") for n in overlay["nodes"] if n.get("ref")}
+    assert marks == {"a": None, "b": None, "c": "removed", "d": "added"}
+    removed_edges = {(e["source"], e["target"]) for e in overlay["edges"] if e.get("diff") == "removed"}
+    c_id = next(n["id"] for n in overlay["nodes"] if n.get("ref") == "c")
+    ids = {n["id"]: n.get("ref") for n in overlay["nodes"]}
+    assert {(ids[s], ids[t]) for s, t in removed_edges} == {("a", "c"), ("c", "b")} and c_id in ids
+    assert len({e["id"] for e in overlay["edges"]}) == len(overlay["edges"])
+    # nothing removed: the plain graph of the new version
+    same = diff_overlay(new, new, ui_selectors.definition_diff(new, new))
+    assert not any(n.get("diff") for n in same["nodes"]) and not any(e.get("diff") for e in same["edges"])
 
 
 # --- compare two executions ------------------------------------------------------------------

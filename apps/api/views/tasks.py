@@ -11,6 +11,7 @@ import json
 import uuid
 from functools import wraps
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -47,30 +48,24 @@ def hot_path(methods: tuple[str, ...]):
     return decorate
 
 
-def _poll(request, task_type: str, count: int, timeout_ms: int):
-    q = request.GET
-    if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
-        raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
-    return queue.task_poll(task_type=task_type, worker_id=qstr(q, "workerid"), domain=qstr(q, "domain"),
-                           count=count, timeout_ms=timeout_ms)
+def _poll(request, task_type: str, single: bool) -> HttpResponse:
+    """The fast path's poll answer (``fastpath.poll_answer``, hence ``queue.poll``),
+    its database work in this request's thread."""
+    return _as_response(async_to_sync(fastpath.poll_answer)(task_type, dict(request.GET.lists()), single,
+                                                            in_caller_thread=True))
 
 
 @hot_path(("GET",))
 def batch_poll(request, task_type: str):
     """``GET /tasks/poll/batch/{taskType}?workerid&domain&count=1&timeout=100`` -> ``[Task]``
     (200 ``[]`` when nothing is available; ``timeout`` is a long poll in ms, max 5000)."""
-    q = request.GET
-    tasks = _poll(request, task_type, qint(q, "count", 1) or 1, qint(q, "timeout", 100) or 0)
-    return _json([task_json(t) for t in tasks])
+    return _poll(request, task_type, single=False)
 
 
 @hot_path(("GET",))
 def single_poll(request, task_type: str):
     """``GET /tasks/poll/{taskType}?workerid&domain`` -> Task, or 204 when none (100 ms long poll)."""
-    tasks = _poll(request, task_type, 1, 100)
-    if not tasks:
-        return HttpResponse(status=204)
-    return _json(task_json(tasks[0]))
+    return _poll(request, task_type, single=True)
 
 
 @hot_path(("POST",))

@@ -15,7 +15,7 @@ from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core import lifecycle
 from apps.core.errors import InvalidInput
-from apps.engine import executor, notify, recovery, selectors, signals
+from apps.engine import executor, history, notify, recovery, selectors, signals
 from apps.engine.representation import workflow_json, workflow_status_json
 
 
@@ -169,6 +169,33 @@ class WorkflowStatusApi(ConductorApi):
         return Response(workflow_status_json(
             wf, include_output=qbool(request.query_params, "includeOutput", False),
             include_variables=qbool(request.query_params, "includeVariables", False)))
+
+
+class WorkflowHistoryApi(ConductorApi):
+    """``GET /workflow/{id}/history?after=<seq>&limit=<n>``: the execution's history
+    (``apps.engine.history``), oldest first: ``{"workflowId", "events": [{"seq", "time"
+    (epoch ms), "kind", "taskId"?, "data"}], "next": <seq to pass as after, or null>}``.
+    ``limit`` is 1..1000 (default 500). Errors: 404 ``No such workflow found by id: %s``
+    (Conductor's error body); 400 for a negative ``after`` or a ``limit`` out of range.
+    An extension of Conductor's API (Conductor keeps no such history)."""
+
+    def get(self, request, workflow_id):
+        q = request.query_params
+        after = qint(q, "after", 0)
+        limit = qint(q, "limit", 500)
+        if after < 0:
+            raise InvalidInput("after must be a seq (0 or more)",
+                               validation_errors=[{"path": "after", "message": "must be 0 or more", "invalidValue": after}])
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000",
+                               validation_errors=[{"path": "limit", "message": "must be between 1 and 1000",
+                                                   "invalidValue": limit}])
+        selectors.workflow_get(workflow_id=workflow_id, include_tasks=False)  # 404 for an unknown id
+        rows = history.events(workflow_id, after=after, limit=limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return Response({"workflowId": workflow_id, "events": [history.event_json(r) for r in rows],
+                         "next": rows[-1].id if more else None})
 
 
 class PauseWorkflowApi(ConductorApi):

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('engine', '0006_task_timer_at'),
+        ('engine', '0007_execution_history'),
     ]
 
     operations = [
