@@ -334,6 +334,7 @@ def after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
     queues = {t.queue_name for t in outcome.new_tasks if t.queue_name}
     queues |= {t.queue_name for t in outcome.updated_tasks.values() if t.queue_name and t.status == "SCHEDULED"}
     workflow_id = wf.workflow_id
+    notify.publish_queued(queues)  # other processes' long polls, at commit (PostgreSQL)
 
     def on_commit() -> None:
         for action in deferred:
