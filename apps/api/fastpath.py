@@ -29,7 +29,7 @@ from apps.api.exceptions import logged_body_for_exception
 from apps.api.parsers import check_body_size, check_text, parse_json
 from apps.api.shapes import check_task_result
 from apps.core.errors import InvalidInput, PayloadTooLarge
-from apps.engine import executor, queue
+from apps.engine import executor, history, queue
 from apps.engine.representation import task_json
 
 MAX_INT = 2**31 - 1  # count and timeout are Java ints
@@ -177,15 +177,25 @@ async def _respond(send, status: int, content_type: str, body: bytes) -> None:
 
 
 def _authorize_guarded(method: str, path: str, token: str | None):
-    """``auth.authorize`` in a pool thread: None when allowed, else an error answer."""
+    """``auth.authorize`` in a pool thread: ``(None, who)`` when allowed (``who`` names
+    the caller in the execution history: ``app:<application>``, or ``api`` when auth is
+    off), else ``(error answer, None)``."""
     try:
-        auth.authorize(method, path, token)
-        return None
+        principal = auth.authorize(method, path, token)
+        return None, (f"app:{principal.name}" if principal else "api")
     except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
         status, body = logged_body_for_exception(exc)
-        return status, JSON, _dumps(body)
+        return (status, JSON, _dumps(body)), None
     finally:
         close_old_connections()
+
+
+def _acting(by: str | None, fn):
+    """``fn`` run with its changes attributed to ``by`` in the execution history."""
+    def call(*args):
+        with history.acting(by):
+            return fn(*args)
+    return call
 
 
 _run_authorize = sync_to_async(_authorize_guarded, thread_sensitive=False)
@@ -209,7 +219,7 @@ def worker_fast_path(django_app):
         if method == "GET":
             m = _BATCH.match(path) or _SINGLE.match(path)
             if m:
-                refused = await _run_authorize(method, path, _header(scope, b"x-authorization"))
+                refused, _by = await _run_authorize(method, path, _header(scope, b"x-authorization"))
                 if refused:
                     await _respond(send, *refused)
                     return
@@ -217,7 +227,7 @@ def worker_fast_path(django_app):
                 await _respond(send, *await poll_answer(m.group(1), query, single=m.re is _SINGLE))
                 return
         elif method == "POST" and path in ("/api/tasks", "/api/tasks/update-v2", "/api/workflow"):
-            refused = await _run_authorize(method, path, _header(scope, b"x-authorization"))
+            refused, by = await _run_authorize(method, path, _header(scope, b"x-authorization"))
             if refused:
                 await _respond(send, *refused)
                 return
@@ -228,9 +238,9 @@ def worker_fast_path(django_app):
                 await _respond(send, status, JSON, _dumps(error))
                 return
             if path == "/api/workflow":
-                await _respond(send, *await _run(start_call, body))
+                await _respond(send, *await _run(_acting(by, start_call), body))
             else:
-                await _respond(send, *await _run(update_call, body, path.endswith("update-v2")))
+                await _respond(send, *await _run(_acting(by, update_call), body, path.endswith("update-v2")))
             return
         return await django_app(scope, receive, send)
 

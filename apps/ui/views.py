@@ -19,11 +19,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.core.errors import NotFound
 from apps.engine import queue as engine_queue
 from apps.engine import selectors as engine_selectors
-from apps.engine.models import PollData, TaskExecution
+from apps.engine.models import ExecutionEvent, PollData, TaskExecution
 from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import TaskDef, WorkflowDef
 from apps.ui import actions, dryrun, editing, graph, live, selectors
+from apps.ui import history as ui_history
 from apps.ui.ai_panel import ai_summary
 from apps.ui.models import AuditLog
 from apps.ui.permissions import can_operate, operate_required, ui_context, view_required
@@ -333,6 +334,35 @@ def execution_live(request, workflow_id: str):
     if snap is None:
         return JsonResponse({"type": "gone"}, status=404)
     return JsonResponse({"type": "snapshot", "data": snap})
+
+
+@view_required
+@require_GET
+def execution_history(request, workflow_id: str):
+    """``/execution/<id>/history.json?after=<seq>``: the History tab's events (up to 1000
+    per call, oldest first, each with a line of text) and ``next``."""
+    _load(workflow_id, include_tasks=False)
+    try:
+        after = max(0, int(request.GET.get("after") or 0))
+    except ValueError:
+        after = 0
+    events, nxt = ui_history.event_rows(workflow_id, after=after, limit=1000)
+    return JsonResponse({"events": events, "next": nxt})
+
+
+@view_required
+@require_GET
+def execution_at(request, workflow_id: str):
+    """``/execution/<id>/at.json?seq=<n>``: the execution as it was just after history
+    event ``n`` (the live view's snapshot shape); 404 for an unknown execution or event."""
+    wf = _load(workflow_id, include_tasks=False)
+    try:
+        seq = int(request.GET.get("seq") or "")
+    except ValueError:
+        return JsonResponse({"error": "seq must be an event's seq"}, status=400)
+    if not ExecutionEvent.objects.filter(workflow_id=workflow_id, id=seq).exists():
+        return JsonResponse({"error": f"no event {seq} in this execution's history"}, status=404)
+    return JsonResponse({"type": "snapshot", "data": ui_history.snapshot_at(wf, seq)})
 
 
 @view_required

@@ -36,10 +36,15 @@
   var activeTab = "graph";
   var timelineZoom = 1;
   var dynFilter = "";
-  var TABS = ["graph", "tasks", "timeline", "summary", "data", "json"];
+  var TABS = ["graph", "tasks", "timeline", "summary", "data", "json", "history"];
   // the view state in the URL (tab, node, task, iteration per loop), restored on load
   var initial = new URLSearchParams(location.search);
   var viewportKey = "conductor-graph-viewport:" + cfg.workflowId;
+  // History (apps/ui/history.py): the moment shown (an event's seq) or null for live
+  var pastSeq = /^\d+$/.test(initial.get("at") || "") ? parseInt(initial.get("at"), 10) : null;
+  var pastTime = null;
+  var historyEvents = [];
+  var historyLoading = null;
 
   var graph = new window.ConductorGraph(document.getElementById("graph"), {
     workflowStatus: root.dataset.status,
@@ -53,6 +58,7 @@
   window.conductorGraph = graph;
   window.conductorLive = { state: function () { return state; }, seq: function () { return seq; },
     mode: function () { return wsOpen ? "websocket" : (pollTimer ? "polling" : "connecting"); },
+    moment: function () { return pastSeq; },
     // feed a message as if it came from the socket (used by the browser tests)
     inject: function (msg) { onMessage(msg); } };
 
@@ -81,6 +87,8 @@
   function statusBadge(s) { return s ? '<span class="status st-' + esc(s) + '">' + esc(s) + "</span>" : ""; }
   function execUrl(id) { return "/execution/" + encodeURIComponent(id); }
   function taskUrl(taskId) { return execUrl(cfg.workflowId) + "/task/" + encodeURIComponent(taskId) + ".json"; }
+  /** "Now" of the view: the moment shown, or the present. */
+  function nowMs() { return pastSeq !== null && pastTime ? pastTime : Date.now(); }
   function setLive(text, cls) {
     var el = $("live-state");
     el.textContent = text;
@@ -120,8 +128,9 @@
   /** Write the view state into the URL (no new history entry). */
   function writeUrl() {
     var q = new URLSearchParams(location.search);
-    ["tab", "node", "task", "iter"].forEach(function (k) { q.delete(k); });
+    ["tab", "node", "task", "iter", "at"].forEach(function (k) { q.delete(k); });
     if (activeTab !== "graph") { q.set("tab", activeTab); }
+    if (pastSeq !== null) { q.set("at", String(pastSeq)); }
     if (panelNode && !$("task-panel").hidden) { q.set("node", panelNode); }
     if (panelTaskId && panelNode && !$("task-panel").hidden) { q.set("task", panelTaskId); }
     var iters = Object.keys(graph.selectedScope).filter(function (k) { return graph.selectedScope[k]; })
@@ -162,6 +171,10 @@
   }
 
   function onMessage(msg) {
+    if (pastSeq !== null && (msg.type === "snapshot" || msg.type === "delta")) {
+      seq = msg.seq;  // the past stays on screen; "Back to live" fetches the present again
+      return;
+    }
     if (msg.type === "snapshot") {
       seq = msg.seq;
       applySnapshot(msg.data);
@@ -212,7 +225,7 @@
       fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
         .then(function (r) { return r.json(); })
         .then(function (msg) {
-          if (msg.type === "snapshot") { applySnapshot(msg.data); }
+          if (msg.type === "snapshot" && pastSeq === null) { applySnapshot(msg.data); }
           else if (msg.type === "gone") { setLive("execution removed", "gone"); }
         })
         .catch(function () { setLive("offline, retrying", "off"); })
@@ -227,6 +240,7 @@
 
   // --- rendering ---------------------------------------------------------------------------------
   function renderAll() {
+    if (pastSeq === null && activeTab === "history" && historyEvents.length) { loadHistory(); }  // new events
     renderHeader();
     renderTasks();
     renderTimeline();
@@ -242,7 +256,7 @@
     st.className = "status st-" + h.status;
     root.dataset.status = h.status;
     $("wf-end").textContent = fmtTime(h.endTime) || "—";
-    var end = h.endTime || Date.now();
+    var end = h.endTime || nowMs();
     $("wf-duration").textContent = fmtDuration(end - h.createTime);
     $("wf-task-count").textContent = String(h.taskCount);
     $("wf-reason").textContent = h.reason || "";
@@ -263,6 +277,7 @@
       });
       var none = menu.querySelector("[data-none]");
       if (none) { none.hidden = any; }
+      menu.hidden = pastSeq !== null;  // actions act on the present, not on a moment of history
     }
   }
 
@@ -326,7 +341,7 @@
     });
     var h = state.header;
     var t0 = h.createTime;
-    var now = Date.now();
+    var now = nowMs();
     var t1 = h.endTime || now;
     state.tasks.forEach(function (t) { t1 = Math.max(t1, t.end || (t.start ? now : t.scheduled)); });
     if ($("tl-runs-only").checked) {
@@ -378,7 +393,7 @@
       ["Started", fmtTime(h.createTime)],
       ["Updated", fmtTime(h.updateTime)],
       ["Ended", fmtTime(h.endTime) || "—"],
-      ["Duration", fmtDuration((h.endTime || Date.now()) - h.createTime)],
+      ["Duration", fmtDuration((h.endTime || nowMs()) - h.createTime)],
       ["Task executions", state.tasks.length + " (" + Object.keys(refs).length + " references)"],
       ["By status", Object.keys(counts).sort().map(function (s) { return statusBadge(s) + " " + counts[s]; }).join(" ")],
       ["Failed references", esc((h.failedReferenceTaskNames || []).join(", ") || "—")],
@@ -505,6 +520,15 @@
     var key = row ? JSON.stringify(row) : "none";
     if (!force && key === panelRowKey) { return; }
     panelRowKey = key;
+    if (pastSeq !== null) {
+      body.innerHTML = '<p class="hint" id="panel-past">This task execution as it was at the moment of history shown' +
+        " (" + esc(fmtTime(pastTime)) + "); its payloads and actions are on the live view.</p>" +
+        (row ? summaryTable({ status: row.status, taskId: row.taskId, referenceTaskName: row.ref, taskDefName: row.name,
+          taskType: row.type, retryCount: row.retryCount, iteration: row.iteration, scheduledTime: row.scheduled,
+          startTime: row.start, endTime: row.end, workerId: row.workerId, pollCount: row.pollCount,
+          reasonForIncompletion: row.reason, subWorkflowId: row.subWorkflowId }) : '<p class="hint">Not scheduled yet at this moment.</p>');
+      return;
+    }
     var requested = panelTaskId;
     fetch(taskUrl(panelTaskId), { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (d) {
       if (requested !== panelTaskId) { return; }
@@ -603,14 +627,9 @@
     return '<table class="kv small">' + rows.join("") + "</table>" + args + content;
   }
 
-  function panelHtml(d) {
-    var t = d.task;
-    var labels = { rerun: "Rerun from this task", skip: "Skip", complete_task: "Complete", fail_task: "Fail" };
-    var actions = (d.actions || []).map(function (a) {
-      return '<a class="button' + (a === "fail_task" ? " danger" : "") + '" data-task-action="' + a + '" href="' + esc(d.actionUrls[a]) + '">' + labels[a] + "</a>";
-    }).join(" ");
+  function summaryTable(t) {
     var sub = t.subWorkflowId ? '<tr><th>Sub-workflow</th><td><a class="mono" href="' + execUrl(t.subWorkflowId) + '" id="open-child">' + esc(t.subWorkflowId) + " ↗</a></td></tr>" : "";
-    var summary = '<table class="kv small">' +
+    return '<table class="kv small">' +
       "<tr><th>Status</th><td>" + statusBadge(t.status) + "</td></tr>" +
       '<tr><th>Task id</th><td class="mono">' + esc(t.taskId) + "</td></tr>" +
       '<tr><th>Reference</th><td class="mono">' + esc(t.referenceTaskName) + "</td></tr>" +
@@ -624,6 +643,15 @@
       (t.domain ? "<tr><th>Domain</th><td>" + esc(t.domain) + "</td></tr>" : "") +
       (t.reasonForIncompletion ? '<tr><th>Reason</th><td class="reason">' + esc(t.reasonForIncompletion) + "</td></tr>" : "") +
       sub + "</table>";
+  }
+
+  function panelHtml(d) {
+    var t = d.task;
+    var labels = { rerun: "Rerun from this task", skip: "Skip", complete_task: "Complete", fail_task: "Fail" };
+    var actions = (d.actions || []).map(function (a) {
+      return '<a class="button' + (a === "fail_task" ? " danger" : "") + '" data-task-action="' + a + '" href="' + esc(d.actionUrls[a]) + '">' + labels[a] + "</a>";
+    }).join(" ");
+    var summary = summaryTable(t);
     var logs = (d.logs || []).length ? '<pre class="json">' + d.logs.map(function (l) { return fmtTime(l.createdTime) + "  " + esc(l.log); }).join("\n") + "</pre>" : '<p class="hint">No logs.</p>';
     var polls = (d.pollData || []).length ? '<table class="data small"><tbody>' + d.pollData.map(function (p) {
       return '<tr><td class="mono">' + esc(p.workerId || "") + "</td><td>" + fmtTime(p.lastPollTime) + "</td></tr>";
@@ -676,6 +704,105 @@
       if (name === "data") { renderPayloads(); }
       if (name === "graph") { graph.cy.resize(); }
     }
+    if (name === "history") { loadHistory(); }
+  }
+
+  // --- history: the events, and the execution as it was at any of them ------------------------
+  /** Fetch the events not loaded yet (all of them the first time), then redraw the list. */
+  function loadHistory() {
+    if (historyLoading) { return historyLoading; }
+    var after = historyEvents.length ? historyEvents[historyEvents.length - 1].seq : 0;
+    var pages = 0;
+    function page(a) {
+      return fetch(execUrl(cfg.workflowId) + "/history.json?after=" + a, { credentials: "same-origin" })
+        .then(function (r) { return r.json(); })
+        .then(function (d) {
+          historyEvents = historyEvents.concat(d.events || []);
+          pages += 1;
+          if (d.next && pages < 50) { return page(d.next); }
+        });
+    }
+    historyLoading = page(after).then(renderHistory, function () {
+      $("history-note").textContent = "Could not load the history.";
+    }).then(function () { historyLoading = null; });
+    return historyLoading;
+  }
+
+  function indexOfSeq(n) {
+    for (var i = 0; i < historyEvents.length; i++) { if (historyEvents[i].seq === n) { return i; } }
+    return -1;
+  }
+
+  function renderHistory() {
+    var range = $("moment-range");
+    var count = historyEvents.length;
+    range.max = String(Math.max(0, count - 1));
+    range.disabled = !count;
+    var i = pastSeq !== null ? indexOfSeq(pastSeq) : count - 1;
+    range.value = String(Math.max(0, i));
+    $("moment-prev").disabled = !count || i <= 0;
+    $("moment-next").disabled = !count || i < 0 || i >= count - 1;
+    $("moment-live").disabled = pastSeq === null;
+    $("history-note").textContent = count ? count + " events" + (pastSeq === null ? "; showing the present." : "; showing event #" + pastSeq + ".")
+      : "No history recorded for this execution.";
+    $("history-table").querySelector("tbody").innerHTML = historyEvents.map(function (e) {
+      var current = e.seq === pastSeq;
+      var task = e.taskId ? '<a href="#" class="mono" data-moment="' + e.seq + '" data-moment-task="' + esc(e.taskId) + '">' +
+        esc((e.data && e.data.ref) || e.taskId) + "</a>" : "";
+      var by = e.data && e.data.by ? ' <span class="hint">' + esc(e.data.by) + "</span>" : "";
+      return '<tr data-seq="' + e.seq + '" class="kind-' + esc(e.kind.replace(".", "-")) + (current ? " current" : "") + '"' +
+        (current ? ' aria-current="true"' : "") + '><td><a href="#" data-moment="' + e.seq + '">#' + e.seq + "</a></td><td>" +
+        esc(fmtTime(e.time)) + "." + String(e.time % 1000).padStart(3, "0") + '</td><td><span class="mono small">' + esc(e.kind) + "</span></td><td>" + esc(e.text) + by +
+        "</td><td>" + task + "</td></tr>";
+    }).join("");
+    var row = $("history-table").querySelector("tr.current");
+    if (row && row.scrollIntoView) { row.scrollIntoView({ block: "nearest" }); }
+  }
+
+  function showBanner(ev) {
+    var banner = $("moment-banner");
+    banner.hidden = pastSeq === null;
+    if (pastSeq === null || !ev) { return; }
+    $("moment-text").textContent = "As it was at " + fmtTime(ev.time) + ", just after event #" + ev.seq + ": " + ev.text;
+  }
+
+  /** Show the execution as it was just after event ``n`` (graph, task list, timeline,
+   * header); then() runs once it is drawn. */
+  function showMoment(n, then) {
+    return fetch(execUrl(cfg.workflowId) + "/at.json?seq=" + n, { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) { throw new Error("no such moment"); } return r.json(); })
+      .then(function (msg) {
+        pastSeq = n;
+        pastTime = msg.data.event ? msg.data.event.time : null;
+        root.classList.add("in-past");
+        applySnapshot(msg.data);
+        showBanner(msg.data.event);
+        if (historyEvents.length) { renderHistory(); }
+        if (then) { then(); }
+        writeUrl();
+      })
+      .catch(function () { backToLive(); });
+  }
+
+  function backToLive() {
+    pastSeq = null;
+    pastTime = null;
+    root.classList.remove("in-past");
+    showBanner(null);
+    writeUrl();
+    if (ws && wsOpen) { ws.send(JSON.stringify({ type: "resync" })); }
+    fetch(cfg.liveUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.json(); })
+      .then(function (msg) { if (msg.type === "snapshot" && pastSeq === null) { applySnapshot(msg.data); } });
+    historyEvents = [];
+    if (activeTab === "history") { loadHistory(); } else { renderHistory(); }
+  }
+
+  function stepMoment(delta) {
+    if (!historyEvents.length) { return; }
+    var i = pastSeq !== null ? indexOfSeq(pastSeq) : historyEvents.length - 1;
+    var j = Math.max(0, Math.min(historyEvents.length - 1, i + delta));
+    showMoment(historyEvents[j].seq);
   }
 
   document.querySelectorAll(".tabs button").forEach(function (b) {
@@ -714,6 +841,27 @@
     var a = ev.target.closest ? ev.target.closest("[data-open-task]") : null;
     if (a) { ev.preventDefault(); openTaskById(a.dataset.openTask); }
   });
+  $("moment-prev").addEventListener("click", function () { stepMoment(-1); });
+  $("moment-next").addEventListener("click", function () { stepMoment(1); });
+  $("moment-live").addEventListener("click", backToLive);
+  $("moment-back").addEventListener("click", backToLive);
+  $("moment-range").addEventListener("input", function () {
+    var e = historyEvents[parseInt($("moment-range").value, 10)];
+    if (e) { $("history-note").textContent = "#" + e.seq + " · " + fmtTime(e.time) + " · " + e.text; }
+  });
+  $("moment-range").addEventListener("change", function () {
+    var e = historyEvents[parseInt($("moment-range").value, 10)];
+    if (e) { showMoment(e.seq); }
+  });
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest ? ev.target.closest("[data-moment]") : null;
+    if (!a) { return; }
+    ev.preventDefault();
+    var taskId = a.dataset.momentTask;
+    showMoment(parseInt(a.dataset.moment, 10), taskId ? function () {
+      if (rowOf(taskId)) { openTaskById(taskId); }
+    } : null);
+  });
   $("json-load").addEventListener("click", function () {
     var limit = 200000;
     fetch($("json-download").href + "?preview=" + limit, { credentials: "same-origin" }).then(function (r) {
@@ -740,5 +888,7 @@
   sizeGraph();
   window.addEventListener("resize", sizeGraph);
 
-  connect();
+  // a moment of history in the URL (?at=<seq>) is drawn first; live updates wait for "Back to live"
+  if (pastSeq !== null) { showMoment(pastSeq).then(connect); } else { connect(); }
+  if (activeTab === "history" && pastSeq === null) { loadHistory(); }
 })();
