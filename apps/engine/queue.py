@@ -131,9 +131,11 @@ def has_pollable(queue_name: str, now: int) -> bool:
 def next_visible(queue_name: str) -> int | None:
     """Epoch ms at which the earliest SCHEDULED task of this queue becomes pollable (in
     the past when one is pollable now), or None when the queue is empty (index task_poll)."""
-    from django.db.models import Min
-
-    return TaskExecution.objects.filter(queue_name=queue_name, status="SCHEDULED").aggregate(at=Min("visible_at"))["at"]
+    with connection.cursor() as cursor:  # an idle long poll's one statement: no ORM query building
+        cursor.execute("SELECT MIN(visible_at) FROM engine_task_execution WHERE queue_name = %s AND status = 'SCHEDULED'",
+                       [queue_name])
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 # Poll data is written at most once per second per (queue, domain, worker) and process.
