@@ -33,8 +33,57 @@ def envint(name: str, default: int) -> int:
     return int(value) if value.strip() else default
 
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "conductor-web-insecure-development-key-change-me")
+def envfloat(name: str, default: float) -> float:
+    """Read a number env var, falling back to ``default`` when unset or empty."""
+    value = os.environ.get(name, "")
+    return float(value) if value.strip() else default
+
+
 DEBUG = envbool("DEBUG", "False")
+VAR_DIR = Path(os.environ.get("CONDUCTOR_VAR_DIR", BASE_DIR / "var"))
+_DEV_SECRET_KEY = "conductor-web-insecure-development-key-change-me"
+# Placeholders shipped in deploy/ (conductor-web.env.example, kubernetes.yaml, compose).
+_PLACEHOLDER_SECRET = re.compile(r"change-?me", re.IGNORECASE)
+
+
+def _secret_key() -> str:
+    """SECRET_KEY signs sessions, CSRF tokens and the API's JWTs. From the environment
+    (the same value on every process and host); a placeholder from deploy/ is refused
+    (ImproperlyConfigured) unless DEBUG. Unset: DEBUG uses a fixed development key; else
+    a random key generated once into ``VAR_DIR/secret_key`` (mode 0600), shared by the
+    server and cluster of one machine (a deployment of several hosts sets SECRET_KEY)."""
+    value = os.environ.get("SECRET_KEY", "").strip()
+    if value:
+        if not DEBUG and _PLACEHOLDER_SECRET.search(value):
+            raise ImproperlyConfigured("SECRET_KEY is still the placeholder from deploy/: set a long random value "
+                                       "(python -c 'import secrets; print(secrets.token_urlsafe(50))')")
+        return value
+    if DEBUG:
+        return _DEV_SECRET_KEY
+    import secrets
+
+    path = VAR_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # written whole under a private name, then linked: of two processes starting together,
+    # one link wins and both read the winner's key
+    tmp = VAR_DIR / f".secret_key.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(50))
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
@@ -47,6 +96,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "axes",
     "django_filters",
     "django_q",
     "channels",
@@ -74,7 +126,22 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # last: a locked-out sign-in answers 429 (django-axes)
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- sign-in rate limit (django-axes) -------------------------------------------------
+# The UI's and the admin's sign-in: after CONDUCTOR_LOGIN_FAILURE_LIMIT failed attempts for
+# one user name from one address, that pair is refused (429) for
+# CONDUCTOR_LOGIN_COOLOFF_MINUTES; a successful sign-in clears its count. Attempts are
+# kept in the database (every server sees them); `manage.py axes_reset` lifts locks.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("CONDUCTOR_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = envint("CONDUCTOR_LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False
 
 # The SDK posts to paths without a trailing slash; a redirect would turn a POST into a GET.
 APPEND_SLASH = False
@@ -98,10 +165,26 @@ TEMPLATES = [
     },
 ]
 
+# --- HTTPS (check --deploy clean) ---------------------------------------------------
+# CONDUCTOR_HTTPS=on: the server is reached over TLS (a proxy terminating it forwards
+# X-Forwarded-Proto: https): cookies only over HTTPS, HSTS, plain-HTTP requests redirected
+# except the probes a proxy or a scraper sends to a backend directly.
+HTTPS = envbool("CONDUCTOR_HTTPS", "off")
+if HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^health(/ready)?$", r"^api/health(/ready)?$", r"^metrics$", r"^actuator/prometheus$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = envint("CONDUCTOR_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("CONDUCTOR_HSTS_INCLUDE_SUBDOMAINS", "on")
+    SECURE_HSTS_PRELOAD = envbool("CONDUCTOR_HSTS_PRELOAD", "on")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
 # --- Database -----------------------------------------------------------------------
 # DATABASE_URL selects the engine: sqlite:///path (default: var/conductor.sqlite3)
 # or postgres://user:pass@host:port/name (psycopg 3, pooled).
-VAR_DIR = Path(os.environ.get("CONDUCTOR_VAR_DIR", BASE_DIR / "var"))
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'conductor.sqlite3'}"
 _db = dj_database_url.parse(DATABASE_URL)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
@@ -160,6 +243,26 @@ REST_FRAMEWORK = {
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.api.negotiation.IgnoreAcceptNegotiation",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# --- OpenAPI document of the API (/api-docs, /swagger-ui/index.html; apps/api/openapi.py)
+SPECTACULAR_SETTINGS = {
+    "TITLE": "conductor-web API",
+    "DESCRIPTION": "Conductor's REST API as conductor-web serves it. Calls carry X-Authorization "
+                   "with a token from POST /api/token when API authentication is on.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": "/api",
+    "COMPONENT_SPLIT_REQUEST": False,
+    "PREPROCESSING_HOOKS": ["apps.api.openapi.only_api_paths"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "apps.api.openapi.complete_document"],
+    "APPEND_COMPONENTS": {"securitySchemes": {"api_key": {"type": "apiKey", "in": "header", "name": "X-Authorization"}}},
+    "SECURITY": [{"api_key": []}],
+    "DISABLE_ERRORS_AND_WARNINGS": True,
 }
 
 # --- django-q2 cluster: async system tasks, timers, sweeper -------------------------
@@ -208,11 +311,49 @@ CONDUCTOR = {
     "SWEEPER_TICK_MS": envint("CONDUCTOR_SWEEPER_TICK_MS", 250),
     # Kept short so a stopping cluster is not held by a long-running loop job.
     "SWEEPER_LOOP_SECONDS": envint("CONDUCTOR_SWEEPER_LOOP_SECONDS", 5),
+    # The sweeper lease (ms), renewed on every tick by its holder (apps.engine.cluster);
+    # how often a standby sweeper thread looks at it (s); how long a stopping cluster
+    # worker waits for its sweeper thread's current tick (s).
+    "SWEEPER_LEASE_MS": envint("CONDUCTOR_SWEEPER_LEASE_MS", 5_000),
+    "SWEEPER_STANDBY_SECONDS": envfloat("CONDUCTOR_SWEEPER_STANDBY_SECONDS", 1.0),
+    "SWEEPER_STOP_WAIT_SECONDS": envfloat("CONDUCTOR_SWEEPER_STOP_WAIT_SECONDS", 5.0),
+    # An async system task (HTTP) runs under a lease of its own (ms), renewed by the running
+    # job this often (s) (apps.engine.jobs). A task not finished HTTP_REDISPATCH_MS after
+    # its dispatch is handed to the cluster again, the interval growing with the task's age
+    # up to HTTP_REDISPATCH_MAX_MS; an AI task once its provider timeout plus
+    # AI_REDISPATCH_GRACE_MS passed. A SUB_WORKFLOW is re-checked this long (ms) after its
+    # last change, repairing a lost "child ended" notice.
+    "SYSTEM_TASK_LEASE_MS": envint("CONDUCTOR_SYSTEM_TASK_LEASE_MS", 5_000),
+    "SYSTEM_TASK_LEASE_RENEW_SECONDS": envfloat("CONDUCTOR_SYSTEM_TASK_LEASE_RENEW_SECONDS", 1.0),
+    "HTTP_REDISPATCH_MS": envint("CONDUCTOR_HTTP_REDISPATCH_MS", 5_000),
+    "HTTP_REDISPATCH_MAX_MS": envint("CONDUCTOR_HTTP_REDISPATCH_MAX_MS", 60_000),
+    "AI_REDISPATCH_GRACE_MS": envint("CONDUCTOR_AI_REDISPATCH_GRACE_MS", 30_000),
+    "SUB_WORKFLOW_REPAIR_MS": envint("CONDUCTOR_SUB_WORKFLOW_REPAIR_MS", 30_000),
     # Upper bound of a long poll (ms); Conductor refuses more than 5000.
     "MAX_LONG_POLL_MS": 5000,
     # A waiting long poll is woken at once by a commit in its own process; tasks queued by
     # other processes (the cluster, other servers) are seen by a re-read this often (ms).
     "LONG_POLL_RECHECK_MS": envint("CONDUCTOR_LONG_POLL_RECHECK_MS", 50),
+    # Most tasks one poll hands out; poll data (lastPollTime) is written at most once per
+    # this many ms per (queue, domain, worker) and process.
+    "POLL_MAX_TASKS": envint("CONDUCTOR_POLL_MAX_TASKS", 1000),
+    "POLL_DATA_RESOLUTION_MS": envint("CONDUCTOR_POLL_DATA_RESOLUTION_MS", 1000),
+    # A task refused by its TaskDef's rate or concurrency limit goes back to its queue,
+    # hidden this long (ms) when no better time is known (apps.engine.limits).
+    "TASK_LIMIT_POSTPONE_MS": envint("CONDUCTOR_TASK_LIMIT_POSTPONE_MS", 1000),
+    # /metrics (apps.engine.metrics): counters count events older than METRICS_SETTLE_MS;
+    # a fresh collector starts METRICS_LOOKBACK_SECONDS back; workflow owners (per
+    # definition) are cached METRICS_OWNER_CACHE_SECONDS.
+    "METRICS_SETTLE_MS": envint("CONDUCTOR_METRICS_SETTLE_MS", 5000),
+    "METRICS_LOOKBACK_SECONDS": envint("CONDUCTOR_METRICS_LOOKBACK_SECONDS", 3600),
+    "METRICS_OWNER_CACHE_SECONDS": envint("CONDUCTOR_METRICS_OWNER_CACHE_SECONDS", 60),
+    # An API key is re-read from the database at most this often (s) per key and process.
+    "API_KEY_CACHE_SECONDS": envfloat("CONDUCTOR_API_KEY_CACHE_SECONDS", 5.0),
+    # A synchronous call (execute, signal) re-reads the database this often (s) for changes
+    # made by other processes while it waits.
+    "SYNC_WAIT_RECHECK_SECONDS": envfloat("CONDUCTOR_SYNC_WAIT_RECHECK_SECONDS", 0.1),
+    # /health reports a cluster whose sweeper lease was not renewed for this long (s) stale.
+    "HEALTH_CLUSTER_STALE_SECONDS": envint("CONDUCTOR_HEALTH_CLUSTER_STALE_SECONDS", 15),
     # A domain of taskToDomain counts as active when a worker polled it within this (ms;
     # Conductor's activeWorkerLastPollTimeout).
     "ACTIVE_WORKER_WINDOW_MS": envint("CONDUCTOR_ACTIVE_WORKER_WINDOW_MS", 10_000),
@@ -240,6 +381,11 @@ CONDUCTOR = {
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
     # How often the cluster's retention job runs (minutes).
     "RETENTION_EVERY_MINUTES": envint("CONDUCTOR_RETENTION_EVERY_MINUTES", 10),
+    # Executions removed per transaction, how long one retention job runs at most (s) and
+    # its pause between two batches (s).
+    "RETENTION_BATCH_EXECUTIONS": envint("CONDUCTOR_RETENTION_BATCH_EXECUTIONS", 200),
+    "RETENTION_JOB_SECONDS": envfloat("CONDUCTOR_RETENTION_JOB_SECONDS", 20.0),
+    "RETENTION_PAUSE_SECONDS": envfloat("CONDUCTOR_RETENTION_PAUSE_SECONDS", 0.05),
     # Execution history (apps.engine.history): events kept per execution before the oldest
     # detail is compacted (status transitions are always kept), the largest event (bytes),
     # and how often (about one save in N events) the cap is checked.
@@ -256,6 +402,9 @@ CONDUCTOR = {
     # Scripts and jq run outside the workflow's lock once the request's transaction ended;
     # one API call runs at most this many (an INLINE chain, a loop), the cluster the rest.
     "EVALUATIONS_PER_CALL": envint("CONDUCTOR_EVALUATIONS_PER_CALL", 500),
+    # An evaluation asked for and still without a result this long (ms) past its time
+    # limit (its process died, its request was dropped) is asked for again.
+    "EVALUATION_REDISPATCH_GRACE_MS": envint("CONDUCTOR_EVALUATION_REDISPATCH_GRACE_MS", 15_000),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
@@ -284,6 +433,12 @@ CONDUCTOR = {
     "QUEUE_PUBLISHER_FINALIZE_QUEUE": os.environ.get("CONDUCTOR_QUEUE_PUBLISHER_FINALIZE_QUEUE",
                                                      "_callbackFinalizeQueue"),
     "ARCHIVE_DELAY_SECONDS": envint("CONDUCTOR_ARCHIVE_DELAY_SECONDS", 60),
+    # Listener deliveries (apps.listeners.delivery): one delivery job holds its lease (ms)
+    # and runs at most LISTENER_DELIVERY_JOB_SECONDS; a failed delivery's retry delay
+    # doubles per attempt up to LISTENER_MAX_RETRY_DELAY_MS.
+    "LISTENER_DELIVERY_LEASE_MS": envint("CONDUCTOR_LISTENER_DELIVERY_LEASE_MS", 30_000),
+    "LISTENER_DELIVERY_JOB_SECONDS": envint("CONDUCTOR_LISTENER_DELIVERY_JOB_SECONDS", 20),
+    "LISTENER_MAX_RETRY_DELAY_MS": envint("CONDUCTOR_LISTENER_MAX_RETRY_DELAY_MS", 300_000),
 }
 
 # --- AI and agent tasks (apps.ai) ----------------------------------------------------

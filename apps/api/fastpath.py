@@ -150,6 +150,57 @@ def _guarded(fn, *args):
 _run = sync_to_async(_guarded, thread_sensitive=False)
 
 
+# --- OpenAPI description (merged into /api-docs by apps.api.openapi) -----------------------------
+
+def _op(operation_id: str, summary: str, *, tag: str = "task-resource", parameters=(), body: str | None = None,
+        responses: dict) -> dict:
+    """One OpenAPI operation (``x-fast-path`` keeps apps.api.openapi from redescribing it)."""
+    op = {"operationId": operation_id, "summary": summary, "tags": [tag],
+          "parameters": list(parameters), "responses": responses, "x-fast-path": True}
+    if body:
+        op["requestBody"] = {"required": True, "content": {JSON: {"schema": {"$ref": f"#/components/schemas/{body}"}}}}
+    return op
+
+
+def _query(name: str, schema: dict, description: str) -> dict:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+_TASK_TYPE = {"name": "tasktype", "in": "path", "required": True, "schema": {"type": "string"},
+              "description": "The task definition name (a SIMPLE task's taskType)."}
+_WORKER = [_query("workerid", {"type": "string"}, "The polling worker's id, recorded as the task's workerId."),
+           _query("domain", {"type": "string"}, "The task domain to poll (taskToDomain).")]
+_TASK = {"$ref": "#/components/schemas/Task"}
+_TEXT_ID = {"content": {TEXT: {"schema": {"type": "string"}}}}
+
+# The operations ``worker_fast_path`` answers, in OpenAPI 3 terms (paths with /api).
+OPENAPI_OPERATIONS = {
+    "/api/tasks/poll/batch/{tasktype}": {"get": _op(
+        "batchPoll", "Claim up to count tasks of a type, waiting up to timeout ms (at most 5000) for one",
+        parameters=[_TASK_TYPE, *_WORKER,
+                    _query("count", {"type": "integer", "format": "int32", "default": 1}, "Most tasks to claim."),
+                    _query("timeout", {"type": "integer", "format": "int32", "default": 100},
+                           "Long-poll wait in milliseconds (at most 5000).")],
+        responses={"200": {"description": "The claimed tasks, IN_PROGRESS (possibly none)",
+                           "content": {JSON: {"schema": {"type": "array", "items": _TASK}}}}})},
+    "/api/tasks/poll/{tasktype}": {"get": _op(
+        "poll", "Claim one task of a type (waits up to 100 ms)", parameters=[_TASK_TYPE, *_WORKER],
+        responses={"200": {"description": "The claimed task, IN_PROGRESS", "content": {JSON: {"schema": _TASK}}},
+                   "204": {"description": "No task to claim"}})},
+    "/api/tasks": {"post": _op(
+        "updateTask", "Report a task's result (status, output, logs, callbackAfterSeconds)", body="TaskResult",
+        responses={"200": {"description": "The task id", **_TEXT_ID}})},
+    "/api/tasks/update-v2": {"post": _op(
+        "updateTaskV2", "Report a task's result and claim the same worker's next task of that type and domain",
+        body="TaskResult",
+        responses={"200": {"description": "The next task, IN_PROGRESS", "content": {JSON: {"schema": _TASK}}},
+                   "204": {"description": "No next task"}})},
+    "/api/workflow": {"post": _op(
+        "startWorkflow", "Start a workflow from a StartWorkflowRequest", tag="workflow-resource", body="StartWorkflowRequest",
+        responses={"200": {"description": "The new workflow id", **_TEXT_ID}})},
+}
+
+
 # --- ASGI ------------------------------------------------------------------------------------------
 
 async def _read_body(receive) -> bytes:

@@ -3,9 +3,9 @@
 ``poll`` is the one poll: both entry points (the ASGI worker fast path and the Django
 views behind it) call it, synchronous code through ``task_poll``. It records poll data,
 claims (``claim``) and, for a long
-poll, waits on the event loop until tasks are queued in this process
-(``notify.queue_waiter``) or ``LONG_POLL_RECHECK_MS`` passes (tasks queued by other
-processes), with each database attempt in a thread.
+poll, waits on the event loop until tasks are queued (``notify.queue_waiter``: by this
+process, or by another one through PostgreSQL's LISTEN/NOTIFY) or, on SQLite,
+``LONG_POLL_RECHECK_MS`` passes, with each database attempt in a thread.
 
 The queue is the ``engine_task_execution`` table: a task is pollable when SCHEDULED on
 its ``queue_name`` with ``visible_at <= now``. A claim moves up to ``count`` tasks to
@@ -138,10 +138,10 @@ def next_visible(queue_name: str) -> int | None:
     return row[0] if row else None
 
 
-# Poll data is written at most once per second per (queue, domain, worker) and process.
+# Poll data is written at most once per POLL_DATA_RESOLUTION_MS per (queue, domain,
+# worker) and process.
 _poll_seen: dict[tuple[str, str, str], int] = {}
 _poll_lock = threading.Lock()
-POLL_DATA_RESOLUTION_MS = 1000
 
 
 def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: int) -> None:
@@ -149,16 +149,13 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
     key = (task_type, domain or "", worker_id or "")
     with _poll_lock:
         last = _poll_seen.get(key, 0)
-        if now - last < POLL_DATA_RESOLUTION_MS:
+        if now - last < settings.CONDUCTOR["POLL_DATA_RESOLUTION_MS"]:
             return
         _poll_seen[key] = now
     updated = PollData.objects.filter(queue_name=key[0], domain=key[1], worker_id=key[2]).update(last_poll_time=now)
     if not updated:
         PollData.objects.get_or_create(queue_name=key[0], domain=key[1], worker_id=key[2],
                                        defaults={"last_poll_time": now})
-
-
-MAX_POLL_COUNT = 1000  # tasks one poll may claim
 
 
 def poll_once(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[TaskState]:
@@ -196,7 +193,7 @@ _attempt_in_caller = sync_to_async(_attempt, thread_sensitive=True)
 
 async def poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
                timeout_ms: int = 0, in_caller_thread: bool = False) -> list[TaskState]:
-    """Poll up to ``count`` (1 to ``MAX_POLL_COUNT``) tasks of ``task_type`` (and
+    """Poll up to ``count`` (1 to ``POLL_MAX_TASKS``) tasks of ``task_type`` (and
     ``domain``), waiting up to ``timeout_ms`` (a long poll, ms) for some to be queued.
 
     Each attempt (``poll_once``) runs in a pool thread with its own database connection;
@@ -214,7 +211,7 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     """
     if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
         raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
-    count = max(1, min(int(count or 1), MAX_POLL_COUNT))
+    count = max(1, min(int(count or 1), settings.CONDUCTOR["POLL_MAX_TASKS"]))
     attempt = _attempt_in_caller if in_caller_thread else _attempt_in_pool
     recheck_s = settings.CONDUCTOR["LONG_POLL_RECHECK_MS"] / 1000
     queue_name = queue_name_for(task_type, domain)
