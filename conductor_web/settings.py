@@ -87,8 +87,12 @@ SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
+# daphne's app (its ASGI runserver) loads Twisted, about 25 MB in every process: the
+# django-q2 cluster (`manage.py qcluster`, all its processes) serves no HTTP and does
+# without it. The servers are daphne itself, which loads it either way.
+_CLUSTER_PROCESS = "qcluster" in sys.argv
 INSTALLED_APPS = [
-    "daphne",
+    *([] if _CLUSTER_PROCESS else ["daphne"]),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -206,7 +210,7 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
     _db.setdefault("OPTIONS", {})
     # No pool in the django-q2 cluster: it forks its workers, and a forked child would
     # share the parent's pooled connections (close_all() only returns them to the pool).
-    if envbool("DB_POOL", "True") and "qcluster" not in sys.argv:
+    if envbool("DB_POOL", "True") and not _CLUSTER_PROCESS:
         _db["OPTIONS"]["pool"] = {
             "min_size": envint("DB_POOL_MIN", 2),
             "max_size": envint("DB_POOL_MAX", 20),
@@ -376,6 +380,9 @@ CONDUCTOR = {
     "API_AUTH": envbool("CONDUCTOR_API_AUTH", "on"),
     # Lifetime of a token from POST /api/token (s); the SDKs renew theirs every 45 minutes.
     "API_TOKEN_TTL_SECONDS": envint("CONDUCTOR_API_TOKEN_TTL_SECONDS", 3600),
+    # Audit a worker's task results and log lines too (apps.api.audit; every other API
+    # write is always audited).
+    "AUDIT_WORKER_WRITES": envbool("CONDUCTOR_AUDIT_WORKER_WRITES", "off"),
     # Retention of terminal executions per status, e.g. "COMPLETED=30d,FAILED=90d"
     # (apps.engine.retention); empty keeps everything.
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from apps.api import auth
+from apps.api import audit, auth
 from apps.api.exceptions import logged_body_for_exception
 from apps.api.parsers import check_body_size, check_text, parse_json
 from apps.api.shapes import check_task_result
@@ -228,12 +228,10 @@ async def _respond(send, status: int, content_type: str, body: bytes) -> None:
 
 
 def _authorize_guarded(method: str, path: str, token: str | None):
-    """``auth.authorize`` in a pool thread: ``(None, who)`` when allowed (``who`` names
-    the caller in the execution history: ``app:<application>``, or ``api`` when auth is
-    off), else ``(error answer, None)``."""
+    """``auth.authorize`` in a pool thread: ``(None, principal)`` when allowed (None
+    when auth is off), else ``(error answer, None)``."""
     try:
-        principal = auth.authorize(method, path, token)
-        return None, (f"app:{principal.name}" if principal else "api")
+        return None, auth.authorize(method, path, token)
     except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
         status, body = logged_body_for_exception(exc)
         return (status, JSON, _dumps(body)), None
@@ -241,11 +239,21 @@ def _authorize_guarded(method: str, path: str, token: str | None):
         close_old_connections()
 
 
-def _acting(by: str | None, fn):
-    """``fn`` run with its changes attributed to ``by`` in the execution history."""
+def _acting(principal, path: str, fn):
+    """``fn`` (a POST call answering ``(status, type, body)``) run with its changes
+    attributed to the caller in the execution history (``app:<application>``, or ``api``
+    when auth is off), and audited as Django's writes are (``apps.api.audit``)."""
     def call(*args):
-        with history.acting(by):
-            return fn(*args)
+        message = ""
+        try:
+            with history.acting(f"app:{principal.name}" if principal else "api"):
+                answer = fn(*args)
+        except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
+            status, body = logged_body_for_exception(exc)
+            answer, message = (status, JSON, _dumps(body)), str(body.get("message") or "")
+        if audit.is_audited("POST", path):
+            audit.record_api_write(principal, "POST", path, path, {}, answer[0], message)
+        return answer
     return call
 
 
@@ -278,7 +286,7 @@ def worker_fast_path(django_app):
                 await _respond(send, *await poll_answer(m.group(1), query, single=m.re is _SINGLE))
                 return
         elif method == "POST" and path in ("/api/tasks", "/api/tasks/update-v2", "/api/workflow"):
-            refused, by = await _run_authorize(method, path, _header(scope, b"x-authorization"))
+            refused, principal = await _run_authorize(method, path, _header(scope, b"x-authorization"))
             if refused:
                 await _respond(send, *refused)
                 return
@@ -289,9 +297,9 @@ def worker_fast_path(django_app):
                 await _respond(send, status, JSON, _dumps(error))
                 return
             if path == "/api/workflow":
-                await _respond(send, *await _run(_acting(by, start_call), body))
+                await _respond(send, *await _run(_acting(principal, path, start_call), body))
             else:
-                await _respond(send, *await _run(_acting(by, update_call), body, path.endswith("update-v2")))
+                await _respond(send, *await _run(_acting(principal, path, update_call), body, path.endswith("update-v2")))
             return
         return await django_app(scope, receive, send)
 
