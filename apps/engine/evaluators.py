@@ -62,6 +62,21 @@ def _integer_like(key) -> bool:
     return isinstance(key, str) and key.isdigit() and (key == "0" or key[0] != "0")
 
 
+LARGE_OBJECT_KEYS = 64
+
+
+def split_large(bindings: Any) -> tuple[Any, dict[str, dict] | None]:
+    """``(bindings, large)`` for ``evaluate_js``: the top-level objects of ``bindings`` with
+    more than ``LARGE_OBJECT_KEYS`` keys (a DO_WHILE's output at iteration 2,000) set
+    apart, to be handed key by key; the script sees the same ``$`` either way."""
+    if not isinstance(bindings, dict):
+        return bindings, None
+    large = {k: v for k, v in bindings.items() if isinstance(v, dict) and len(v) > LARGE_OBJECT_KEYS}
+    if not large:
+        return bindings, None
+    return {k: v for k, v in bindings.items() if k not in large}, large
+
+
 class EvaluationError(Exception):
     """A script or expression could not be evaluated; ``str()`` is the reason."""
 

@@ -126,6 +126,8 @@ class TaskExecution(models.Model):
     concurrent_exec_limit = models.IntegerField(default=0)
     rate_limit_per_frequency = models.IntegerField(default=0)
     rate_limit_frequency_in_seconds = models.IntegerField(default=0)
+    # the evaluation (apps.engine.evaluation.key) a DO_WHILE waits for since update_time; "" = none
+    evaluation_key = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         db_table = "engine_task_execution"

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('engine', '0007_execution_history'),
+        ('engine', '0008_task_evaluation_key'),
     ]
 
     operations = [
