@@ -253,6 +253,9 @@ CONDUCTOR = {
     "DO_WHILE_MAX_ITERATIONS": envint("CONDUCTOR_DO_WHILE_MAX_ITERATIONS", 1000),
     # A JSON_JQ_TRANSFORM program running longer than this (s) fails its task.
     "JQ_TIME_LIMIT_SECONDS": float(os.environ.get("CONDUCTOR_JQ_TIME_LIMIT_SECONDS", "5")),
+    # Scripts and jq run outside the workflow's lock once the request's transaction ended;
+    # one API call runs at most this many (an INLINE chain, a loop), the cluster the rest.
+    "EVALUATIONS_PER_CALL": envint("CONDUCTOR_EVALUATIONS_PER_CALL", 500),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from random import Random
 from typing import Any
 
-from apps.engine import limits, params
+from apps.engine import evaluation, limits, params
 from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
@@ -45,8 +45,12 @@ class Decider:
     def __init__(self, wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
                  task_def_lookup: TaskDefLookup | None = None,
                  domain_selector: Callable[[str, list[str]], str | None] | None = None,
-                 env: Mapping[str, str] | None = None, config: Mapping | None = None):
+                 env: Mapping[str, str] | None = None, config: Mapping | None = None,
+                 evaluated: Mapping[str, evaluation.Evaluated] | None = None, redispatch_evaluations: bool = False):
         self.wf = wf
+        self.evaluated = evaluated if evaluated is not None else {}
+        self.redispatch_evaluations = redispatch_evaluations
+        self.asked: set[str] = set()  # task ids whose evaluation this decide asked for
         self.env = env if env is not None else {}
         self.config = config if config is not None else {}
         self.now = now_ms
@@ -83,6 +87,26 @@ class Decider:
 
     def act(self, kind: str, task: TaskState | None = None, **data: Any) -> None:
         self.outcome.actions.append(Action(kind, task, data))
+
+    def evaluation_result(self, task: TaskState, kind: str, expression: Any, bindings: Any, *,
+                          evaluator_type: str | None = None, ask: bool = True) -> evaluation.Evaluated | None:
+        """The result of evaluating ``expression`` over ``bindings`` for ``task`` when the
+        executor supplied one computed from exactly these inputs (``evaluated``, keyed by
+        ``evaluation.key``); otherwise None, and with ``ask`` an ``evaluate`` action (once
+        per decide and task) asks the executor to run it outside the lock."""
+        if not self.evaluated and not ask:
+            return None
+        digest = evaluation.key(kind, evaluator_type, expression, bindings)
+        found = self.evaluated.get(digest)
+        if found is not None:
+            return found
+        if ask and task.task_id not in self.asked:
+            self.asked.add(task.task_id)
+            limit = evaluation.time_limit_ms(kind, self.config) / 1000
+            self.act("evaluate", task, request=evaluation.Request(
+                workflow_id=self.wf.workflow_id, task_id=task.task_id, key=digest, kind=kind,
+                expression=expression, bindings=bindings, evaluator_type=evaluator_type, time_limit=limit))
+        return None
 
     def document(self) -> params.Document:
         return params.Document(self.wf, self.env)
@@ -668,7 +692,8 @@ def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool, now: in
 def decide(wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Random,
            task_def_lookup: TaskDefLookup | None = None,
            domain_selector: Callable[[str, list[str]], str | None] | None = None,
-           env: Mapping[str, str] | None = None, config: Mapping | None = None) -> DeciderOutcome:
+           env: Mapping[str, str] | None = None, config: Mapping | None = None,
+           evaluated: Mapping[str, evaluation.Evaluated] | None = None) -> DeciderOutcome:
     """Decide one workflow execution in memory and return what changed.
 
     ``wf`` is mutated (tasks appended/updated, status/output set); ``now_ms`` is epoch ms.
@@ -678,8 +703,9 @@ def decide(wf: WorkflowState, *, now_ms: int, new_id: Callable[[], str], rng: Ra
     active domain of a ``taskToDomain`` list, ``env`` the environment ``${workflow.env.X}``
     reads (none when not given), ``config`` the engine tunables the task types read
     (``settings.CONDUCTOR``: DO_WHILE_MAX_ITERATIONS, JQ_TIME_LIMIT_SECONDS; defaults when
-    not given). Never raises for workflow semantics:
-    failures end the workflow inside the state.
+    not given), ``evaluated`` the results of evaluations asked for by earlier decides
+    (``{evaluation.key: evaluation.Evaluated}``, computed outside any lock). Never raises for
+    workflow semantics: failures end the workflow inside the state.
     """
     return Decider(wf, now_ms=now_ms, new_id=new_id, rng=rng, task_def_lookup=task_def_lookup,
-                   domain_selector=domain_selector, env=env, config=config).run()
+                   domain_selector=domain_selector, env=env, config=config, evaluated=evaluated).run()

@@ -29,7 +29,8 @@ INLINE = frozenset({"start_failure_workflow", "start_sub_workflow", "terminate_s
 
 
 def is_deferred(action: Action) -> bool:
-    """True for actions that run after commit (``run_system_task``, ``notify_parent``)."""
+    """True for actions that run after commit (``run_system_task``, ``notify_parent``;
+    ``evaluate`` is run by the executor itself, ``executor.run_evaluations``)."""
     return action.kind not in INLINE
 
 

@@ -60,7 +60,7 @@ def evaluate_js(expression: str, bindings: Any) -> Any:
     except quickjs.JSException as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         if "interrupted" in message:
-            raise EvaluationError(f"Script not evaluated within {int(TIME_LIMIT_SECONDS)} seconds, interrupted.") from None
+            raise EvaluationError(f"Script not evaluated within {TIME_LIMIT_SECONDS:g} seconds, interrupted.") from None
         if message == "null" and _out_of_memory(ctx):
             # QuickJS throws null when it has no memory left to build the error object
             message = f"InternalError: out of memory (the limit is {MEMORY_LIMIT_BYTES // (1024 * 1024)} MiB)"

@@ -19,6 +19,7 @@ import os
 import random
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -30,7 +31,7 @@ from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
 from apps.core.logs import log_context
-from apps.engine import effects, event_queue, history, notify, queue, retention, store
+from apps.engine import effects, evaluation, event_queue, history, jobqueue, notify, queue, retention, store
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
@@ -50,7 +51,25 @@ MAX_LOGS_PER_UPDATE = 10
 
 def with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
     """Run a transactional operation, re-running it when a concurrent poll changed a task
-    under it (StaleState) or PostgreSQL reports a deadlock/serialisation failure."""
+    under it (StaleState) or PostgreSQL reports a deadlock/serialisation failure.
+
+    Every service runs through here: when the outermost one ends, the evaluations its
+    decides asked for run (``run_evaluations``), outside its transaction and lock."""
+    _service.depth += 1
+    try:
+        result = _attempts(fn, attempts)
+    except BaseException:
+        _service.depth -= 1
+        if _service.depth == 0:
+            _service.pending.clear()  # rolled back: what it asked for was never saved
+        raise
+    _service.depth -= 1
+    if _service.depth == 0 and _service.pending:
+        run_evaluations()
+    return result
+
+
+def _attempts(fn: Callable[[], T], attempts: int) -> T:
     for attempt in range(attempts):
         try:
             return fn()
@@ -63,6 +82,101 @@ def with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
             log.info("retrying after %s", exc)
         time.sleep(0.002 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+# --- evaluate, then lock and apply (apps.engine.evaluation) ------------------------------------
+
+class _ServiceState(threading.local):
+    """Per thread: how deep in services we are, the evaluation requests waiting for the
+    outermost service to end, and whether they are being run."""
+
+    def __init__(self):
+        self.depth = 0
+        self.pending: list[evaluation.Request] = []
+        self.running = False
+
+
+_service = _ServiceState()
+
+
+def _application_transaction_open() -> bool:
+    """Whether a transaction other than a test case's wrapper is open on this thread (its
+    caller may hold a workflow's lock until it commits)."""
+    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
+
+
+def run_evaluations() -> None:
+    """Run the evaluations the decides of this thread asked for, outside any lock, then
+    apply each workflow's results in one short locked transaction (``evaluations_apply``).
+    Before applying, a chain is run ahead: an unlocked snapshot of the workflow is decided
+    in memory with the results so far and what that decide asks for is evaluated too (an
+    INLINE chain, a loop of scripts), so one locked transaction applies many results. At
+    most ``CONDUCTOR["EVALUATIONS_PER_CALL"]`` evaluations run per call; the rest are
+    handed to the cluster (``evaluations_job``). Inside an application's transaction they
+    wait for its commit. Results that no longer match their task are dropped by the decide."""
+    if _service.running or not _service.pending:
+        return
+    if _application_transaction_open():
+        transaction.on_commit(run_evaluations, robust=True)
+        return
+    _service.running = True
+    budget = int(settings.CONDUCTOR.get("EVALUATIONS_PER_CALL", 500))
+    try:
+        while _service.pending and budget > 0:
+            workflow_id = _service.pending[0].workflow_id
+            batch = [r for r in _service.pending if r.workflow_id == workflow_id]
+            _service.pending = [r for r in _service.pending if r.workflow_id != workflow_id]
+            results = {r.key: evaluation.run(r) for r in batch}
+            budget -= len(batch)
+            budget = _run_ahead(workflow_id, results, budget)
+            try:
+                evaluations_apply(workflow_id=workflow_id, results=results)
+            except NotFound:
+                pass  # the workflow was removed meanwhile
+            except Exception:  # noqa: BLE001 - the task's deadline brings the sweeper back
+                log.exception("applying evaluations to %s failed; the sweeper asks again", workflow_id)
+        left = {r.workflow_id for r in _service.pending}
+        _service.pending.clear()
+    finally:
+        _service.running = False
+    for workflow_id in left:
+        jobqueue.enqueue("apps.engine.executor.evaluations_job", workflow_id, task_name=f"evaluate-{workflow_id}")
+
+
+def _run_ahead(workflow_id: str, results: dict[str, evaluation.Evaluated], budget: int) -> int:
+    """Decide an unlocked snapshot of the workflow in memory with ``results`` and evaluate
+    what it asks for next, adding to ``results``, while it asks and ``budget`` lasts;
+    returns the budget left. Nothing is saved and no side effect runs: the locked decide
+    of ``evaluations_apply`` redoes it all and uses only the results that match."""
+    wf = store.load_workflow(workflow_id)
+    if wf is None:
+        return budget
+    while budget > 0 and not wf.terminal:
+        outcome = new_decider(wf, now_ms(), evaluated=results).run()
+        requests = [a.data["request"] for a in outcome.actions
+                    if a.kind == "evaluate" and a.data["request"].key not in results]
+        if not requests:
+            break
+        for request in requests[:budget]:
+            results[request.key] = evaluation.run(request)
+        budget -= len(requests)
+    return budget
+
+
+def evaluations_apply(*, workflow_id: str, results: dict[str, evaluation.Evaluated]) -> None:
+    """Lock a workflow and decide it with evaluation results computed outside the lock
+    (``{evaluation.key: Evaluated}``); the task types apply a result only to a task still
+    waiting for that very evaluation. A terminal workflow is left alone. Errors: NotFound."""
+    _decide_locked(workflow_id, evaluated=results)
+
+
+def evaluations_job(workflow_id: str) -> None:
+    """Cluster job: decide a workflow asking again for the evaluations it waits for, and
+    run them (``run_evaluations``): what one call left over. Idempotent."""
+    try:
+        workflow_decide(workflow_id)
+    except NotFound:
+        pass
 
 
 
@@ -269,15 +383,19 @@ def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
     total.actions.extend(part.actions)
 
 
-def new_decider(wf: WorkflowState, now: int, *, domains: bool = True) -> Decider:
+def new_decider(wf: WorkflowState, now: int, *, domains: bool = True,
+                evaluated: dict[str, evaluation.Evaluated] | None = None,
+                redispatch_evaluations: bool = False) -> Decider:
     """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
     (UUID v4) for new tasks, a fresh random source for retry jitter, the process
     environment (``${workflow.env.X}``), ``settings.CONDUCTOR``, registered TaskDefs
     and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
-    (operator actions schedule with the list's last domain, as before)."""
+    (operator actions schedule with the list's last domain, as before); ``evaluated``
+    the results computed outside the lock; ``redispatch_evaluations`` asks again for
+    every evaluation still waiting (an explicit decide)."""
     return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
                    domain_selector=active_domain if domains else None, env=os.environ,
-                   config=settings.CONDUCTOR)
+                   config=settings.CONDUCTOR, evaluated=evaluated, redispatch_evaluations=redispatch_evaluations)
 
 
 def decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:
@@ -329,8 +447,11 @@ def decide_and_save(loaded: store.Loaded, now: int, decider: Decider | None = No
 
 def after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
     """Register what runs after commit: the deferred actions (cluster jobs, deciding the
-    parent), waking the polls of the queues that got tasks, and the change notification."""
-    deferred = [a for a in outcome.actions if effects.is_deferred(a)]
+    parent), waking the polls of the queues that got tasks, and the change notification.
+    ``evaluate`` actions join this thread's pending evaluations (``run_evaluations`` runs
+    them when the outermost service ends, after this transaction)."""
+    _service.pending.extend(a.data["request"] for a in outcome.actions if a.kind == "evaluate")
+    deferred = [a for a in outcome.actions if effects.is_deferred(a) and a.kind != "evaluate"]
     queues = {t.queue_name for t in outcome.new_tasks if t.queue_name}
     queues |= {t.queue_name for t in outcome.updated_tasks.values() if t.queue_name and t.status == "SCHEDULED"}
     workflow_id = wf.workflow_id
@@ -344,15 +465,27 @@ def after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
     transaction.on_commit(on_commit, robust=True)
 
 
-def workflow_decide(workflow_id: str) -> None:
-    """Decide a workflow now (``PUT /api/workflow/decide/{id}``, the sweeper, jobs).
-    Errors: NotFound."""
+def workflow_decide(workflow_id: str, *, redispatch_evaluations: bool = True) -> None:
+    """Decide a workflow now (``PUT /api/workflow/decide/{id}``, the sweeper, jobs); with
+    ``redispatch_evaluations`` (the default: an explicit decide, or the sweeper's, comes when
+    something is due or was left over) the evaluations it waits for are asked for again and
+    run after its commit. Errors: NotFound."""
+    _decide_locked(workflow_id, redispatch_evaluations=redispatch_evaluations)
+
+
+def _decide_locked(workflow_id: str, *, evaluated: dict[str, evaluation.Evaluated] | None = None,
+                   redispatch_evaluations: bool = False) -> None:
+    """Lock, decide (with ``evaluated`` results / asking again for pending evaluations)
+    and save a non-terminal workflow in one transaction. Errors: NotFound."""
     def run() -> None:
         with transaction.atomic():
             loaded = locked(workflow_id)
             if loaded.wf.terminal:
                 return
-            decide_and_save(loaded, now_ms())
+            now = now_ms()
+            decider = new_decider(loaded.wf, now, evaluated=evaluated, redispatch_evaluations=redispatch_evaluations)
+            decider.run()
+            decide_and_save(loaded, now, decider)
     with log_context(workflowId=workflow_id):
         with_retries(run)
 

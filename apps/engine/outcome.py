@@ -31,7 +31,9 @@ class Action:
     ``start_sub_workflow`` (task), ``terminate_sub_workflow`` (task, reason),
     ``run_system_task`` (task: an async system task to run in the cluster),
     ``start_failure_workflow`` (reason), ``notify_parent`` (workflow ended),
-    ``start_workflow`` (task: START_WORKFLOW), ``publish_event`` (task)."""
+    ``start_workflow`` (task: START_WORKFLOW), ``publish_event`` (task), ``evaluate``
+    (task, request: an ``evaluation.Request`` the executor runs outside the lock, after
+    the transaction)."""
 
     kind: str
     task: TaskState | None = None

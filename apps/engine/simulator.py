@@ -26,6 +26,7 @@ from apps.core.errors import InvalidInput, NotFound
 from apps.core.ids import new_id
 from apps.engine import params
 from apps.engine.decider import decide
+from apps.engine.evaluation import decide_in_memory
 from apps.engine.representation import workflow_json
 from apps.engine.state import WorkflowState
 from apps.engine.status import ACTIVE_WORKFLOW
@@ -70,8 +71,6 @@ def _hidden_until(task) -> int:
 def workflow_test(req: dict) -> dict:
     """Simulate one execution of the requested workflow; return its Workflow JSON.
     Errors: InvalidInput for a malformed request, NotFound for an unknown definition."""
-    from apps.engine.executor import task_def_lookup
-
     if not isinstance(req, dict):
         raise InvalidInput("WorkflowTestRequest must be a JSON object")
     raw_mocks = req.get("taskRefToMockOutput") or {}
@@ -93,8 +92,7 @@ def workflow_test(req: dict) -> dict:
                        variables=copy.deepcopy(definition.get("variables") or {}),
                        correlation_id=req.get("correlationId"), priority=req.get("priority") or 0,
                        create_time=now, update_time=now)
-    decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ,
-           config=settings.CONDUCTOR)
+    _decide(wf, now)
     for _ in range(MAX_STEPS):
         if wf.terminal:
             break
@@ -144,9 +142,19 @@ def workflow_test(req: dict) -> dict:
             if not due:
                 break
             now = min(due)
-        decide(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup, env=os.environ,
-               config=settings.CONDUCTOR)
+        _decide(wf, now)
     return workflow_json(wf)
+
+
+def _decide(wf: WorkflowState, now: int) -> None:
+    """Decide ``wf`` at ``now`` (epoch ms), running the scripts and jq programs it asks
+    for with their limits and deciding again with the results (nothing here holds a
+    lock: the simulation is in memory)."""
+    from apps.engine.executor import task_def_lookup
+
+    decide_in_memory(lambda evaluated: decide(wf, now_ms=now, new_id=new_id, rng=random.Random(),
+                                              task_def_lookup=task_def_lookup, env=os.environ,
+                                              config=settings.CONDUCTOR, evaluated=evaluated))
 
 
 def definition_task(wf: WorkflowState, task) -> dict:

@@ -11,6 +11,7 @@ import random
 
 from apps.core.ids import new_id
 from apps.engine.decider import decide
+from apps.engine.evaluation import decide_in_memory
 from apps.engine.state import WorkflowState
 from apps.metadata.validation import normalize_workflow_def, with_task_definitions
 
@@ -29,9 +30,14 @@ class Sim:
         self.decide()
 
     def decide(self):
-        out = decide(self.wf, now_ms=self.now, new_id=new_id, rng=random.Random(1), task_def_lookup=self.task_defs.get)
-        self.outcomes.append(out)
-        return out
+        """Decide, running the evaluations the decide asks for (scripts, jq) and deciding
+        again with their results, as the executor does outside the lock; returns the
+        first outcome (every outcome is kept in ``outcomes``)."""
+        outs = decide_in_memory(lambda evaluated: decide(
+            self.wf, now_ms=self.now, new_id=new_id, rng=random.Random(1), task_def_lookup=self.task_defs.get,
+            evaluated=evaluated))
+        self.outcomes.extend(outs)
+        return outs[0]
 
     # --- queries
     def task(self, ref: str):

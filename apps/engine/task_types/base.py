@@ -12,6 +12,7 @@ task types.
 """
 from __future__ import annotations
 
+from apps.engine import evaluation
 from apps.engine.state import TaskState
 
 
@@ -101,3 +102,58 @@ class SystemTask(TaskType):
 
     has_task_def = True
 
+
+
+class EvaluatingTask(SystemTask):
+    """A system task whose work is a user-supplied expression (INLINE, LAMBDA,
+    JSON_JQ_TRANSFORM), evaluated outside the workflow's lock (``apps.engine.evaluation``):
+    ``start`` settles what needs no evaluation (bad input, ``value-param``) at once, else
+    sets the task IN_PROGRESS and asks for the evaluation; the decide that receives its
+    result (``Decider.evaluated``) settles the task in ``execute``. A task whose result does
+    not come within its time limit plus ``evaluation.REDISPATCH_GRACE_MS`` is asked for again
+    (``due_at`` brings the sweeper).
+
+    Subclasses set ``kind`` and implement ``settle_at_once`` (True when ``start`` finished
+    the task itself), ``spec`` (``(expression, bindings, evaluator_type)``) and ``settle``.
+    """
+
+    kind = evaluation.SCRIPT
+
+    def settle_at_once(self, d, task: TaskState) -> bool:
+        return False
+
+    def spec(self, task: TaskState) -> tuple:
+        raise NotImplementedError
+
+    def settle(self, d, task: TaskState, result: evaluation.Evaluated) -> None:
+        raise NotImplementedError
+
+    def start(self, d, task: TaskState) -> None:
+        if self.settle_at_once(d, task):
+            return
+        task.status = "IN_PROGRESS"
+        task.start_time = task.start_time or d.now
+        task.update_time = d.now
+        d.touch(task)
+        expression, bindings, evaluator_type = self.spec(task)
+        d.evaluation_result(task, self.kind, expression, bindings, evaluator_type=evaluator_type)
+
+    def execute(self, d, task: TaskState) -> bool:
+        if task.status != "IN_PROGRESS":
+            return False
+        due = d.redispatch_evaluations or d.now >= evaluation.redispatch_at(task.update_time, self.kind, d.config)
+        newly = due and task.task_id not in d.asked
+        expression, bindings, evaluator_type = self.spec(task)
+        result = d.evaluation_result(task, self.kind, expression, bindings, evaluator_type=evaluator_type, ask=due)
+        if result is None:
+            if newly:
+                task.update_time = d.now  # asked again: its deadline starts over
+                return True
+            return False
+        self.settle(d, task, result)
+        return True
+
+    def due_at(self, d, task: TaskState) -> int | None:
+        if task.status != "IN_PROGRESS":
+            return None
+        return evaluation.redispatch_at(task.update_time, self.kind, d.config)
