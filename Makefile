@@ -4,6 +4,8 @@
 #   make test       the whole suite on SQLite, then on a throwaway PostgreSQL cluster
 #   make test-fast  SQLite only, without the end-to-end tests
 #   make test-pg    PostgreSQL only
+#   make test-scale-out  only the scale-out test (2 servers, 2 clusters, PostgreSQL, Redis,
+#                   Python and TypeScript SDK workers, SIGKILL); part of make test's PostgreSQL pass
 #   make bench      the benchmark beside the peers (DBOS, Procrastinate, Celery); not a test
 #
 # Extra pytest arguments: make test-fast PYTEST_ARGS="-k health -x"
@@ -27,7 +29,7 @@ INSTALLED := $(VENV)/.installed
 TS_DIR := tests/ts
 TS_INSTALLED := $(TS_DIR)/node_modules/.installed
 
-.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-packages ts-sdk clean bench
+.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-scale-out test-packages ts-sdk clean bench
 
 install: $(INSTALLED)
 
@@ -80,6 +82,9 @@ test-fuzz: $(INSTALLED)
 test-pg: $(INSTALLED) test-packages ts-sdk
 	@echo "=== tests on PostgreSQL"
 	@$(call pytest,scripts/with_postgres.sh,-m "not fuzz")
+
+test-scale-out: $(INSTALLED) test-packages ts-sdk
+	@$(call pytest,scripts/with_postgres.sh,-m scale_out -s)
 
 # Debian packages the tests use, installed (as root, with apt-get) only when missing:
 # PostgreSQL's server binaries (required by the PostgreSQL pass), chromium (the browser

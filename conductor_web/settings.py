@@ -33,6 +33,12 @@ def envint(name: str, default: int) -> int:
     return int(value) if value.strip() else default
 
 
+def envfloat(name: str, default: float) -> float:
+    """Read a number env var, falling back to ``default`` when unset or empty."""
+    value = os.environ.get(name, "")
+    return float(value) if value.strip() else default
+
+
 SECRET_KEY = os.environ.get("SECRET_KEY", "conductor-web-insecure-development-key-change-me")
 DEBUG = envbool("DEBUG", "False")
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
@@ -208,11 +214,49 @@ CONDUCTOR = {
     "SWEEPER_TICK_MS": envint("CONDUCTOR_SWEEPER_TICK_MS", 250),
     # Kept short so a stopping cluster is not held by a long-running loop job.
     "SWEEPER_LOOP_SECONDS": envint("CONDUCTOR_SWEEPER_LOOP_SECONDS", 5),
+    # The sweeper lease (ms), renewed on every tick by its holder (apps.engine.cluster);
+    # how often a standby sweeper thread looks at it (s); how long a stopping cluster
+    # worker waits for its sweeper thread's current tick (s).
+    "SWEEPER_LEASE_MS": envint("CONDUCTOR_SWEEPER_LEASE_MS", 5_000),
+    "SWEEPER_STANDBY_SECONDS": envfloat("CONDUCTOR_SWEEPER_STANDBY_SECONDS", 1.0),
+    "SWEEPER_STOP_WAIT_SECONDS": envfloat("CONDUCTOR_SWEEPER_STOP_WAIT_SECONDS", 5.0),
+    # An async system task (HTTP) runs under a lease of its own (ms), renewed by the running
+    # job this often (s) (apps.engine.jobs). A task not finished HTTP_REDISPATCH_MS after
+    # its dispatch is handed to the cluster again, the interval growing with the task's age
+    # up to HTTP_REDISPATCH_MAX_MS; an AI task once its provider timeout plus
+    # AI_REDISPATCH_GRACE_MS passed. A SUB_WORKFLOW is re-checked this long (ms) after its
+    # last change, repairing a lost "child ended" notice.
+    "SYSTEM_TASK_LEASE_MS": envint("CONDUCTOR_SYSTEM_TASK_LEASE_MS", 5_000),
+    "SYSTEM_TASK_LEASE_RENEW_SECONDS": envfloat("CONDUCTOR_SYSTEM_TASK_LEASE_RENEW_SECONDS", 1.0),
+    "HTTP_REDISPATCH_MS": envint("CONDUCTOR_HTTP_REDISPATCH_MS", 5_000),
+    "HTTP_REDISPATCH_MAX_MS": envint("CONDUCTOR_HTTP_REDISPATCH_MAX_MS", 60_000),
+    "AI_REDISPATCH_GRACE_MS": envint("CONDUCTOR_AI_REDISPATCH_GRACE_MS", 30_000),
+    "SUB_WORKFLOW_REPAIR_MS": envint("CONDUCTOR_SUB_WORKFLOW_REPAIR_MS", 30_000),
     # Upper bound of a long poll (ms); Conductor refuses more than 5000.
     "MAX_LONG_POLL_MS": 5000,
     # A waiting long poll is woken at once by a commit in its own process; tasks queued by
     # other processes (the cluster, other servers) are seen by a re-read this often (ms).
     "LONG_POLL_RECHECK_MS": envint("CONDUCTOR_LONG_POLL_RECHECK_MS", 50),
+    # Most tasks one poll hands out; poll data (lastPollTime) is written at most once per
+    # this many ms per (queue, domain, worker) and process.
+    "POLL_MAX_TASKS": envint("CONDUCTOR_POLL_MAX_TASKS", 1000),
+    "POLL_DATA_RESOLUTION_MS": envint("CONDUCTOR_POLL_DATA_RESOLUTION_MS", 1000),
+    # A task refused by its TaskDef's rate or concurrency limit goes back to its queue,
+    # hidden this long (ms) when no better time is known (apps.engine.limits).
+    "TASK_LIMIT_POSTPONE_MS": envint("CONDUCTOR_TASK_LIMIT_POSTPONE_MS", 1000),
+    # /metrics (apps.engine.metrics): counters count events older than METRICS_SETTLE_MS;
+    # a fresh collector starts METRICS_LOOKBACK_SECONDS back; workflow owners (per
+    # definition) are cached METRICS_OWNER_CACHE_SECONDS.
+    "METRICS_SETTLE_MS": envint("CONDUCTOR_METRICS_SETTLE_MS", 5000),
+    "METRICS_LOOKBACK_SECONDS": envint("CONDUCTOR_METRICS_LOOKBACK_SECONDS", 3600),
+    "METRICS_OWNER_CACHE_SECONDS": envint("CONDUCTOR_METRICS_OWNER_CACHE_SECONDS", 60),
+    # An API key is re-read from the database at most this often (s) per key and process.
+    "API_KEY_CACHE_SECONDS": envfloat("CONDUCTOR_API_KEY_CACHE_SECONDS", 5.0),
+    # A synchronous call (execute, signal) re-reads the database this often (s) for changes
+    # made by other processes while it waits.
+    "SYNC_WAIT_RECHECK_SECONDS": envfloat("CONDUCTOR_SYNC_WAIT_RECHECK_SECONDS", 0.1),
+    # /health reports a cluster whose sweeper lease was not renewed for this long (s) stale.
+    "HEALTH_CLUSTER_STALE_SECONDS": envint("CONDUCTOR_HEALTH_CLUSTER_STALE_SECONDS", 15),
     # A domain of taskToDomain counts as active when a worker polled it within this (ms;
     # Conductor's activeWorkerLastPollTimeout).
     "ACTIVE_WORKER_WINDOW_MS": envint("CONDUCTOR_ACTIVE_WORKER_WINDOW_MS", 10_000),
@@ -240,6 +284,11 @@ CONDUCTOR = {
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),
     # How often the cluster's retention job runs (minutes).
     "RETENTION_EVERY_MINUTES": envint("CONDUCTOR_RETENTION_EVERY_MINUTES", 10),
+    # Executions removed per transaction, how long one retention job runs at most (s) and
+    # its pause between two batches (s).
+    "RETENTION_BATCH_EXECUTIONS": envint("CONDUCTOR_RETENTION_BATCH_EXECUTIONS", 200),
+    "RETENTION_JOB_SECONDS": envfloat("CONDUCTOR_RETENTION_JOB_SECONDS", 20.0),
+    "RETENTION_PAUSE_SECONDS": envfloat("CONDUCTOR_RETENTION_PAUSE_SECONDS", 0.05),
     # Execution history (apps.engine.history): events kept per execution before the oldest
     # detail is compacted (status transitions are always kept), the largest event (bytes),
     # and how often (about one save in N events) the cap is checked.
@@ -256,6 +305,9 @@ CONDUCTOR = {
     # Scripts and jq run outside the workflow's lock once the request's transaction ended;
     # one API call runs at most this many (an INLINE chain, a loop), the cluster the rest.
     "EVALUATIONS_PER_CALL": envint("CONDUCTOR_EVALUATIONS_PER_CALL", 500),
+    # An evaluation asked for and still without a result this long (ms) past its time
+    # limit (its process died, its request was dropped) is asked for again.
+    "EVALUATION_REDISPATCH_GRACE_MS": envint("CONDUCTOR_EVALUATION_REDISPATCH_GRACE_MS", 15_000),
     # Request bodies nested deeper than this are refused (400) before anything walks them.
     "MAX_JSON_DEPTH": envint("CONDUCTOR_MAX_JSON_DEPTH", 64),
     # One task log line (POST /api/tasks/{id}/log) above this many bytes answers 413.
@@ -284,6 +336,12 @@ CONDUCTOR = {
     "QUEUE_PUBLISHER_FINALIZE_QUEUE": os.environ.get("CONDUCTOR_QUEUE_PUBLISHER_FINALIZE_QUEUE",
                                                      "_callbackFinalizeQueue"),
     "ARCHIVE_DELAY_SECONDS": envint("CONDUCTOR_ARCHIVE_DELAY_SECONDS", 60),
+    # Listener deliveries (apps.listeners.delivery): one delivery job holds its lease (ms)
+    # and runs at most LISTENER_DELIVERY_JOB_SECONDS; a failed delivery's retry delay
+    # doubles per attempt up to LISTENER_MAX_RETRY_DELAY_MS.
+    "LISTENER_DELIVERY_LEASE_MS": envint("CONDUCTOR_LISTENER_DELIVERY_LEASE_MS", 30_000),
+    "LISTENER_DELIVERY_JOB_SECONDS": envint("CONDUCTOR_LISTENER_DELIVERY_JOB_SECONDS", 20),
+    "LISTENER_MAX_RETRY_DELAY_MS": envint("CONDUCTOR_LISTENER_MAX_RETRY_DELAY_MS", 300_000),
 }
 
 # --- AI and agent tasks (apps.ai) ----------------------------------------------------

@@ -33,8 +33,6 @@ from apps.core.errors import ConductorError, NotFound
 ALGORITHM = "HS256"
 ISSUER = "conductor-web"
 OPEN_PATHS = frozenset({"/api/health", "/api/health/ready", "/api/token"})
-# A revoked key or a changed role takes effect within this many seconds.
-KEY_CACHE_SECONDS = 5.0
 
 _WORKER_WRITES = re.compile(r"^/api/tasks(/update-v2|/[^/]+/log|/[^/]+/[^/]+/[^/]+(/sync)?)?$")
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -121,13 +119,13 @@ _cache_lock = threading.Lock()
 
 
 def _principal_of_key(key_id: str) -> Principal | None:
-    """The active key's principal (cached ``KEY_CACHE_SECONDS``), or None if revoked/gone."""
+    """The active key's principal (cached ``API_KEY_CACHE_SECONDS``), or None if revoked/gone."""
     from apps.api.models import AccessKey
 
     now = time.monotonic()
     with _cache_lock:
         hit = _cache.get(key_id)
-    if hit and now - hit[0] < KEY_CACHE_SECONDS:
+    if hit and now - hit[0] < settings.CONDUCTOR["API_KEY_CACHE_SECONDS"]:
         return hit[1]
     row = AccessKey.objects.filter(pk=key_id, active=True).values("name", "role").first()
     principal = Principal(key_id, row["name"], row["role"]) if row else None
@@ -163,7 +161,7 @@ def principal_for_token(token: str | None) -> Principal:
 def authorize(method: str, path: str, token: str | None) -> Principal | None:
     """Check one /api request: None when auth is off or the path is open, the caller's
     Principal otherwise. Errors: Unauthorized (401), Forbidden (403). May read the
-    database (once per key per ``KEY_CACHE_SECONDS``)."""
+    database (once per key per ``API_KEY_CACHE_SECONDS``)."""
     if not enabled() or path in OPEN_PATHS or not path.startswith("/api/"):
         return None
     principal = principal_for_token(token)

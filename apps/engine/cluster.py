@@ -3,10 +3,10 @@
 Every worker process of every cluster starts one ``SweeperThread`` when it is spawned
 (django-q2's ``post_spawn`` signal, connected in ``EngineConfig.ready`` for
 ``manage.py qcluster``). The threads elect one sweeper through the ``SweeperLease`` row
-named ``"sweeper"``: the holder renews the short lease (``LEASE_MS``) on every tick and
-sweeps; the others look once every ``STANDBY_SECONDS`` and take the lease over once it
-expired. So the sweeper moves to a survivor within about ``LEASE_MS`` +
-``STANDBY_SECONDS`` of its holder's death, a whole cluster killed with SIGKILL included,
+named ``"sweeper"``: the holder renews the short lease (``SWEEPER_LEASE_MS`` of
+``settings.CONDUCTOR``) on every tick and sweeps; the others look once every
+``SWEEPER_STANDBY_SECONDS`` and take the lease over once it expired. So the sweeper moves
+to a survivor within about ``SWEEPER_LEASE_MS`` + ``SWEEPER_STANDBY_SECONDS`` of its holder's death, a whole cluster killed with SIGKILL included,
 with no job to queue and no schedule to wait for. A worker that stops (SIGTERM on the
 cluster, recycling) releases the lease on its way out, so a survivor takes over at its
 next look. The sweep itself (``sweeper.sweep_once``) claims each execution by
@@ -30,12 +30,6 @@ from django.db import connections
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "sweeper"
-# The sweeper lease (ms): renewed on every tick by its holder.
-LEASE_MS = 5_000
-# How often a standby thread looks at the lease (seconds).
-STANDBY_SECONDS = 1.0
-# How long a stopping worker waits for its sweeper thread's current tick (seconds).
-STOP_JOIN_SECONDS = 5.0
 
 _thread: SweeperThread | None = None
 
@@ -58,13 +52,14 @@ class SweeperThread(threading.Thread):
         from apps.engine import event_handlers, sweeper
         from apps.engine.models import SweeperLease
 
-        tick = settings.CONDUCTOR["SWEEPER_TICK_MS"] / 1000
+        conf = settings.CONDUCTOR
+        tick = conf["SWEEPER_TICK_MS"] / 1000
         try:
             while not self.stopping.is_set():
                 try:
-                    self.holding = SweeperLease.acquire(LEASE_NAME, self.holder, LEASE_MS)
+                    self.holding = SweeperLease.acquire(LEASE_NAME, self.holder, conf["SWEEPER_LEASE_MS"])
                     if not self.holding:
-                        self.stopping.wait(STANDBY_SECONDS)
+                        self.stopping.wait(conf["SWEEPER_STANDBY_SECONDS"])
                         continue
                     n = sweeper.sweep_once() + event_handlers.event_messages_sweep() + sweeper.run_tick_hooks()
                     self.ticks += 1
@@ -74,7 +69,7 @@ class SweeperThread(threading.Thread):
                 except Exception:  # noqa: BLE001 - e.g. the database restarting: try again
                     log.exception("sweeper tick failed")
                     connections.close_all()
-                    self.stopping.wait(STANDBY_SECONDS)
+                    self.stopping.wait(conf["SWEEPER_STANDBY_SECONDS"])
         finally:
             try:
                 if self.holding:
@@ -83,11 +78,12 @@ class SweeperThread(threading.Thread):
                 log.warning("could not release the sweeper lease", exc_info=True)
             connections.close_all()
 
-    def stop(self, timeout: float = STOP_JOIN_SECONDS) -> None:
-        """Finish the current tick, release the lease and end (waits up to ``timeout`` s)."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Finish the current tick, release the lease and end (waits up to ``timeout`` s,
+        by default ``SWEEPER_STOP_WAIT_SECONDS``)."""
         self.stopping.set()
         if self.is_alive():
-            self.join(timeout)
+            self.join(settings.CONDUCTOR["SWEEPER_STOP_WAIT_SECONDS"] if timeout is None else timeout)
 
 
 def start_sweeper_thread(**_signal_kwargs) -> SweeperThread:

@@ -17,7 +17,7 @@ evaluation) and apply the whole chain in one locked transaction.
 
 Crash safety: a request lost with its process leaves an IN_PROGRESS task whose
 ``due_at`` (``redispatch_at``: its last update plus the evaluation's time limit plus
-``REDISPATCH_GRACE_MS``) makes the sweeper decide it again, and that decide asks again.
+``EVALUATION_REDISPATCH_GRACE_MS`` of ``settings.CONDUCTOR``) makes the sweeper decide it again, and that decide asks again.
 
 This module has no ORM and no lock: ``run`` is a pure function of its request (with the
 process's limits), ``key`` a digest of what is evaluated. The queue of requests waiting for
@@ -32,10 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.engine import evaluators, jq_sandbox
-
-# How long past its time limit an evaluation may take before a decide asks for it again
-# (its process died, or its request was dropped): milliseconds.
-REDISPATCH_GRACE_MS = 15_000
 
 SCRIPT = "script"  # evaluators.evaluate(evaluator_type, expression, bindings)
 LAMBDA = "lambda"  # a LAMBDA function body over $
@@ -106,8 +102,10 @@ def time_limit_ms(kind: str, config) -> int:
 
 def redispatch_at(asked_at: int, kind: str, config) -> int:
     """Epoch ms after which an evaluation asked for at ``asked_at`` (epoch ms) and still
-    without a result is asked for again."""
-    return asked_at + time_limit_ms(kind, config) + REDISPATCH_GRACE_MS
+    without a result is asked for again: its time limit plus
+    ``config["EVALUATION_REDISPATCH_GRACE_MS"]`` (its process died, or its request was
+    dropped) later."""
+    return asked_at + time_limit_ms(kind, config) + int(config.get("EVALUATION_REDISPATCH_GRACE_MS", 15_000))
 
 
 def decide_in_memory(decide_once: Callable[[dict | None], Any], limit: int = 10_000) -> list:

@@ -8,8 +8,8 @@ one holder elected by the ``SweeperLease`` row. ``sweep_loop_job`` and the one-m
 no thread holds the lease (e.g. a cluster whose workers never started their thread).
 
 Async system tasks (HTTP) are run under a lease of their own (``SweeperLease`` named
-``task:<taskId>``, ``SYSTEM_TASK_LEASE_MS``), renewed by the running job every
-``SYSTEM_TASK_RENEW_SECONDS``: a duplicate delivery finds the lease held and does
+``task:<taskId>``, ``SYSTEM_TASK_LEASE_MS`` of ``settings.CONDUCTOR``), renewed by the
+running job every ``SYSTEM_TASK_LEASE_RENEW_SECONDS``: a duplicate delivery finds the lease held and does
 nothing, and a job lost with its cluster (the Redis broker has no acknowledgement) lets
 the lease expire within seconds, so the decider's re-dispatch (``task_types.http``) runs
 the task again on a survivor.
@@ -36,8 +36,6 @@ from apps.engine.models import TaskExecution
 log = logging.getLogger(__name__)
 
 
-SYSTEM_TASK_LEASE_MS = 5_000
-SYSTEM_TASK_RENEW_SECONDS = 1.0
 
 
 def system_task_job(task_id: str) -> None:
@@ -50,7 +48,7 @@ def system_task_job(task_id: str) -> None:
     lease = f"task:{task_id}"
     token = uuid.uuid4().hex
     with log_context(taskId=task_id, workerId=settings.CONDUCTOR["INSTANCE_ID"]):
-        if not SweeperLease.acquire(lease, token, SYSTEM_TASK_LEASE_MS):
+        if not SweeperLease.acquire(lease, token, settings.CONDUCTOR["SYSTEM_TASK_LEASE_MS"]):
             return  # another live job is running it
         try:
             _run_system_task(task_id, lease, token)
@@ -88,7 +86,7 @@ def _run_claimed(task, ttype, lease: str, token: str) -> None:
 
 def _renewing(lease: str, token: str, fn, *args):
     """``fn(*args)`` run in a helper thread (which sees committed data only) while this
-    thread renews ``lease`` every ``SYSTEM_TASK_RENEW_SECONDS``; returns its result or
+    thread renews ``lease`` every ``SYSTEM_TASK_LEASE_RENEW_SECONDS``; returns its result or
     raises its exception."""
     from apps.engine.models import SweeperLease
 
@@ -102,9 +100,9 @@ def _renewing(lease: str, token: str, fn, *args):
         future = pool.submit(contextvars.copy_context().run, call)  # keeps the log context
         while True:
             try:
-                return future.result(timeout=SYSTEM_TASK_RENEW_SECONDS)
+                return future.result(timeout=settings.CONDUCTOR["SYSTEM_TASK_LEASE_RENEW_SECONDS"])
             except FutureTimeout:
-                SweeperLease.acquire(lease, token, SYSTEM_TASK_LEASE_MS)
+                SweeperLease.acquire(lease, token, settings.CONDUCTOR["SYSTEM_TASK_LEASE_MS"])
 
 
 def _workflow_task_of(task) -> dict:
@@ -131,7 +129,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
     A loop that finds the lease held by a live holder (normally a worker's sweeper
     thread, ``apps.engine.cluster``) waits for it up to ``loop_seconds`` and gives up;
     it queues no successor (the threads keep the sweeper alive)."""
-    from apps.engine.cluster import LEASE_MS, LEASE_NAME
+    from apps.engine.cluster import LEASE_NAME
     from apps.engine.models import SweeperLease
 
     conf = settings.CONDUCTOR
@@ -139,7 +137,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
     tick = conf["SWEEPER_TICK_MS"] / 1000
     holder = _holder()
     give_up = time.monotonic() + loop_seconds
-    while not SweeperLease.acquire(LEASE_NAME, holder, LEASE_MS):
+    while not SweeperLease.acquire(LEASE_NAME, holder, conf["SWEEPER_LEASE_MS"]):
         if time.monotonic() >= give_up:
             return 0
         time.sleep(tick)
@@ -151,7 +149,7 @@ def sweep_loop_job(loop_seconds: float | None = None) -> int:
             decided += n
             if n == 0:
                 time.sleep(tick)
-            if not SweeperLease.acquire(LEASE_NAME, holder, LEASE_MS):
+            if not SweeperLease.acquire(LEASE_NAME, holder, conf["SWEEPER_LEASE_MS"]):
                 return decided  # lost the lease (we stalled): the new holder carries on
     finally:
         SweeperLease.release(LEASE_NAME, holder)

@@ -4,7 +4,7 @@
 The limits a task obeys are those of the TaskDef it was scheduled with (the
 ``taskDefinition`` its WorkflowTask carries since the workflow started, as Conductor's
 ``TaskModel.getTaskDefinition()``), copied onto the task when it is scheduled
-(``task_limit_fields``):
+(``decider.task_limit_fields``):
 
 * ``concurrentExecLimit`` > 0: at most that many tasks of the definition IN_PROGRESS at
   once (counted over every domain). A task ending in any way (COMPLETED, FAILED, TIMED_OUT,
@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from apps.engine.state import TaskState
 
-DEFAULT_POSTPONE_MS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,21 +46,6 @@ class Limits:
 
 
 NO_LIMITS = Limits()
-
-
-def _int(value) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
-def task_limit_fields(task_def: dict | None) -> dict[str, int]:
-    """The TaskState fields that carry a TaskDef's limits (all 0 without a TaskDef)."""
-    task_def = task_def if isinstance(task_def, dict) else {}
-    return {"concurrent_exec_limit": _int(task_def.get("concurrentExecLimit")),
-            "rate_limit_per_frequency": _int(task_def.get("rateLimitPerFrequency")),
-            "rate_limit_frequency_in_seconds": _int(task_def.get("rateLimitFrequencyInSeconds"))}
 
 
 def limits_of(task: TaskState) -> Limits:
@@ -86,7 +70,7 @@ def _lock(task_def_name: str) -> None:
 def postpone_ms() -> int:
     from django.conf import settings
 
-    return int(settings.CONDUCTOR.get("TASK_LIMIT_POSTPONE_MS", DEFAULT_POSTPONE_MS))
+    return int(settings.CONDUCTOR["TASK_LIMIT_POSTPONE_MS"])
 
 
 def admit(claimed: list[TaskState], now: int) -> tuple[list[TaskState], dict[str, int]]:

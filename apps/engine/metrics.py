@@ -22,7 +22,7 @@ with 0 when idle):
 
 Counters and histograms are derived from row timestamps. Each collector keeps a
 watermark (epoch ms); a scrape adds the events whose timestamp lies in
-``(watermark, now - SETTLE_MS]`` and moves the watermark there:
+``(watermark, now - METRICS_SETTLE_MS]`` and moves the watermark there:
 
 * ``workflow_start_success_total{workflowName,version,ownerApp}``: executions created
   (``create_time`` in the window).
@@ -42,7 +42,7 @@ watermark (epoch ms); a scrape adds the events whose timestamp lies in
 
 Why this is right across processes: the events are rows every process writes to the
 same database, and each event is counted exactly once per collector because the windows
-of one collector never overlap. ``SETTLE_MS`` (5 s) keeps the upper edge behind "now" so
+of one collector never overlap. ``METRICS_SETTLE_MS`` (5 s) keeps the upper edge behind "now" so
 a transaction that stamped a row a moment before the scrape but commits after it is
 still counted, and so are hosts whose clocks differ by less than that. Like Conductor's
 own Micrometer counters, the values are per collector: they start when the process first
@@ -80,9 +80,6 @@ from apps.core.clock import now_ms
 from apps.engine.models import TaskExecution, WorkflowExecution
 from apps.engine.status import ACTIVE_WORKFLOW
 
-SETTLE_MS = 5000
-DEFAULT_LOOKBACK_SECONDS = 3600
-OWNER_CACHE_SECONDS = 60
 
 # Histogram upper bounds, in seconds.
 TASK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
@@ -94,7 +91,7 @@ FAILED_WORKFLOW = ("FAILED", "TIMED_OUT", "TERMINATED")
 def lookback_ms() -> int:
     """How far back a fresh collector starts counting (ms), from
     ``settings.CONDUCTOR["METRICS_LOOKBACK_SECONDS"]`` (default 3600 s)."""
-    seconds = getattr(settings, "CONDUCTOR", {}).get("METRICS_LOOKBACK_SECONDS", DEFAULT_LOOKBACK_SECONDS)
+    seconds = settings.CONDUCTOR["METRICS_LOOKBACK_SECONDS"]
     return int(float(seconds) * 1000)
 
 
@@ -147,12 +144,12 @@ def operator_gauges(now: int) -> list[Metric]:
     ``sweeper_due_lag_seconds`` (how far behind the sweeper is: age of the most overdue
     execution, 0 when none is due) and ``cluster_queue_depth`` (jobs waiting in the
     django-q2 broker; NaN when the broker cannot be read)."""
-    from apps.engine.cluster import LEASE_MS, LEASE_NAME
+    from apps.engine.cluster import LEASE_NAME
     from apps.engine.models import SweeperLease
 
     last = GaugeMetricFamily("sweeper_last_run_age_seconds", "Seconds since the sweeper's last tick")
     expires = SweeperLease.objects.filter(name=LEASE_NAME).values_list("expires_at", flat=True).first()
-    last.add_metric([], max(0.0, (now - (expires - LEASE_MS)) / 1000) if expires else float("inf"))
+    last.add_metric([], max(0.0, (now - (expires - settings.CONDUCTOR["SWEEPER_LEASE_MS"])) / 1000) if expires else float("inf"))
     lag = GaugeMetricFamily("sweeper_due_lag_seconds", "Age of the most overdue execution the sweeper has not decided")
     oldest = (WorkflowExecution.objects.filter(status__in=("RUNNING", "PAUSED"), next_decide_at__lte=now)
               .order_by("next_decide_at").values_list("next_decide_at", flat=True).first())
@@ -188,11 +185,11 @@ class DatabaseCollector(Collector):
 
     def _owner_maps(self) -> tuple[dict[str, str], dict[str, str]]:
         """``({taskDefName: ownerApp}, {workflowName: ownerApp})`` of the registered
-        definitions (latest version wins), cached for ``OWNER_CACHE_SECONDS``."""
+        definitions (latest version wins), cached for ``METRICS_OWNER_CACHE_SECONDS``."""
         from apps.metadata.models import TaskDef, WorkflowDef
 
         cached = self._owners
-        if cached is not None and time.monotonic() - cached[0] < OWNER_CACHE_SECONDS:
+        if cached is not None and time.monotonic() - cached[0] < settings.CONDUCTOR["METRICS_OWNER_CACHE_SECONDS"]:
             return cached[1], cached[2]
         tasks = {r["name"]: r["owner"] or "unknown"
                  for r in TaskDef.objects.annotate(owner=KT("definition__ownerApp")).values("name", "owner")}
@@ -282,11 +279,11 @@ class DatabaseCollector(Collector):
             self._hist("task_queue_wait_time_seconds", (r["tt"],), TASK_BUCKETS).add_row(r)
 
     def advance(self, now: int | None = None) -> None:
-        """Count the events of the next window (up to ``now - SETTLE_MS``); called by
+        """Count the events of the next window (up to ``now - METRICS_SETTLE_MS``); called by
         ``collect``. A first call, or one after a pause longer than the lookback, starts
         ``METRICS_LOOKBACK_SECONDS`` back."""
         now = self._clock() if now is None else now
-        hi = now - SETTLE_MS
+        hi = now - settings.CONDUCTOR["METRICS_SETTLE_MS"]
         floor = hi - lookback_ms()
         lo = self.watermark if self.watermark is not None and self.watermark >= floor else floor
         if hi <= lo:

@@ -27,7 +27,9 @@ class TerminateWorkflow(Exception):
 
 @dataclass(slots=True)
 class Action:
-    """A side effect for the executor. ``kind`` is one of:
+    """A side effect the decider asks the executor for (performed by ``apps.engine.effects``;
+    not an operator action of the UI, ``apps.ui.actions.OperatorAction``, nor an event
+    handler's action). ``kind`` is one of:
     ``start_sub_workflow`` (task), ``terminate_sub_workflow`` (task, reason),
     ``run_system_task`` (task: an async system task to run in the cluster),
     ``start_failure_workflow`` (reason), ``notify_parent`` (workflow ended),

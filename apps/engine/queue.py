@@ -128,10 +128,10 @@ def has_pollable(queue_name: str, now: int) -> bool:
     return TaskExecution.objects.filter(queue_name=queue_name, status="SCHEDULED", visible_at__lte=now).exists()
 
 
-# Poll data is written at most once per second per (queue, domain, worker) and process.
+# Poll data is written at most once per POLL_DATA_RESOLUTION_MS per (queue, domain,
+# worker) and process.
 _poll_seen: dict[tuple[str, str, str], int] = {}
 _poll_lock = threading.Lock()
-POLL_DATA_RESOLUTION_MS = 1000
 
 
 def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: int) -> None:
@@ -139,16 +139,13 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
     key = (task_type, domain or "", worker_id or "")
     with _poll_lock:
         last = _poll_seen.get(key, 0)
-        if now - last < POLL_DATA_RESOLUTION_MS:
+        if now - last < settings.CONDUCTOR["POLL_DATA_RESOLUTION_MS"]:
             return
         _poll_seen[key] = now
     updated = PollData.objects.filter(queue_name=key[0], domain=key[1], worker_id=key[2]).update(last_poll_time=now)
     if not updated:
         PollData.objects.get_or_create(queue_name=key[0], domain=key[1], worker_id=key[2],
                                        defaults={"last_poll_time": now})
-
-
-MAX_POLL_COUNT = 1000  # tasks one poll may claim
 
 
 def poll_once(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[TaskState]:
@@ -177,7 +174,7 @@ _attempt_in_caller = sync_to_async(poll_once, thread_sensitive=True)
 
 async def poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
                timeout_ms: int = 0, in_caller_thread: bool = False) -> list[TaskState]:
-    """Poll up to ``count`` (1 to ``MAX_POLL_COUNT``) tasks of ``task_type`` (and
+    """Poll up to ``count`` (1 to ``POLL_MAX_TASKS``) tasks of ``task_type`` (and
     ``domain``), waiting up to ``timeout_ms`` (a long poll, ms) for some to be queued.
 
     Each attempt (``poll_once``) runs in a pool thread with its own database connection;
@@ -193,7 +190,7 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     """
     if timeout_ms > settings.CONDUCTOR["MAX_LONG_POLL_MS"]:
         raise InvalidInput("Long Poll Timeout value cannot be more than 5 seconds")
-    count = max(1, min(int(count or 1), MAX_POLL_COUNT))
+    count = max(1, min(int(count or 1), settings.CONDUCTOR["POLL_MAX_TASKS"]))
     attempt = _attempt_in_caller if in_caller_thread else _attempt_in_pool
     recheck_s = settings.CONDUCTOR["LONG_POLL_RECHECK_MS"] / 1000
     queue_name = queue_name_for(task_type, domain)

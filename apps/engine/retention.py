@@ -14,7 +14,7 @@ child. Processed event messages (and their event executions) older than the
 
 Who runs it: the cluster, through the ``conductor-retention`` schedule (every
 ``RETENTION_EVERY_MINUTES``, ``retention_job``: batches until done or
-``JOB_BUDGET_SECONDS`` passed, pausing between batches so the hot path is never
+``RETENTION_JOB_SECONDS`` passed, pausing between batches so the hot path is never
 starved), and operators by hand: ``manage.py purge_executions --older-than 30d
 --status COMPLETED [--dry-run]``. ``DELETE /api/workflow/{id}/remove`` removes one
 execution the same way (Conductor's semantics: see ``executor.workflow_remove``).
@@ -39,9 +39,6 @@ log = logging.getLogger(__name__)
 
 TERMINAL = tuple(s for s in WORKFLOW_STATUSES if s in TERMINAL_WORKFLOW)  # in Conductor's order
 EVENT_MESSAGES = "EVENT_MESSAGES"
-DEFAULT_BATCH = 200
-JOB_BUDGET_SECONDS = 20.0
-PAUSE_SECONDS = 0.05
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _AGE = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
 
@@ -109,14 +106,16 @@ def due_ids(policy: dict[str, int], now: int, limit: int) -> list[tuple[str, str
     return [(r[0], r[1]) for r in rows[:limit]]
 
 
-def purge_batch(policy: dict[str, int], *, now: int | None = None, batch_size: int = DEFAULT_BATCH,
+def purge_batch(policy: dict[str, int], *, now: int | None = None, batch_size: int | None = None,
                 dry_run: bool = False) -> dict[str, int]:
-    """Remove one batch (at most ``batch_size`` executions and as many event messages)
+    """Remove one batch (at most ``batch_size`` executions, by default
+    ``RETENTION_BATCH_EXECUTIONS``, and as many event messages)
     due under ``policy``; returns counts by status (and ``EVENT_MESSAGES``). With
     ``dry_run`` nothing is deleted and the counts say what would be."""
     now = now if now is not None else now_ms()
     counts: dict[str, int] = {}
     with transaction.atomic():
+        batch_size = batch_size or settings.CONDUCTOR["RETENTION_BATCH_EXECUTIONS"]
         due = due_ids(policy, now, batch_size)
         ids = [wf_id for wf_id, _ in due]
         if ids and not dry_run:
@@ -141,7 +140,7 @@ def purge_batch(policy: dict[str, int], *, now: int | None = None, batch_size: i
     return counts
 
 
-def purge(policy: dict[str, int], *, now: int | None = None, batch_size: int = DEFAULT_BATCH,
+def purge(policy: dict[str, int], *, now: int | None = None, batch_size: int | None = None,
           dry_run: bool = False, budget_seconds: float | None = None) -> dict[str, int]:
     """Batches until nothing is due (or ``budget_seconds`` passed); total counts. A dry
     run counts everything due without deleting (batch by batch, ``now`` fixed)."""
@@ -163,16 +162,16 @@ def purge(policy: dict[str, int], *, now: int | None = None, batch_size: int = D
             totals[key] = totals.get(key, 0) + n
         if not counts or (deadline and time.monotonic() >= deadline):
             return totals
-        time.sleep(PAUSE_SECONDS)
+        time.sleep(settings.CONDUCTOR["RETENTION_PAUSE_SECONDS"])
 
 
 def retention_job() -> dict[str, int]:
     """The cluster's retention run (``conductor-retention`` schedule): purge under the
-    configured policy for at most ``JOB_BUDGET_SECONDS``; nothing when none is set."""
+    configured policy for at most ``RETENTION_JOB_SECONDS``; nothing when none is set."""
     policy = configured_policy()
     if not policy:
         return {}
-    totals = purge(policy, budget_seconds=JOB_BUDGET_SECONDS)
+    totals = purge(policy, budget_seconds=settings.CONDUCTOR["RETENTION_JOB_SECONDS"])
     if totals:
         log.info("retention removed %s", totals)
     return totals

@@ -12,7 +12,7 @@ README), mirroring Conductor's properties:
   endpoints appended to it for workflows and tasks, the subscribed statuses
   (workflows: default ``COMPLETED,TERMINATED``), the optional ``Prefer`` header, the
   request timeout (ms), the attempts before a delivery is given up and the first retry
-  delay (ms, doubled per attempt up to ``MAX_RETRY_DELAY_MS``).
+  delay (ms, doubled per attempt up to ``LISTENER_MAX_RETRY_DELAY_MS``).
 * ``QUEUE_PUBLISHER_*_QUEUE``: Conductor's ``_callbackSuccessQueue``,
   ``_callbackFailureQueue``, ``_callbackFinalizeQueue``; an event handler listens on
   ``conductor:<queue>``.
@@ -23,8 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-
-MAX_RETRY_DELAY_MS = 300_000
 
 
 def _csv(value) -> tuple[str, ...]:
@@ -58,6 +56,7 @@ class ListenerConfig:
     timeout_ms: int
     max_attempts: int
     retry_delay_ms: int
+    max_retry_delay_ms: int
     success_queue: str
     failure_queue: str
     finalize_queue: str
@@ -96,6 +95,7 @@ def current() -> ListenerConfig:
         timeout_ms=int(c.get("STATUS_NOTIFIER_TIMEOUT_MS", 2000)),
         max_attempts=int(c.get("STATUS_NOTIFIER_MAX_ATTEMPTS", 10)),
         retry_delay_ms=int(c.get("STATUS_NOTIFIER_RETRY_DELAY_MS", 1000)),
+        max_retry_delay_ms=int(c.get("LISTENER_MAX_RETRY_DELAY_MS", 300_000)),
         success_queue=c.get("QUEUE_PUBLISHER_SUCCESS_QUEUE", "_callbackSuccessQueue"),
         failure_queue=c.get("QUEUE_PUBLISHER_FAILURE_QUEUE", "_callbackFailureQueue"),
         finalize_queue=c.get("QUEUE_PUBLISHER_FINALIZE_QUEUE", "_callbackFinalizeQueue"),
@@ -105,5 +105,5 @@ def current() -> ListenerConfig:
 
 def retry_delay_ms(conf: ListenerConfig, attempts: int) -> int:
     """Delay before attempt ``attempts + 1``: the first delay doubled per attempt made,
-    at most ``MAX_RETRY_DELAY_MS``."""
-    return min(MAX_RETRY_DELAY_MS, conf.retry_delay_ms * (2 ** max(0, attempts - 1)))
+    at most ``LISTENER_MAX_RETRY_DELAY_MS``."""
+    return min(conf.max_retry_delay_ms, conf.retry_delay_ms * (2 ** max(0, attempts - 1)))

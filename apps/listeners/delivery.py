@@ -27,6 +27,7 @@ import os
 import socket
 import time
 
+from django.conf import settings
 from django.db.models import F
 
 from apps.core.clock import now_ms
@@ -36,8 +37,6 @@ from apps.listeners.models import Notification
 log = logging.getLogger(__name__)
 
 LEASE = "status-listener"
-LEASE_MS = 30_000
-JOB_SECONDS = 20
 _KICK_INTERVAL_MS = 1_000
 _last_kick = 0
 _last_check = 0
@@ -70,13 +69,17 @@ def kick() -> int:
     return 0
 
 
-def deliver_job(max_seconds: float = JOB_SECONDS) -> int:
-    """The cluster job: hold the lease and deliver until nothing is due (or
-    ``max_seconds`` passed). Returns the rows handled."""
+def deliver_job(max_seconds: float | None = None) -> int:
+    """The cluster job: hold the lease (``LISTENER_DELIVERY_LEASE_MS``) and deliver until
+    nothing is due (or ``max_seconds`` passed, by default
+    ``LISTENER_DELIVERY_JOB_SECONDS``). Returns the rows handled."""
     from apps.engine.models import SweeperLease
 
+    lease_ms = settings.CONDUCTOR["LISTENER_DELIVERY_LEASE_MS"]
+    if max_seconds is None:
+        max_seconds = settings.CONDUCTOR["LISTENER_DELIVERY_JOB_SECONDS"]
     holder = f"{socket.gethostname()}:{os.getpid()}"
-    if not SweeperLease.acquire(LEASE, holder, LEASE_MS):
+    if not SweeperLease.acquire(LEASE, holder, lease_ms):
         return 0
     handled = 0
     deadline = time.monotonic() + max_seconds
@@ -84,7 +87,7 @@ def deliver_job(max_seconds: float = JOB_SECONDS) -> int:
         while time.monotonic() < deadline:
             n = deliver_due()
             handled += n
-            if n == 0 or not SweeperLease.acquire(LEASE, holder, LEASE_MS):
+            if n == 0 or not SweeperLease.acquire(LEASE, holder, lease_ms):
                 break
     finally:
         SweeperLease.release(LEASE, holder)
@@ -146,7 +149,7 @@ def deliver_due(now: int | None = None, limit: int = 50) -> int:
         if row.kind != "ARCHIVE" and _blocked(row):
             continue
         claimed = Notification.objects.filter(pk=row.pk, state="PENDING", lease_until=row.lease_until).update(
-            lease_until=now + LEASE_MS, attempts=F("attempts") + 1)
+            lease_until=now + settings.CONDUCTOR["LISTENER_DELIVERY_LEASE_MS"], attempts=F("attempts") + 1)
         if claimed != 1:
             continue
         handled += 1

@@ -20,8 +20,10 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Action:
-    """One operator action on a workflow execution."""
+class OperatorAction:
+    """One operator action on a workflow execution or task, as the UI offers it (its menu
+    name, label, help text, whether it is destructive). Not the decider's side effects
+    (``apps.engine.outcome.Action``)."""
 
     name: str
     label: str
@@ -29,21 +31,21 @@ class Action:
     danger: bool = False
 
 
-WORKFLOW_ACTIONS: dict[str, Action] = {a.name: a for a in [
-    Action("pause", "Pause", "Pause the execution: no new tasks are scheduled; tasks already handed to workers may still finish."),
-    Action("resume", "Resume", "Resume the paused execution and schedule what is due."),
-    Action("terminate", "Terminate", "End the execution as TERMINATED and cancel its pending tasks and sub-workflows.", danger=True),
-    Action("restart", "Restart (current definition)", "Start the execution again from the beginning, with the definition snapshot it ran with, under the same id."),
-    Action("restart_latest", "Restart (latest definition)", "Start the execution again from the beginning with the latest version of its workflow definition, under the same id."),
-    Action("retry", "Retry", "Retry the last failed task and carry on from there."),
-    Action("retry_resume", "Retry, resuming sub-workflow", "Retry the last failed task; a failed SUB_WORKFLOW task is resumed by retrying its child instead of starting a new one."),
+WORKFLOW_ACTIONS: dict[str, OperatorAction] = {a.name: a for a in [
+    OperatorAction("pause", "Pause", "Pause the execution: no new tasks are scheduled; tasks already handed to workers may still finish."),
+    OperatorAction("resume", "Resume", "Resume the paused execution and schedule what is due."),
+    OperatorAction("terminate", "Terminate", "End the execution as TERMINATED and cancel its pending tasks and sub-workflows.", danger=True),
+    OperatorAction("restart", "Restart (current definition)", "Start the execution again from the beginning, with the definition snapshot it ran with, under the same id."),
+    OperatorAction("restart_latest", "Restart (latest definition)", "Start the execution again from the beginning with the latest version of its workflow definition, under the same id."),
+    OperatorAction("retry", "Retry", "Retry the last failed task and carry on from there."),
+    OperatorAction("retry_resume", "Retry, resuming sub-workflow", "Retry the last failed task; a failed SUB_WORKFLOW task is resumed by retrying its child instead of starting a new one."),
 ]}
 
-TASK_ACTIONS: dict[str, Action] = {a.name: a for a in [
-    Action("rerun", "Rerun from this task", "Rerun the execution from this task, with the task input below; later tasks are scheduled again."),
-    Action("skip", "Skip task", "Mark this task SKIPPED so the execution continues after it."),
-    Action("complete_task", "Complete task", "Complete this task with the output below."),
-    Action("fail_task", "Fail task", "Fail this task with the reason below.", danger=True),
+TASK_ACTIONS: dict[str, OperatorAction] = {a.name: a for a in [
+    OperatorAction("rerun", "Rerun from this task", "Rerun the execution from this task, with the task input below; later tasks are scheduled again."),
+    OperatorAction("skip", "Skip task", "Mark this task SKIPPED so the execution continues after it."),
+    OperatorAction("complete_task", "Complete task", "Complete this task with the output below."),
+    OperatorAction("fail_task", "Fail task", "Fail this task with the reason below.", danger=True),
 ]}
 
 BULK_ACTIONS = ("pause", "resume", "restart", "restart_latest", "retry", "terminate")

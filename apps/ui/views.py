@@ -492,7 +492,7 @@ def _back_to_execution(request, workflow_id: str):
     return redirect(_back_url(request, workflow_id))
 
 
-def _report(request, info: actions.Action, result: actions.Result) -> None:
+def _report(request, info: actions.OperatorAction, result: actions.Result) -> None:
     if result.ok:
         messages.success(request, f"{info.label}: done.")
     else:

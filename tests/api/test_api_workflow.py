@@ -580,3 +580,26 @@ def test_api_terminate_does_not_start_the_failure_workflow(api, flow, with_failu
     assert "conductor.failure_workflow" not in (wf.get("output") or {})
     assert api.ok(api.get(f"/workflow/running/{names['handler']}")).json() == []
     assert api.poll(names["handler_task"]) == []
+
+
+def test_a_running_execution_keeps_the_definition_it_started_with(api, flow):
+    """Zero-downtime rollout: re-registering the same version with other tasks, or a
+    newer version, changes nothing for an execution already running (it runs on its
+    snapshot); a start without a version takes the latest."""
+    name = flow["name"]
+    old_id = api.start(name, {"x": 1}, version=1)
+    other = f"{name}_other"
+    api.register_task_defs(task_def(other))
+    changed = workflow_def(name, [simple_task(other, "other")])
+    api.register_workflow(changed)                                  # version 1 overwritten
+    api.register_workflow({**changed, "version": 2})
+    api.complete(api.poll_one(flow["a"]), {"value": 1})
+    api.complete(api.poll_one(flow["b"]), {"r": "done"})
+    old = api.workflow(old_id)
+    assert old["status"] == "COMPLETED", old["status"]
+    assert [t["referenceTaskName"] for t in old["tasks"]] == ["a", "b"]
+    assert old["output"] == {"result": "done"}
+    assert api.poll(other) == []                                    # nothing of the new shape was scheduled
+    new_id = api.start(name, {"x": 2})
+    new = api.workflow(new_id)
+    assert new["workflowVersion"] == 2 and [t["referenceTaskName"] for t in new["tasks"]] == ["other"]

@@ -28,10 +28,12 @@ def test_ready_checks_database_and_broker_and_reports_the_cluster(client, path):
 @pytest.mark.django_db
 def test_ready_sees_a_ticking_sweeper(client):
     from apps.core.clock import now_ms
-    from apps.engine.cluster import LEASE_MS, LEASE_NAME
+    from django.conf import settings
+
+    from apps.engine.cluster import LEASE_NAME
     from apps.engine.models import SweeperLease
 
-    SweeperLease.acquire(LEASE_NAME, "host:1:x", LEASE_MS)
+    SweeperLease.acquire(LEASE_NAME, "host:1:x", settings.CONDUCTOR["SWEEPER_LEASE_MS"])
     [cluster] = client.get("/health/ready").json()["suppressedHealthResults"]
     assert cluster["healthy"] is True and cluster["details"]["sweeperLastRunSecondsAgo"] < 15
     SweeperLease.objects.filter(name=LEASE_NAME).update(expires_at=now_ms() - 60_000)

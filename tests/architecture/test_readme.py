@@ -43,3 +43,42 @@ def test_every_cited_section_of_the_conductor_notes_exists():
                 for ref in re.findall(r"§([\d.\-]+)", refs):
                     cited.update(part.rstrip(".") for part in ref.split("-") if part.rstrip("."))
     assert cited and sorted(cited - headings) == []
+
+
+def _documented_variables(readme: str) -> set[str]:
+    """Every variable the README's tables name: full names (`CONDUCTOR_EVENT_MESSAGE_LEASE_MS`)
+    and, in the same row, shorthands after one (`..._MAX_ATTEMPTS`), expanded with each
+    ``_``-prefix of the full name before them."""
+    names: set[str] = set()
+    for row in readme.splitlines():
+        if not row.startswith("|"):
+            continue
+        full = None
+        for token in re.findall(r"`((?:\.\.\.)?_?[A-Z][A-Z0-9_]*)`", row):
+            if token.startswith("..."):
+                if full:
+                    parts = full.split("_")
+                    names.update("_".join(parts[:i]) + token[3:] for i in range(1, len(parts)))
+            else:
+                full = token
+                names.add(token)
+    return names
+
+
+def test_every_conductor_setting_read_from_the_environment_is_in_the_configuration_table():
+    """``settings.CONDUCTOR`` holds every engine tunable, read from ``CONDUCTOR_*``
+    variables; each of them is in README's configuration table."""
+    variables = set(re.findall(r"\"(CONDUCTOR_[A-Z0-9_]*[A-Z0-9])\"", (ROOT / "conductor_web" / "settings.py").read_text()))
+    assert len(variables) > 40
+    assert sorted(variables - _documented_variables((ROOT / "README.md").read_text())) == []
+
+
+def test_no_module_level_tunable_outside_the_settings():
+    """Leases, intervals and batch sizes of the engine, the listeners and the API are in
+    ``settings.CONDUCTOR`` (their unit in their name), not module constants."""
+    tunable = re.compile(r"^(?=[A-Z])[A-Z0-9_]*(LEASE|RENEW|STANDBY|REDISPATCH|REPAIR|POSTPONE|SETTLE|CACHE|RECHECK|"
+                         r"RESOLUTION|BUDGET|PAUSE|STALE|LOOKBACK|JOB_SECONDS)[A-Z0-9_]*\s*=\s*[\d(]", re.M)
+    found = [f"{path.relative_to(ROOT)}: {m.group(0)}"
+             for top in ("engine", "listeners", "api") for path in (ROOT / "apps" / top).rglob("*.py")
+             if "migrations" not in path.parts for m in tunable.finditer(path.read_text())]
+    assert found == []

@@ -123,9 +123,10 @@ def test_overwrite_of_an_unused_version_and_a_taskdef(page, ui_server):
     assert "retryCount" in page.inner_text("#editor-errors")
     set_text(page, text.replace('"retryCount": 0', '"retryCount": 5'))
     wait_checked(page, "valid")
-    page.click("#save-definition")
-    page.wait_for_function("document.getElementById('editor-status').textContent === 'valid'"
-                           " && location.search.includes('taskdef=')")
+    with page.expect_navigation():  # saved: the editor reloads on the stored TaskDef
+        page.click("#save-definition")
+    wait_checked(page, "valid")
+    assert '"retryCount": 5' in page.evaluate("window.conductorEditor.editor.getValue()")
     assert ui_server.http.get(f"{ui_server.api}/metadata/taskdefs/{name}_a").json()["retryCount"] == 5
     assert errors == []
 

@@ -5,12 +5,17 @@ commands, run as processes.
 
 200 workflows (SIMPLE a -> WAIT 1 s -> HTTP (a loopback stub answering after 0.2 s) ->
 SUB_WORKFLOW (INLINE) -> SIMPLE b -> INLINE -> SIMPLE c) are started through both
-servers while SDK-like worker threads poll both. Mid-run, the cluster holding the
-sweeper lease is killed with SIGKILL and never comes back, and server A is killed and
-restarted. Checked, bounded in time:
+servers while the official SDKs' workers poll both: a ``conductor-python``
+``TaskHandler`` (tests/crash/sdk_workers.py) and a ``@io-orkes/conductor-javascript``
+``TaskManager`` (tests/ts/scale_out_worker.ts) per server, each its own process
+configured from ``CONDUCTOR_SERVER_URL`` and an access key, each recording every task
+its polls were handed. Mid-run, the cluster holding the sweeper lease is killed with
+SIGKILL and never comes back, and server A is killed and restarted. Checked, bounded
+in time:
 
 * every workflow COMPLETED with the expected output; each reference has exactly one
-  COMPLETED task; no taskId was handed to two workers; the work ran once per task;
+  COMPLETED task, whose output was computed for that very task (``delivery``); no
+  taskId was handed to two workers; both SDKs did work through both servers;
 * the sweeper lease moved to a worker of the surviving cluster within seconds
   (``HANDOVER_LIMIT_SECONDS``; before the sweeper threads it took up to a minute);
 * a signed-in browser's live page on server A stays open through 7 s of silence and
@@ -29,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,29 +49,27 @@ import httpx
 import pytest
 
 from tests.crash.harness import (
-    WORKER_TYPES,
-    Ledger,
     _group_members,
     call_until_answered,
-    run_thread,
     correlation_id,
     expected_output,
+    run_thread,
     task_defs,
-    worker_loop,
 )
 from tests.crash.wsclient import WebSocket
 from tests.e2e.conftest import PostgresDatabase, _is_postgres, tail
 from tests.redis_server import free_port, have_redis_server, start_redis, stop_redis
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(290),
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.scale_out, pytest.mark.timeout(290),
               pytest.mark.skipif(not have_redis_server(), reason="needs redis-server")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+TS_DIR = REPO_ROOT / "tests" / "ts"
 WORKFLOW_NAME = "scale_chain"
 CHILD_NAME = "scale_child"
 WORKFLOWS = 200
 START_PACE_SECONDS = 0.15        # per starter (one per server): 200 starts over ~15 s
-WORKERS_PER_TYPE_AND_SERVER = 2  # 3 types x 2 servers x 2 = 12 workers
+SDK_FLEETS = ("py-a", "py-b", "ts-a", "ts-b")  # SDK (Python, TypeScript) x server (A, B)
 KILL_AFTER_STARTS = 80           # the kills land mid-run
 SERVER_DOWN_SECONDS = 1.5
 HTTP_DELAY_SECONDS = 0.2         # the stub answers after this: kills catch calls in flight
@@ -73,7 +77,7 @@ HANDOVER_LIMIT_SECONDS = 20      # measured ~1-6 s; the old one-minute guard too
 HTTP_LIMIT_SECONDS = 40          # measured well under 20 s; before: 60 s re-dispatch + the call
 STARTS_SECONDS = 90
 RECOVERY_SECONDS = 120
-WORKER_STOP_SECONDS = 15
+WORKER_STOP_SECONDS = 20
 STOP_LIMIT_SECONDS = 30
 LIVE_IDLE_SECONDS = 7            # longer than channels-redis's 5 s blocking read
 LIVE_LIMIT_SECONDS = 10          # a delta through Redis takes well under a second
@@ -170,12 +174,17 @@ class Topology:
         subprocess.run([str(REPO_ROOT / "deploy" / "migrate.sh")], cwd=REPO_ROOT, env=self.env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=180)
 
-    def access_token(self, api: str) -> dict:
-        """An admin access key (``manage.py create_access_key``, as an operator makes one)
-        exchanged for a token: ``{"X-Authorization": token}`` for every /api call."""
-        out = subprocess.run([sys.executable, "manage.py", "create_access_key", "scale-out", "--role", "admin", "--env"],
+    def access_key(self, name: str, role: str) -> dict:
+        """A new access key (``manage.py create_access_key``, as an operator makes one):
+        ``{"CONDUCTOR_AUTH_KEY": ..., "CONDUCTOR_AUTH_SECRET": ...}``, what the SDKs read."""
+        out = subprocess.run([sys.executable, "manage.py", "create_access_key", name, "--role", role, "--env"],
                              cwd=REPO_ROOT, env=self.env, capture_output=True, text=True, timeout=120, check=True).stdout
-        values = dict(line.split("=", 1) for line in out.split())
+        return dict(line.split("=", 1) for line in out.split())
+
+    def access_token(self, api: str) -> dict:
+        """An admin access key exchanged for a token: ``{"X-Authorization": token}`` for
+        every /api call."""
+        values = self.access_key("scale-out", "admin")
         r = httpx.post(f"{api}/token", json={"keyId": values["CONDUCTOR_AUTH_KEY"],
                                              "keySecret": values["CONDUCTOR_AUTH_SECRET"]}, timeout=10)
         r.raise_for_status()
@@ -195,10 +204,27 @@ class Topology:
         return "sessionid=" + next(line[4:] for line in out.splitlines() if line.startswith("SID="))
 
     def spawn(self, name: str, script: str, **env: str) -> None:
+        """Run the recipe's ``deploy/<script>`` with the shared environment plus ``env``."""
+        self.spawn_argv(name, [str(REPO_ROOT / "deploy" / script)], REPO_ROOT, {**self.env, **env})
+
+    def spawn_argv(self, name: str, argv: list[str], cwd: Path, env: dict) -> None:
+        """Run ``argv`` as the process ``name`` (output in ``<name>.log``)."""
         with open(self.log_path(name), "ab") as out:
-            self.processes[name] = subprocess.Popen([str(REPO_ROOT / "deploy" / script)], cwd=REPO_ROOT,
-                                                    env={**self.env, **env}, stdout=out, stderr=subprocess.STDOUT,
-                                                    start_new_session=True)
+            self.processes[name] = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                                    stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def sdk_workers(self, name: str, api: str, key: dict, ledger_dir: Path, node: str) -> None:
+        """Start the SDK worker fleet ``name`` (``py-*``: conductor-python's TaskHandler,
+        tests/crash/sdk_workers.py; ``ts-*``: the TypeScript SDK's TaskManager,
+        tests/ts/scale_out_worker.ts) on the server ``api``, with the access key ``key``."""
+        env = {**os.environ, **key, "CONDUCTOR_SERVER_URL": api, "SCALE_WORKER_LABEL": name,
+               "SCALE_LEDGER_DIR": str(ledger_dir), "PYTHONUNBUFFERED": "1", "NODE_NO_WARNINGS": "1",
+               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+        env.pop("DATABASE_URL", None)
+        if name.startswith("py-"):
+            self.spawn_argv(name, [sys.executable, "-m", "tests.crash.sdk_workers"], REPO_ROOT, env)
+        else:
+            self.spawn_argv(name, [node, "--import", "tsx", "scale_out_worker.ts"], TS_DIR, env)
 
     def server(self, name: str) -> str:
         port = self.ports.setdefault(name, free_port())
@@ -287,16 +313,44 @@ def topology(tmp_path):
         pg.drop()
 
 
-def test_two_servers_two_clusters_survive_sigkill(topology):
+@pytest.fixture(scope="module")
+def node() -> str:
+    """The ``node`` binary, with the TypeScript SDK installed in ``tests/ts/node_modules``."""
+    binary = shutil.which("node")
+    if binary is None:
+        pytest.fail("node is not installed: the scale-out test runs TypeScript SDK workers (Node.js 18+)")
+    if not (TS_DIR / "node_modules" / "@io-orkes" / "conductor-javascript" / "package.json").exists() or \
+            not (TS_DIR / "node_modules" / "tsx").exists():
+        pytest.fail("the TypeScript SDK is not installed: run `make test` (or `cd tests/ts && npm ci --legacy-peer-deps`)")
+    return binary
+
+
+def test_two_servers_two_clusters_survive_sigkill(topology, node, tmp_path):
     topo = topology
     stub = HttpStub()
     try:
-        _scenario(topo, stub)
+        _scenario(topo, stub, node, tmp_path / "ledger")
     finally:
         stub.close()
 
 
-def _scenario(topo: Topology, stub: HttpStub) -> None:
+def _describe(wf: dict) -> str:
+    """One execution's tasks, for a failure message."""
+    lines = [f"{wf['workflowId']} {wf['status']} {wf.get('reasonForIncompletion') or ''}"]
+    lines += [f"  {t['referenceTaskName']:<6} {t['taskType']:<12} {t['status']:<11} retry {t['retryCount']} "
+              f"polls {t['pollCount']} worker {t.get('workerId')} {t.get('reasonForIncompletion') or ''}"
+              for t in sorted(wf.get("tasks") or [], key=lambda t: t["seq"])]
+    return "\n".join(lines)
+
+
+def _read_ledger(ledger_dir: Path) -> list[dict]:
+    """Every delivery the SDK workers recorded (one JSON object per line, all files)."""
+    return [json.loads(line) for path in sorted(ledger_dir.glob("*.jsonl"))
+            for line in path.read_text().splitlines() if line.strip()]
+
+
+def _scenario(topo: Topology, stub: HttpStub, node: str, ledger_dir: Path) -> None:
+    ledger_dir.mkdir()
     t0 = time.monotonic()
     deadline = t0 + STARTS_SECONDS + RECOVERY_SECONDS
     topo.migrate()
@@ -319,19 +373,16 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
         assert time.monotonic() < until, f"no sweeper thread took the lease: {_lease(topo.database_url)}"
         time.sleep(0.2)
 
-    ledger = Ledger()
-    stop = threading.Event()
+    worker_key = topo.access_key("scale-out-workers", "worker")
+    for fleet in SDK_FLEETS:
+        topo.sdk_workers(fleet, api_a if fleet.endswith("-a") else api_b, worker_key, ledger_dir, node)
     errors: list[str] = []
     ids_a: dict[int, str] = {}
     ids_b: dict[int, str] = {}
     run_key = f"scale-{uuid.uuid4().hex[:8]}"
-    workers = [run_thread(errors, worker_loop, api, task_type, f"{task_type}-{side}{i}", ledger, stop, deadline, i,
-                          auth)
-               for task_type in WORKER_TYPES for side, api in (("a", api_a), ("b", api_b))
-               for i in range(WORKERS_PER_TYPE_AND_SERVER)]
     half = WORKFLOWS // 2
-    starters = [run_thread(errors, _start, api_a, f"{run_key}-a", half, ids_a, ledger, deadline, auth),
-                run_thread(errors, _start, api_b, f"{run_key}-b", half, ids_b, ledger, deadline, auth)]
+    starters = [run_thread(errors, _start, api_a, f"{run_key}-a", half, ids_a, deadline, auth),
+                run_thread(errors, _start, api_b, f"{run_key}-b", half, ids_b, deadline, auth)]
 
     while len(ids_a) + len(ids_b) < KILL_AFTER_STARTS and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -358,7 +409,7 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
     assert not errors, errors
     cids = [correlation_id(f"{run_key}-a", n) for n in range(half)] + \
            [correlation_id(f"{run_key}-b", n) for n in range(half)]
-    assert len(ids_a) + len(ids_b) == WORKFLOWS, ledger.unexpected[:5]
+    assert len(ids_a) + len(ids_b) == WORKFLOWS
 
     http_a = httpx.Client(base_url=api_a, timeout=30, headers=auth)
     workflows: list[dict] = []
@@ -367,23 +418,32 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
         if all(w["status"] in ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED") for w in workflows):
             break
         time.sleep(1)
-    stop.set()
-    for t in workers:
-        t.join(timeout=WORKER_STOP_SECONDS)
     elapsed = time.monotonic() - t0
+    worker_stops = {fleet: topo.terminate(fleet, WORKER_STOP_SECONDS) for fleet in SDK_FLEETS}
+    deliveries = _read_ledger(ledger_dir)
 
     not_done = [w for w in workflows if w["status"] != "COMPLETED"]
-    assert not not_done, [(w["workflowId"], w["status"], w.get("reasonForIncompletion")) for w in not_done[:5]]
+    assert not not_done, (f"{len(not_done)} not COMPLETED; SDK deliveries per fleet "
+                          f"{Counter(d['worker'].rsplit('-', 1)[0] for d in deliveries)}, SIGTERM stops {worker_stops}\n"
+                          + "\n".join(_describe(w) for w in not_done[:3]) + "\n"
+                          + "\n".join(f"--- {name}\n{tail(topo.log_path(name), 15)}"
+                                      for name in (*SDK_FLEETS, "server-a", "server-b", survivor)))
     assert len(workflows) == WORKFLOWS
     http_spans = []
     slow: list[str] = []
+    kept_by: set[str] = set()
     for wf in workflows:
         n = int(wf["input"]["n"])
         out = wf["output"]
         assert {k: out[k] for k in ("a", "b", "calc", "c")} == expected_output(n), wf["workflowId"]
         assert out["http"] is True and out["child"] == expected_output(n)["a"] * 2
-        by_ref = Counter(t["referenceTaskName"] for t in wf["tasks"] if t["status"] == "COMPLETED")
+        completed = [t for t in wf["tasks"] if t["status"] == "COMPLETED"]
+        by_ref = Counter(t["referenceTaskName"] for t in completed)
         assert all(by_ref[ref] == 1 for ref in ("a", "pause", "call", "child", "b", "calc", "c")), by_ref
+        for t in completed:
+            if t["referenceTaskName"] in ("a", "b", "c"):  # the result kept is the one computed for that task
+                assert t["outputData"]["delivery"] == t["taskId"], (wf["workflowId"], t)
+                kept_by.add(t["workerId"])
         call = next(t for t in wf["tasks"] if t["referenceTaskName"] == "call")
         http_spans.append((call["endTime"] - call["scheduledTime"]) / 1000)
         if http_spans[-1] >= HTTP_LIMIT_SECONDS:
@@ -391,23 +451,29 @@ def _scenario(topo: Topology, stub: HttpStub) -> None:
                                                                           "endTime")}
             slow.append(f"{wf['workflowId']} call {rel} polls {call['pollCount']} worker {call.get('workerId')} "
                         f"stub hits at {[round(t - killed_epoch, 1) for t in stub.times.get(wf['workflowId'], [])]}")
-    # no taskId handed to two workers; the work ran once per (workflow, ref)
-    assert all(len(ds) == 1 for ds in ledger.by_task_id.values()), \
-        [tid for tid, ds in ledger.by_task_id.items() if len(ds) > 1][:5]
-    assert all(n == 1 for n in ledger.work_runs.values())
-    assert not ledger.server_errors, ledger.server_errors[:5]
+    # no taskId handed to two workers (nor twice to one); every SDK fleet did work
+    by_task = Counter(d["taskId"] for d in deliveries)
+    assert all(n == 1 for n in by_task.values()), [(tid, n) for tid, n in by_task.items() if n > 1][:5]
+    mine = {w["workflowId"] for w in workflows}
+    fleets = Counter(d["worker"].rsplit("-", 1)[0] for d in deliveries if d["workflowId"] in mine)
+    assert set(fleets) == set(SDK_FLEETS), fleets
+    assert {w.split("-")[0] for w in kept_by} == {"py", "ts"}, kept_by
+    redone = sum(1 for n in Counter((d["workflowId"], d["ref"]) for d in deliveries if d["workflowId"] in mine).values()
+                 if n > 1)
     assert max(http_spans) < HTTP_LIMIT_SECONDS, "seconds after the kill:\n" + "\n".join(slow[:10])
     repeated = sum(1 for n in stub.hits.values() if n > 1)
     # a clean stop on SIGTERM, within the units' budgets (deploy/systemd: 70 s and 20 s)
     cluster_stop = topo.terminate(survivor, STOP_LIMIT_SECONDS)
     server_stop = topo.terminate("server-b", STOP_LIMIT_SECONDS)
     assert cluster_stop < STOP_LIMIT_SECONDS and server_stop < STOP_LIMIT_SECONDS, (cluster_stop, server_stop)
+    assert all(t < WORKER_STOP_SECONDS for t in worker_stops.values()), f"SDK workers' stop on SIGTERM: {worker_stops}"
     lease = _lease(topo.database_url)
     assert lease and lease[1] == 0, f"a stopped cluster releases the sweeper lease: {lease}"
     print(f"\nscale-out: {WORKFLOWS} workflows COMPLETED in {elapsed:.1f} s; sweeper lease moved to the survivor "
           f"{handover:.1f} s after the SIGKILL; HTTP task span max {max(http_spans):.1f} s, "
           f"p50 {sorted(http_spans)[len(http_spans) // 2]:.1f} s; HTTP calls made again after the kill: {repeated}; "
-          f"deliveries {len(ledger.deliveries)}, update retries {ledger.update_retries}, poll errors {ledger.poll_errors}; "
+          f"SDK deliveries {len(deliveries)} ({dict(fleets)}), tasks handed out again after the kills {redone}; "
+          f"SDK workers stopped on SIGTERM in {max(worker_stops.values()):.1f} s; "
           f"SIGTERM stop: cluster {cluster_stop:.1f} s, server {server_stop:.1f} s; live page on A: survived "
           f"{LIVE_IDLE_SECONDS} s idle, poll through B seen {live[0]:.2f} s later, completion {live[1]:.2f} s later")
 
@@ -446,7 +512,7 @@ def _live_page(topo: Topology, url_a: str, http_b: httpx.Client) -> tuple[float,
         ws.close()
 
 
-def _start(api: str, run_key: str, count: int, ids: dict, ledger: Ledger, deadline: float, auth: dict) -> None:
+def _start(api: str, run_key: str, count: int, ids: dict, deadline: float, auth: dict) -> None:
     """Start ``count`` workflows through one server; each start carries an idempotency
     key, so one re-sent after the server's kill returns the execution it created."""
     with httpx.Client(base_url=api, timeout=10, headers=auth) as http:

@@ -9,8 +9,10 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
+from django.conf import settings
 
 from apps.core.clock import now_ms
 from apps.engine import cluster, executor, jobs
@@ -35,8 +37,8 @@ def _until(predicate, limit: float = WAIT_LIMIT_SECONDS) -> bool:
 
 @pytest.fixture
 def short_leases(monkeypatch):
-    monkeypatch.setattr(cluster, "LEASE_MS", 800)
-    monkeypatch.setattr(cluster, "STANDBY_SECONDS", 0.1)
+    monkeypatch.setitem(settings.CONDUCTOR, "SWEEPER_LEASE_MS", 800)
+    monkeypatch.setitem(settings.CONDUCTOR, "SWEEPER_STANDBY_SECONDS", 0.1)
 
 
 def _lease():
@@ -46,7 +48,7 @@ def _lease():
 def test_a_standby_takes_over_from_a_dead_holder(short_leases):
     """A holder that dies without releasing (SIGKILL) is replaced once its lease expires;
     while a live holder renews, the standby only watches."""
-    SweeperLease.acquire(cluster.LEASE_NAME, "dead-host:1", cluster.LEASE_MS)
+    SweeperLease.acquire(cluster.LEASE_NAME, "dead-host:1", settings.CONDUCTOR["SWEEPER_LEASE_MS"])
     standby = cluster.SweeperThread(holder="survivor")
     standby.start()
     try:
@@ -56,7 +58,7 @@ def test_a_standby_takes_over_from_a_dead_holder(short_leases):
         other = cluster.SweeperThread(holder="other")
         other.start()
         try:
-            time.sleep(3 * cluster.LEASE_MS / 1000)
+            time.sleep(3 * settings.CONDUCTOR["SWEEPER_LEASE_MS"] / 1000)
             assert not other.holding and other.ticks == 0
             assert _lease()["holder"] == "survivor"
             # a stopping holder releases its lease: the other takes over at its next look
@@ -101,7 +103,7 @@ def _http_workflow(monkeypatch) -> tuple[str, str, list]:
 def test_a_duplicate_delivery_does_nothing_while_a_job_holds_the_task(monkeypatch):
     wf_id, task_id, captured = _http_workflow(monkeypatch)
     assert [f.__name__ for f, _, _ in captured] == ["system_task_job"]
-    SweeperLease.acquire(f"task:{task_id}", "live-job", jobs.SYSTEM_TASK_LEASE_MS)
+    SweeperLease.acquire(f"task:{task_id}", "live-job", settings.CONDUCTOR["SYSTEM_TASK_LEASE_MS"])
     jobs.system_task_job(task_id)
     assert TaskExecution.objects.get(pk=task_id).status == "SCHEDULED"  # not run twice
 
@@ -115,9 +117,9 @@ def test_a_job_lost_with_its_cluster_is_replaced_after_the_lease(monkeypatch, cl
     SweeperLease.objects.create(name=f"task:{task_id}", holder="killed-job", expires_at=now_ms() - 1)
     captured.clear()
     task = TaskExecution.objects.get(pk=task_id)
-    # due for re-dispatch REDISPATCH_MS after the claim, not a minute later
+    # due for re-dispatch HTTP_REDISPATCH_MS after the claim, not a minute later
     wf = executor.WorkflowExecution.objects.get(pk=wf_id)
-    assert wf.next_decide_at <= max(task.update_time, task.scheduled_time) + http.REDISPATCH_MS
+    assert wf.next_decide_at <= max(task.update_time, task.scheduled_time) + settings.CONDUCTOR["HTTP_REDISPATCH_MS"]
     from apps.engine import sweeper
 
     clock.advance((wf.next_decide_at - now_ms()) / 1000)
@@ -131,8 +133,8 @@ def test_a_job_lost_with_its_cluster_is_replaced_after_the_lease(monkeypatch, cl
 
 
 def test_the_running_job_renews_its_lease(monkeypatch):
-    monkeypatch.setattr(jobs, "SYSTEM_TASK_RENEW_SECONDS", 0.05)
-    SweeperLease.acquire("task:renewed", "me", jobs.SYSTEM_TASK_LEASE_MS)
+    monkeypatch.setitem(settings.CONDUCTOR, "SYSTEM_TASK_LEASE_RENEW_SECONDS", 0.05)
+    SweeperLease.acquire("task:renewed", "me", settings.CONDUCTOR["SYSTEM_TASK_LEASE_MS"])
     first = SweeperLease.objects.get(name="task:renewed").expires_at
     assert jobs._renewing("task:renewed", "me", lambda: time.sleep(0.5) or "done") == "done"
     assert SweeperLease.objects.get(name="task:renewed").expires_at > first
@@ -146,8 +148,8 @@ def test_redispatch_backs_off_with_the_tasks_age():
     def due(age_ms: int) -> int:
         task = TaskState(task_id="t", workflow_id="w", task_type="HTTP", task_def_name="call", reference_task_name="call",
                          status="SCHEDULED", scheduled_time=1_000_000, update_time=1_000_000 + age_ms)
-        return http.Http._deadline(task) - task.update_time
+        return http.Http._deadline(SimpleNamespace(config=settings.CONDUCTOR), task) - task.update_time
 
-    assert due(0) == http.REDISPATCH_MS
+    assert due(0) == settings.CONDUCTOR["HTTP_REDISPATCH_MS"] == 5_000
     assert due(40_000) == 20_000
-    assert due(10 * 60_000) == http.REDISPATCH_MAX_MS
+    assert due(10 * 60_000) == settings.CONDUCTOR["HTTP_REDISPATCH_MAX_MS"] == 60_000

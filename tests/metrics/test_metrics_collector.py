@@ -3,6 +3,7 @@ for a small known data set, windows counted once (``apps.engine.metrics``)."""
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.engine import metrics
@@ -177,7 +178,7 @@ def test_events_are_counted_once_and_removals_do_not_lower_counters(client, data
     make_workflow("shipping", status="FAILED", create_time=NOW - 1_000, end_time=NOW)
     s = scrape(client)
     assert s[key] == 2
-    clock.advance(seconds=metrics.SETTLE_MS / 1000 + 1)
+    clock.advance(seconds=settings.CONDUCTOR["METRICS_SETTLE_MS"] / 1000 + 1)
     s = scrape(client)
     assert s[key] == 3
     assert value(s, "workflow_failure_total", workflowName="shipping", status="FAILED", ownerApp="unknown") == 1
@@ -225,13 +226,13 @@ def test_actuator_alias_and_openmetrics(client, data):
 def test_operator_signals_sweeper_and_cluster_queue(client, data, clock):
     """The sweeper's last tick (from its lease), how far behind it is, and the broker's
     queue depth."""
-    from apps.engine.cluster import LEASE_MS, LEASE_NAME
+    from apps.engine.cluster import LEASE_NAME
     from apps.engine.models import SweeperLease
 
     s = scrape(client)
     assert value(s, "sweeper_last_run_age_seconds") == float("inf")
     assert value(s, "cluster_queue_depth") == 0
-    SweeperLease.objects.create(name=LEASE_NAME, holder="h:1:x", expires_at=NOW + LEASE_MS - 3_000)
+    SweeperLease.objects.create(name=LEASE_NAME, holder="h:1:x", expires_at=NOW + settings.CONDUCTOR["SWEEPER_LEASE_MS"] - 3_000)
     overdue = make_workflow("late", status="RUNNING", create_time=NOW - 60_000)
     WorkflowExecution.objects.filter(pk=overdue.pk).update(next_decide_at=NOW - 12_000)
     s = scrape(client)

@@ -9,19 +9,19 @@ of this server process, in the same body shape::
 ``database`` runs ``SELECT 1``; ``broker`` pings the django-q2 broker (Redis, or the
 database broker's table). Either failing answers 503, so a load balancer or Kubernetes
 stops sending traffic to this process. ``cluster`` says whether a cluster's sweeper
-ticked within ``CLUSTER_STALE_SECONDS`` (its lease, renewed every tick): it is reported
+ticked within ``HEALTH_CLUSTER_STALE_SECONDS`` (its lease, renewed every tick): it is reported
 but suppressed (never makes the answer 503), since the API keeps serving workers while
 the clusters restart; alert on it instead (``deploy/alerts.yml``).
 """
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import connection
 from rest_framework.response import Response
 
 from apps.api.views.base import ConductorApi
 from apps.core.clock import now_ms
 
-CLUSTER_STALE_SECONDS = 15
 
 
 class HealthApi(ConductorApi):
@@ -54,14 +54,14 @@ def _broker() -> dict:
 
 
 def _cluster() -> dict:
-    from apps.engine.cluster import LEASE_MS, LEASE_NAME
+    from apps.engine.cluster import LEASE_NAME
     from apps.engine.models import SweeperLease
 
     expires = SweeperLease.objects.filter(name=LEASE_NAME).values_list("expires_at", flat=True).first()
     if expires is None:
         raise LookupError("no cluster's sweeper has run yet")
-    age = max(0.0, (now_ms() - (expires - LEASE_MS)) / 1000)
-    if age > CLUSTER_STALE_SECONDS:
+    age = max(0.0, (now_ms() - (expires - settings.CONDUCTOR["SWEEPER_LEASE_MS"])) / 1000)
+    if age > settings.CONDUCTOR["HEALTH_CLUSTER_STALE_SECONDS"]:
         raise TimeoutError(f"the sweeper last ticked {age:.0f} s ago")
     return {"sweeperLastRunSecondsAgo": round(age, 1)}
 

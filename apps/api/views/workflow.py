@@ -91,10 +91,6 @@ def _on_change(_workflow_id: str) -> None:
 
 notify.add_listener(_on_change)
 
-# How often a waiting request re-reads the execution when no change was signalled in this
-# process (changes made by the cluster or another server process), in seconds.
-SETTLE_POLL_SECONDS = 0.1
-
 
 def await_signal_response(workflow_id: str, *, task_refs: set[str], strategy: str, request_id: str,
                           timeout_s: float) -> dict:
@@ -121,7 +117,8 @@ def await_signal_response(workflow_id: str, *, task_refs: set[str], strategy: st
             return signals.signal_response(wf, None, strategy=strategy, request_id=request_id,
                                            signal_timeout=True)
         with _changed:
-            _changed.wait(timeout=min(remaining, SETTLE_POLL_SECONDS))
+            # re-read for changes made by the cluster or another server process
+            _changed.wait(timeout=min(remaining, settings.CONDUCTOR["SYNC_WAIT_RECHECK_SECONDS"]))
 
 
 class ExecuteWorkflowApi(ConductorApi):

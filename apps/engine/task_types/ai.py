@@ -7,7 +7,7 @@ Async system tasks: scheduling hands them to the django-q2 cluster, which calls 
 provider or MCP server with no workflow lock held (``apps.ai.tasks``) and records the
 result like a worker's update. A retry waits for its delay (``timer_at``: the sweeper
 decides then and dispatches it; None once dispatched); a job lost to a crash is dispatched again once
-``TIMEOUT_SECONDS + 30 s`` pass without an update. Default retries: see
+``TIMEOUT_SECONDS`` + ``AI_REDISPATCH_GRACE_MS`` pass without an update. Default retries: see
 ``apps.metadata.validation.ai_task_def``.
 """
 from __future__ import annotations
@@ -24,7 +24,6 @@ from apps.engine.task_types.base import TaskType
 AI_TASK_TYPES = ("LLM_CHAT_COMPLETE", "LLM_TEXT_COMPLETE", "LLM_GENERATE_EMBEDDINGS", "LLM_INDEX_TEXT",
                  "LLM_STORE_EMBEDDINGS", "LLM_SEARCH_INDEX", "LLM_SEARCH_EMBEDDINGS", "LLM_GET_EMBEDDINGS",
                  "LIST_MCP_TOOLS", "CALL_MCP_TOOL")
-REDISPATCH_GRACE_MS = 30_000
 
 
 class AiTask(TaskType):
@@ -51,18 +50,19 @@ class AiTask(TaskType):
         if task.status == "SCHEDULED" and task.timer_at is not None and d.now >= task.timer_at:
             self._dispatch(d, task)
             return True
-        if task.timer_at is None and d.now >= self._deadline(task):
+        if task.timer_at is None and d.now >= self._deadline(d, task):
             self._dispatch(d, task)  # the job was lost (cluster crash): hand it out again
             return True
         return False
 
     def due_at(self, d, task: TaskState) -> int | None:
-        return task.timer_at if task.timer_at is not None else self._deadline(task)
+        return task.timer_at if task.timer_at is not None else self._deadline(d, task)
 
     @staticmethod
-    def _deadline(task: TaskState) -> int:
+    def _deadline(d, task: TaskState) -> int:
         budget_ms = int(settings.CONDUCTOR_AI.get("TIMEOUT_SECONDS") or 45) * 1000
-        return max(task.update_time, task.scheduled_time) + budget_ms + REDISPATCH_GRACE_MS
+        grace_ms = int(d.config.get("AI_REDISPATCH_GRACE_MS", 30_000))
+        return max(task.update_time, task.scheduled_time) + budget_ms + grace_ms
 
     def run_async(self, task: TaskState) -> dict:
         from apps.ai.tasks import run

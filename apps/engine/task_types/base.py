@@ -110,7 +110,7 @@ class EvaluatingTask(SystemTask):
     ``start`` settles what needs no evaluation (bad input, ``value-param``) at once, else
     sets the task IN_PROGRESS and asks for the evaluation; the decide that receives its
     result (``Decider.evaluated``) settles the task in ``execute``. A task whose result does
-    not come within its time limit plus ``evaluation.REDISPATCH_GRACE_MS`` is asked for again
+    not come within its time limit plus ``EVALUATION_REDISPATCH_GRACE_MS`` is asked for again
     (``due_at`` brings the sweeper).
 
     Subclasses set ``kind`` and implement ``settle_at_once`` (True when ``start`` finished

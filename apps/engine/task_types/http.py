@@ -20,15 +20,7 @@ from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType, async_complete
 
-DEFAULT_TIMEOUT_MS = 3000
-# A task not finished REDISPATCH_MS after it was dispatched is handed to the cluster
-# again. The running job holds the task's lease (``jobs.system_task_job``), so while it
-# is alive the new job does nothing; a job lost with its cluster is replaced within
-# about this time plus the lease (``jobs.SYSTEM_TASK_LEASE_MS``). The interval then grows
-# with the task's age (half of it, up to REDISPATCH_MAX_MS), so a backlog in the broker
-# is not multiplied by re-dispatches of tasks that are only waiting their turn.
-REDISPATCH_MS = 5_000
-REDISPATCH_MAX_MS = 60_000
+DEFAULT_TIMEOUT_MS = 3000  # connectionTimeOut / readTimeOut when the request gives none
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
@@ -48,7 +40,7 @@ class Http(TaskType):
     def execute(self, d, task: TaskState) -> bool:
         # A job lost to a crash: hand the task to the cluster again.
         if task.status in ("SCHEDULED", "IN_PROGRESS") and not async_complete(task, d.workflow_task_of(task)) \
-                and d.now >= self._deadline(task):
+                and d.now >= self._deadline(d, task):
             task.update_time = d.now
             d.act("run_system_task", task)
             return True
@@ -57,12 +49,21 @@ class Http(TaskType):
     def due_at(self, d, task: TaskState) -> int | None:
         if async_complete(task, d.workflow_task_of(task)) and task.status == "IN_PROGRESS":
             return None
-        return self._deadline(task)
+        return self._deadline(d, task)
 
     @staticmethod
-    def _deadline(task: TaskState) -> int:
+    def _deadline(d, task: TaskState) -> int:
+        """When a task not finished is handed to the cluster again: ``HTTP_REDISPATCH_MS``
+        (of the decider's ``config``) after its dispatch. The running job holds the task's
+        lease (``jobs.system_task_job``), so while it is alive the new job does nothing; a
+        job lost with its cluster is replaced within about this time plus
+        ``SYSTEM_TASK_LEASE_MS``. The interval grows with the task's age (half of it, up to
+        ``HTTP_REDISPATCH_MAX_MS``), so a backlog in the broker is not multiplied by
+        re-dispatches of tasks that are only waiting their turn."""
         last = max(task.update_time, task.scheduled_time)
-        return last + min(REDISPATCH_MAX_MS, max(REDISPATCH_MS, (last - task.scheduled_time) // 2))
+        at_least = int(d.config.get("HTTP_REDISPATCH_MS", 5_000))
+        at_most = int(d.config.get("HTTP_REDISPATCH_MAX_MS", 60_000))
+        return last + min(at_most, max(at_least, (last - task.scheduled_time) // 2))
 
     def run_async(self, task: TaskState) -> dict:
         request = task.input_data.get("http_request")

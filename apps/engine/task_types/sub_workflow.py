@@ -28,7 +28,6 @@ from apps.engine.task_types.base import TaskType
 
 log = logging.getLogger(__name__)
 
-REPAIR_MS = 30_000
 # A child starts inside its parent's transaction, so a chain of sub-workflows that start
 # one another at once (a cycle through a dynamic name) nests calls: past this depth the
 # SUB_WORKFLOW task fails with a reason instead of exhausting the stack.
@@ -96,7 +95,7 @@ class SubWorkflow(TaskType):
 
     def due_at(self, d, task: TaskState) -> int | None:
         # A lost "child ended" notification is repaired by the sweeper.
-        return max(task.update_time, task.scheduled_time) + REPAIR_MS
+        return max(task.update_time, task.scheduled_time) + int(d.config.get("SUB_WORKFLOW_REPAIR_MS", 30_000))
 
     def cancel(self, d, task: TaskState) -> None:
         if task.sub_workflow_id:

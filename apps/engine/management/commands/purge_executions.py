@@ -23,7 +23,8 @@ class Command(BaseCommand):
                             help="terminal status to purge (repeatable; default: all four)")
         parser.add_argument("--configured", action="store_true",
                             help="use the CONDUCTOR_RETENTION policy instead of --older-than/--status")
-        parser.add_argument("--batch-size", type=int, default=retention.DEFAULT_BATCH)
+        parser.add_argument("--batch-size", type=int, default=None,
+                            help="executions per transaction (default: CONDUCTOR_RETENTION_BATCH_EXECUTIONS)")
         parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
 
     def handle(self, *args, **options):
@@ -37,7 +38,7 @@ class Command(BaseCommand):
                 raise CommandError("give --older-than AGE (or --configured)")
         except InvalidInput as exc:
             raise CommandError(str(exc)) from exc
-        if options["batch_size"] < 1:
+        if options["batch_size"] is not None and options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1")
         totals = retention.purge(policy, batch_size=options["batch_size"], dry_run=options["dry_run"])
         verb = "would remove" if options["dry_run"] else "removed"
