@@ -89,14 +89,17 @@ class Decider:
         self.outcome.actions.append(Action(kind, task, data))
 
     def evaluation_result(self, task: TaskState, kind: str, expression: Any, bindings: Any, *,
-                          evaluator_type: str | None = None, ask: bool = True) -> evaluation.Evaluated | None:
+                          evaluator_type: str | None = None, ask: bool = True,
+                          digest: str | None = None) -> evaluation.Evaluated | None:
         """The result of evaluating ``expression`` over ``bindings`` for ``task`` when the
         executor supplied one computed from exactly these inputs (``evaluated``, keyed by
         ``evaluation.key``); otherwise None, and with ``ask`` an ``evaluate`` action (once
-        per decide and task) asks the executor to run it outside the lock."""
+        per decide and task) asks the executor to run it outside the lock. ``digest`` is
+        ``evaluation.key`` of these inputs when the caller has it already."""
         if not self.evaluated and not ask:
             return None
-        digest = evaluation.key(kind, evaluator_type, expression, bindings)
+        if digest is None:
+            digest = evaluation.key(kind, evaluator_type, expression, bindings)
         found = self.evaluated.get(digest)
         if found is not None:
             return found
