@@ -74,8 +74,9 @@ test-sqlite: $(INSTALLED) ts-sdk
 test-fast: $(INSTALLED)
 	@$(call pytest,env -u DATABASE_URL,-m "not e2e and not fuzz")
 
-# schemathesis over Conductor's OpenAPI description: no request may get a 5xx
-# (FUZZ_EXAMPLES generated requests per operation, default 15).
+# schemathesis over Conductor's OpenAPI description (FUZZ_EXAMPLES generated requests per
+# operation, default 15) and over our own /api-docs (FUZZ_OWN_EXAMPLES, default 5): no
+# request may get a 5xx, and no answer may break our document's schemas.
 test-fuzz: $(INSTALLED)
 	@$(call pytest,env -u DATABASE_URL,-m fuzz)
 

@@ -10,17 +10,20 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (after Django setup
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from apps.api.bodylimit import install_daphne_guard, limit_request_body  # noqa: E402
 from apps.api.fastpath import worker_fast_path  # noqa: E402
 from apps.core.lifecycle import watch_server_shutdown  # noqa: E402
 from apps.ui.routing import websocket_urlpatterns  # noqa: E402
 
 # SIGTERM: requests waiting on the engine answer at once instead of holding the stop.
 watch_server_shutdown()
+# Bodies above CONDUCTOR_MAX_REQUEST_BODY_BYTES: 413 while they arrive, not once buffered.
+install_daphne_guard()
 
 application = ProtocolTypeRouter(
     {
         # the worker protocol (poll, update) and starts skip Django's middleware and DRF
-        "http": worker_fast_path(django_asgi_app),
+        "http": limit_request_body(worker_fast_path(django_asgi_app)),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

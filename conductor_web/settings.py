@@ -39,13 +39,60 @@ def envfloat(name: str, default: float) -> float:
     return float(value) if value.strip() else default
 
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "conductor-web-insecure-development-key-change-me")
 DEBUG = envbool("DEBUG", "False")
+VAR_DIR = Path(os.environ.get("CONDUCTOR_VAR_DIR", BASE_DIR / "var"))
+_DEV_SECRET_KEY = "conductor-web-insecure-development-key-change-me"
+# Placeholders shipped in deploy/ (conductor-web.env.example, kubernetes.yaml, compose).
+_PLACEHOLDER_SECRET = re.compile(r"change-?me", re.IGNORECASE)
+
+
+def _secret_key() -> str:
+    """SECRET_KEY signs sessions, CSRF tokens and the API's JWTs. From the environment
+    (the same value on every process and host); a placeholder from deploy/ is refused
+    (ImproperlyConfigured) unless DEBUG. Unset: DEBUG uses a fixed development key; else
+    a random key generated once into ``VAR_DIR/secret_key`` (mode 0600), shared by the
+    server and cluster of one machine (a deployment of several hosts sets SECRET_KEY)."""
+    value = os.environ.get("SECRET_KEY", "").strip()
+    if value:
+        if not DEBUG and _PLACEHOLDER_SECRET.search(value):
+            raise ImproperlyConfigured("SECRET_KEY is still the placeholder from deploy/: set a long random value "
+                                       "(python -c 'import secrets; print(secrets.token_urlsafe(50))')")
+        return value
+    if DEBUG:
+        return _DEV_SECRET_KEY
+    import secrets
+
+    path = VAR_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # written whole under a private name, then linked: of two processes starting together,
+    # one link wins and both read the winner's key
+    tmp = VAR_DIR / f".secret_key.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(50))
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
+# daphne's app (its ASGI runserver) loads Twisted, about 25 MB in every process: the
+# django-q2 cluster (`manage.py qcluster`, all its processes) serves no HTTP and does
+# without it. The servers are daphne itself, which loads it either way.
+_CLUSTER_PROCESS = "qcluster" in sys.argv
 INSTALLED_APPS = [
-    "daphne",
+    *([] if _CLUSTER_PROCESS else ["daphne"]),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -53,6 +100,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "axes",
     "django_filters",
     "django_q",
     "channels",
@@ -80,7 +130,22 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # last: a locked-out sign-in answers 429 (django-axes)
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- sign-in rate limit (django-axes) -------------------------------------------------
+# The UI's and the admin's sign-in: after CONDUCTOR_LOGIN_FAILURE_LIMIT failed attempts for
+# one user name from one address, that pair is refused (429) for
+# CONDUCTOR_LOGIN_COOLOFF_MINUTES; a successful sign-in clears its count. Attempts are
+# kept in the database (every server sees them); `manage.py axes_reset` lifts locks.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("CONDUCTOR_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = envint("CONDUCTOR_LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False
 
 # The SDK posts to paths without a trailing slash; a redirect would turn a POST into a GET.
 APPEND_SLASH = False
@@ -104,10 +169,26 @@ TEMPLATES = [
     },
 ]
 
+# --- HTTPS (check --deploy clean) ---------------------------------------------------
+# CONDUCTOR_HTTPS=on: the server is reached over TLS (a proxy terminating it forwards
+# X-Forwarded-Proto: https): cookies only over HTTPS, HSTS, plain-HTTP requests redirected
+# except the probes a proxy or a scraper sends to a backend directly.
+HTTPS = envbool("CONDUCTOR_HTTPS", "off")
+if HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^health(/ready)?$", r"^api/health(/ready)?$", r"^metrics$", r"^actuator/prometheus$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = envint("CONDUCTOR_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("CONDUCTOR_HSTS_INCLUDE_SUBDOMAINS", "on")
+    SECURE_HSTS_PRELOAD = envbool("CONDUCTOR_HSTS_PRELOAD", "on")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
 # --- Database -----------------------------------------------------------------------
 # DATABASE_URL selects the engine: sqlite:///path (default: var/conductor.sqlite3)
 # or postgres://user:pass@host:port/name (psycopg 3, pooled).
-VAR_DIR = Path(os.environ.get("CONDUCTOR_VAR_DIR", BASE_DIR / "var"))
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'conductor.sqlite3'}"
 _db = dj_database_url.parse(DATABASE_URL)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
@@ -129,7 +210,7 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
     _db.setdefault("OPTIONS", {})
     # No pool in the django-q2 cluster: it forks its workers, and a forked child would
     # share the parent's pooled connections (close_all() only returns them to the pool).
-    if envbool("DB_POOL", "True") and "qcluster" not in sys.argv:
+    if envbool("DB_POOL", "True") and not _CLUSTER_PROCESS:
         _db["OPTIONS"]["pool"] = {
             "min_size": envint("DB_POOL_MIN", 2),
             "max_size": envint("DB_POOL_MAX", 20),
@@ -166,6 +247,26 @@ REST_FRAMEWORK = {
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.api.negotiation.IgnoreAcceptNegotiation",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# --- OpenAPI document of the API (/api-docs, /swagger-ui/index.html; apps/api/openapi.py)
+SPECTACULAR_SETTINGS = {
+    "TITLE": "conductor-web API",
+    "DESCRIPTION": "Conductor's REST API as conductor-web serves it. Calls carry X-Authorization "
+                   "with a token from POST /api/token when API authentication is on.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": "/api",
+    "COMPONENT_SPLIT_REQUEST": False,
+    "PREPROCESSING_HOOKS": ["apps.api.openapi.only_api_paths"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "apps.api.openapi.complete_document"],
+    "APPEND_COMPONENTS": {"securitySchemes": {"api_key": {"type": "apiKey", "in": "header", "name": "X-Authorization"}}},
+    "SECURITY": [{"api_key": []}],
+    "DISABLE_ERRORS_AND_WARNINGS": True,
 }
 
 # --- django-q2 cluster: async system tasks, timers, sweeper -------------------------
@@ -279,6 +380,9 @@ CONDUCTOR = {
     "API_AUTH": envbool("CONDUCTOR_API_AUTH", "on"),
     # Lifetime of a token from POST /api/token (s); the SDKs renew theirs every 45 minutes.
     "API_TOKEN_TTL_SECONDS": envint("CONDUCTOR_API_TOKEN_TTL_SECONDS", 3600),
+    # Audit a worker's task results and log lines too (apps.api.audit; every other API
+    # write is always audited).
+    "AUDIT_WORKER_WRITES": envbool("CONDUCTOR_AUDIT_WORKER_WRITES", "off"),
     # Retention of terminal executions per status, e.g. "COMPLETED=30d,FAILED=90d"
     # (apps.engine.retention); empty keeps everything.
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),

@@ -1,6 +1,7 @@
 """Top-level routes: Conductor's REST API under /api, admin, health, metrics, operator pages."""
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from apps.api.views.health import HealthApi, ReadyApi
 from apps.api.views.metrics import metrics_view
@@ -13,6 +14,10 @@ urlpatterns = [
     # Prometheus scrape endpoint (Conductor serves it at /actuator/prometheus)
     path("metrics", metrics_view),
     path("actuator/prometheus", metrics_view),
+    # the OpenAPI 3 document of the API and Swagger UI over it (apps/api/openapi.py), at
+    # Conductor's addresses; the UI's assets come from drf-spectacular-sidecar (local)
+    path("api-docs", SpectacularJSONAPIView.as_view(), name="api-docs"),
+    path("swagger-ui/index.html", SpectacularSwaggerView.as_view(url_name="api-docs"), name="swagger-ui"),
     path("admin/", admin.site.urls),
     path("schedules/", include("apps.scheduler.ui_urls")),
     path("", include("apps.ui.urls")),

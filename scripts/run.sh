@@ -22,7 +22,7 @@ DAPHNE_VERBOSITY=${DAPHNE_VERBOSITY:-0}
 # end with their current tick).
 STOP_TIMEOUT=${STOP_TIMEOUT:-45}
 # The embedded cluster's worker processes (each runs async system tasks and a standby
-# sweeper thread): 2 keep one machine's setup small (daphne + cluster about 240 MB of
+# sweeper thread): 2 keep one machine's setup small (daphne + cluster about 215 MB of
 # proportional memory at rest); a deployed cluster (deploy/cluster.sh) defaults to 4.
 export Q_WORKERS=${Q_WORKERS:-2}
 

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from apps.api import auth
+from apps.api import audit, auth
 from apps.api.exceptions import logged_body_for_exception
 from apps.api.parsers import check_body_size, check_text, parse_json
 from apps.api.shapes import check_task_result
@@ -150,6 +150,57 @@ def _guarded(fn, *args):
 _run = sync_to_async(_guarded, thread_sensitive=False)
 
 
+# --- OpenAPI description (merged into /api-docs by apps.api.openapi) -----------------------------
+
+def _op(operation_id: str, summary: str, *, tag: str = "task-resource", parameters=(), body: str | None = None,
+        responses: dict) -> dict:
+    """One OpenAPI operation (``x-fast-path`` keeps apps.api.openapi from redescribing it)."""
+    op = {"operationId": operation_id, "summary": summary, "tags": [tag],
+          "parameters": list(parameters), "responses": responses, "x-fast-path": True}
+    if body:
+        op["requestBody"] = {"required": True, "content": {JSON: {"schema": {"$ref": f"#/components/schemas/{body}"}}}}
+    return op
+
+
+def _query(name: str, schema: dict, description: str) -> dict:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+_TASK_TYPE = {"name": "tasktype", "in": "path", "required": True, "schema": {"type": "string"},
+              "description": "The task definition name (a SIMPLE task's taskType)."}
+_WORKER = [_query("workerid", {"type": "string"}, "The polling worker's id, recorded as the task's workerId."),
+           _query("domain", {"type": "string"}, "The task domain to poll (taskToDomain).")]
+_TASK = {"$ref": "#/components/schemas/Task"}
+_TEXT_ID = {"content": {TEXT: {"schema": {"type": "string"}}}}
+
+# The operations ``worker_fast_path`` answers, in OpenAPI 3 terms (paths with /api).
+OPENAPI_OPERATIONS = {
+    "/api/tasks/poll/batch/{tasktype}": {"get": _op(
+        "batchPoll", "Claim up to count tasks of a type, waiting up to timeout ms (at most 5000) for one",
+        parameters=[_TASK_TYPE, *_WORKER,
+                    _query("count", {"type": "integer", "format": "int32", "default": 1}, "Most tasks to claim."),
+                    _query("timeout", {"type": "integer", "format": "int32", "default": 100},
+                           "Long-poll wait in milliseconds (at most 5000).")],
+        responses={"200": {"description": "The claimed tasks, IN_PROGRESS (possibly none)",
+                           "content": {JSON: {"schema": {"type": "array", "items": _TASK}}}}})},
+    "/api/tasks/poll/{tasktype}": {"get": _op(
+        "poll", "Claim one task of a type (waits up to 100 ms)", parameters=[_TASK_TYPE, *_WORKER],
+        responses={"200": {"description": "The claimed task, IN_PROGRESS", "content": {JSON: {"schema": _TASK}}},
+                   "204": {"description": "No task to claim"}})},
+    "/api/tasks": {"post": _op(
+        "updateTask", "Report a task's result (status, output, logs, callbackAfterSeconds)", body="TaskResult",
+        responses={"200": {"description": "The task id", **_TEXT_ID}})},
+    "/api/tasks/update-v2": {"post": _op(
+        "updateTaskV2", "Report a task's result and claim the same worker's next task of that type and domain",
+        body="TaskResult",
+        responses={"200": {"description": "The next task, IN_PROGRESS", "content": {JSON: {"schema": _TASK}}},
+                   "204": {"description": "No next task"}})},
+    "/api/workflow": {"post": _op(
+        "startWorkflow", "Start a workflow from a StartWorkflowRequest", tag="workflow-resource", body="StartWorkflowRequest",
+        responses={"200": {"description": "The new workflow id", **_TEXT_ID}})},
+}
+
+
 # --- ASGI ------------------------------------------------------------------------------------------
 
 async def _read_body(receive) -> bytes:
@@ -177,12 +228,10 @@ async def _respond(send, status: int, content_type: str, body: bytes) -> None:
 
 
 def _authorize_guarded(method: str, path: str, token: str | None):
-    """``auth.authorize`` in a pool thread: ``(None, who)`` when allowed (``who`` names
-    the caller in the execution history: ``app:<application>``, or ``api`` when auth is
-    off), else ``(error answer, None)``."""
+    """``auth.authorize`` in a pool thread: ``(None, principal)`` when allowed (None
+    when auth is off), else ``(error answer, None)``."""
     try:
-        principal = auth.authorize(method, path, token)
-        return None, (f"app:{principal.name}" if principal else "api")
+        return None, auth.authorize(method, path, token)
     except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
         status, body = logged_body_for_exception(exc)
         return (status, JSON, _dumps(body)), None
@@ -190,11 +239,21 @@ def _authorize_guarded(method: str, path: str, token: str | None):
         close_old_connections()
 
 
-def _acting(by: str | None, fn):
-    """``fn`` run with its changes attributed to ``by`` in the execution history."""
+def _acting(principal, path: str, fn):
+    """``fn`` (a POST call answering ``(status, type, body)``) run with its changes
+    attributed to the caller in the execution history (``app:<application>``, or ``api``
+    when auth is off), and audited as Django's writes are (``apps.api.audit``)."""
     def call(*args):
-        with history.acting(by):
-            return fn(*args)
+        message = ""
+        try:
+            with history.acting(f"app:{principal.name}" if principal else "api"):
+                answer = fn(*args)
+        except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
+            status, body = logged_body_for_exception(exc)
+            answer, message = (status, JSON, _dumps(body)), str(body.get("message") or "")
+        if audit.is_audited("POST", path):
+            audit.record_api_write(principal, "POST", path, path, {}, answer[0], message)
+        return answer
     return call
 
 
@@ -227,7 +286,7 @@ def worker_fast_path(django_app):
                 await _respond(send, *await poll_answer(m.group(1), query, single=m.re is _SINGLE))
                 return
         elif method == "POST" and path in ("/api/tasks", "/api/tasks/update-v2", "/api/workflow"):
-            refused, by = await _run_authorize(method, path, _header(scope, b"x-authorization"))
+            refused, principal = await _run_authorize(method, path, _header(scope, b"x-authorization"))
             if refused:
                 await _respond(send, *refused)
                 return
@@ -238,9 +297,9 @@ def worker_fast_path(django_app):
                 await _respond(send, status, JSON, _dumps(error))
                 return
             if path == "/api/workflow":
-                await _respond(send, *await _run(_acting(by, start_call), body))
+                await _respond(send, *await _run(_acting(principal, path, start_call), body))
             else:
-                await _respond(send, *await _run(_acting(by, update_call), body, path.endswith("update-v2")))
+                await _respond(send, *await _run(_acting(principal, path, update_call), body, path.endswith("update-v2")))
             return
         return await django_app(scope, receive, send)
 

@@ -66,7 +66,8 @@ class ApiAuthMiddleware:
     """Every /api request passes ``apps.api.auth.authorize`` (token, role) before any view;
     a refusal answers 401/403 with Conductor's error body. The caller is kept as
     ``request.api_principal`` (None when auth is off or the path is open) and names who
-    acted in the execution history (``app:<application name>``, or ``api``)."""
+    acted in the execution history (``app:<application name>``, or ``api``). A write that
+    was let through is recorded in the audit log once answered (``apps.api.audit``)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -86,5 +87,23 @@ class ApiAuthMiddleware:
             # changes made by this call are attributed to the application in the history
             principal = request.api_principal
             with history.acting(f"app:{principal.name}" if principal else "api"):
-                return self.get_response(request)
+                response = self.get_response(request)
+            from apps.api.audit import is_audited, record_api_write, route_of
+
+            if is_audited(request.method, request.path):
+                record_api_write(principal, request.method, request.path, route_of(request),
+                                 dict(request.GET.lists()), response.status_code, _error_message(response))
+            return response
         return self.get_response(request)
+
+
+def _error_message(response) -> str:
+    """Conductor's error ``message`` of a refused answer ("" otherwise)."""
+    if response.status_code < 400:
+        return ""
+    import json
+
+    try:
+        return str(json.loads(response.content).get("message") or "")
+    except (ValueError, AttributeError):
+        return ""

@@ -35,10 +35,6 @@ def log_context(**fields: str | None) -> Iterator[None]:
         _context.reset(token)
 
 
-def current_context() -> dict:
-    """The fields bound now (a copy)."""
-    return dict(_context.get())
-
 
 class ContextFilter(logging.Filter):
     """Put the bound fields on each record (attributes named as in ``FIELDS``)."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from random import Random
 from typing import Any
 
-from apps.engine import evaluation, limits, params
+from apps.engine import evaluation, params
 from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
@@ -89,14 +89,17 @@ class Decider:
         self.outcome.actions.append(Action(kind, task, data))
 
     def evaluation_result(self, task: TaskState, kind: str, expression: Any, bindings: Any, *,
-                          evaluator_type: str | None = None, ask: bool = True) -> evaluation.Evaluated | None:
+                          evaluator_type: str | None = None, ask: bool = True,
+                          digest: str | None = None) -> evaluation.Evaluated | None:
         """The result of evaluating ``expression`` over ``bindings`` for ``task`` when the
         executor supplied one computed from exactly these inputs (``evaluated``, keyed by
         ``evaluation.key``); otherwise None, and with ``ask`` an ``evaluate`` action (once
-        per decide and task) asks the executor to run it outside the lock."""
+        per decide and task) asks the executor to run it outside the lock. ``digest`` is
+        ``evaluation.key`` of these inputs when the caller has it already."""
         if not self.evaluated and not ask:
             return None
-        digest = evaluation.key(kind, evaluator_type, expression, bindings)
+        if digest is None:
+            digest = evaluation.key(kind, evaluator_type, expression, bindings)
         found = self.evaluated.get(digest)
         if found is not None:
             return found
@@ -167,7 +170,7 @@ class Decider:
             first_scheduled_time=self.now,
             visible_at=self.now,
             response_timeout_seconds=int((task_def or {}).get("responseTimeoutSeconds") or 0),
-            **limits.task_limit_fields(task_def),
+            **task_limit_fields(task_def),
             workflow_task=workflow_task if (store_workflow_task or self.blueprint.get(
                 workflow_task.get("taskReferenceName", "")) is not workflow_task) else {},
         )
@@ -662,6 +665,23 @@ class Decider:
         if next_at != wf.next_decide_at:
             wf.next_decide_at = next_at
             self.touch_workflow()
+
+
+def task_limit_fields(task_def: dict | None) -> dict[str, int]:
+    """The TaskState fields that carry a TaskDef's poll-time limits (``concurrentExecLimit``,
+    ``rateLimitPerFrequency``, ``rateLimitFrequencyInSeconds``; 0 = none, also for a
+    missing or malformed value and without a TaskDef), enforced by ``apps.engine.limits``."""
+    task_def = task_def if isinstance(task_def, dict) else {}
+
+    def count(key: str) -> int:
+        try:
+            return max(0, int(task_def.get(key) or 0))
+        except (TypeError, ValueError):
+            return 0
+
+    return {"concurrent_exec_limit": count("concurrentExecLimit"),
+            "rate_limit_per_frequency": count("rateLimitPerFrequency"),
+            "rate_limit_frequency_in_seconds": count("rateLimitFrequencyInSeconds")}
 
 
 def _timeout_deadlines(task: TaskState, task_def: dict, is_worker: bool, now: int) -> list[int]:

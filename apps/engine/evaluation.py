@@ -1,7 +1,7 @@
 """Bounded evaluation outside the workflow's lock: evaluate, then lock and apply.
 
-User-supplied expressions (INLINE JavaScript, LAMBDA, JSON_JQ_TRANSFORM) never run while a
-workflow is locked. The decider, which runs under the lock, only *asks* for an evaluation:
+User-supplied expressions (INLINE JavaScript, LAMBDA, JSON_JQ_TRANSFORM, SWITCH and
+DECISION scripts, DO_WHILE conditions) never run while a workflow is locked. The decider, which runs under the lock, only *asks* for an evaluation:
 the task is saved IN_PROGRESS and the decide's outcome carries an ``evaluate`` action whose
 ``data["request"]`` is a ``Request`` (what to evaluate, over which JSON bindings, the
 ``key`` identifying that exact evaluation). After the deciding transaction has ended the
@@ -31,17 +31,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from apps.engine import evaluators, jq_sandbox
 
 SCRIPT = "script"  # evaluators.evaluate(evaluator_type, expression, bindings)
 LAMBDA = "lambda"  # a LAMBDA function body over $
+JS = "js"  # evaluators.evaluate_js(expression, bindings): a DO_WHILE loopCondition
 JQ = "jq"  # jq_sandbox.evaluate(expression, bindings) -> list of results
 JS_EVALUATORS = frozenset({"javascript", "graaljs", "js"})
 
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One evaluation to run outside the lock. ``kind`` is SCRIPT, LAMBDA or JQ;
+    """One evaluation to run outside the lock. ``kind`` is SCRIPT, JS, LAMBDA or JQ;
     ``evaluator_type`` the SCRIPT evaluator (``javascript`` ...); ``bindings`` the JSON
     value bound to ``$`` (jq: the input); ``time_limit`` seconds (jq only: JavaScript's
     limit is ``evaluators.TIME_LIMIT_SECONDS`` of CPU); ``key`` from ``key()``."""
@@ -70,9 +73,12 @@ class Evaluated:
 def key(kind: str, evaluator_type: str | None, expression: Any, bindings: Any) -> str:
     """A digest naming one evaluation: the same kind, evaluator, expression and bindings
     give the same key (hex string)."""
-    text = json.dumps([kind, evaluator_type, expression, bindings], sort_keys=True, default=str,
-                      separators=(",", ":"))
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    value = [kind, evaluator_type, expression, bindings]
+    try:
+        text = orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # what orjson refuses (integers beyond 64 bits): the standard encoder
+        text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":")).encode()
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
 def run(request: Request) -> Evaluated:
@@ -81,6 +87,8 @@ def run(request: Request) -> Evaluated:
     try:
         if request.kind == JQ:
             value = jq_sandbox.evaluate(request.expression, request.bindings, request.time_limit)
+        elif request.kind == JS:
+            value = evaluators.evaluate_js(request.expression, request.bindings)
         elif request.kind == LAMBDA:
             value = evaluators.evaluate_js(f"(function(){{ {request.expression} }})()", request.bindings)
         else:

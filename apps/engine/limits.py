@@ -4,7 +4,7 @@
 The limits a task obeys are those of the TaskDef it was scheduled with (the
 ``taskDefinition`` its WorkflowTask carries since the workflow started, as Conductor's
 ``TaskModel.getTaskDefinition()``), copied onto the task when it is scheduled
-(``task_limit_fields``):
+(``decider.task_limit_fields``):
 
 * ``concurrentExecLimit`` > 0: at most that many tasks of the definition IN_PROGRESS at
   once (counted over every domain). A task ending in any way (COMPLETED, FAILED, TIMED_OUT,
@@ -46,21 +46,6 @@ class Limits:
 
 
 NO_LIMITS = Limits()
-
-
-def _int(value) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
-def task_limit_fields(task_def: dict | None) -> dict[str, int]:
-    """The TaskState fields that carry a TaskDef's limits (all 0 without a TaskDef)."""
-    task_def = task_def if isinstance(task_def, dict) else {}
-    return {"concurrent_exec_limit": _int(task_def.get("concurrentExecLimit")),
-            "rate_limit_per_frequency": _int(task_def.get("rateLimitPerFrequency")),
-            "rate_limit_frequency_in_seconds": _int(task_def.get("rateLimitFrequencyInSeconds"))}
 
 
 def limits_of(task: TaskState) -> Limits:

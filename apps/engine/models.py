@@ -1,5 +1,8 @@
 """Durable state of executions: WorkflowExecution, TaskExecution (one row per attempt),
-TaskExecLog and PollData.
+TaskExecLog, PollData, the TaskHandout window of rate-limited deliveries, SweeperLease
+(the leases of the sweeper, of running system tasks and of the listener delivery), the
+internal event queue (EventMessage, EventExecution) and the execution history
+(ExecutionEvent).
 
 Times are epoch milliseconds (``BigIntegerField``), as Conductor exposes them; ``0`` means
 "not set" where Conductor uses 0. JSON columns keep user payloads untouched (no key
@@ -126,6 +129,8 @@ class TaskExecution(models.Model):
     concurrent_exec_limit = models.IntegerField(default=0)
     rate_limit_per_frequency = models.IntegerField(default=0)
     rate_limit_frequency_in_seconds = models.IntegerField(default=0)
+    # the evaluation (apps.engine.evaluation.key) a DO_WHILE waits for since update_time; "" = none
+    evaluation_key = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         db_table = "engine_task_execution"

@@ -63,6 +63,9 @@ class TaskState:
     concurrent_exec_limit: int = 0
     rate_limit_per_frequency: int = 0
     rate_limit_frequency_in_seconds: int = 0
+    # digest (apps.engine.evaluation.key) of the evaluation a DO_WHILE asked for at
+    # update_time and still waits for; "" = none
+    evaluation_key: str = ""
 
     @property
     def terminal(self) -> bool:

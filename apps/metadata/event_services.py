@@ -178,13 +178,6 @@ def event_handler_delete(*, name: str) -> None:
         raise NotFound(f"EventHandler with name {name} not found!")
 
 
-def event_handler_get(*, name: str) -> dict:
-    """One EventHandler by name. Errors: NotFound ``EventHandler with name %s not found!``."""
-    row = EventHandler.objects.filter(pk=name).only("definition").first()
-    if row is None:
-        raise NotFound(f"EventHandler with name {name} not found!")
-    return row.definition
-
 
 def event_handler_list() -> list[dict]:
     """Every EventHandler (``GET /api/event``), ordered by name."""

@@ -28,6 +28,19 @@ def _with_audit(definition: dict, create_time: int, update_time: int | None) -> 
     return out
 
 
+def _check_list(items, what: str, path: str, validate) -> None:
+    """A request body that must be a non-empty list of definitions, each valid.
+    Errors: InvalidInput ``<what> is empty`` at ``path``; the validation errors of every
+    item (``path[i]...``), all at once."""
+    if not isinstance(items, list) or not items:
+        raise InvalidInput(f"{what} is empty", validation_errors=[{"path": path, "message": f"{what} is empty"}])
+    errors = []
+    for i, item in enumerate(items):
+        errors += validate(item, f"{path}[{i}]")
+    if errors:
+        raise validation_failed(errors)
+
+
 # --- TaskDef ---------------------------------------------------------------------------
 
 def task_defs_register(*, task_defs: list) -> None:
@@ -35,13 +48,7 @@ def task_defs_register(*, task_defs: list) -> None:
 
     Errors: InvalidInput ``TaskDefList is empty`` or validation errors (nothing stored).
     """
-    if not isinstance(task_defs, list) or not task_defs:
-        raise InvalidInput("TaskDefList is empty", validation_errors=[{"path": "registerTaskDef.arg0", "message": "TaskDefList is empty"}])
-    errors = []
-    for i, task_def in enumerate(task_defs):
-        errors += validate_task_def(task_def, f"registerTaskDef.arg0[{i}]")
-    if errors:
-        raise validation_failed(errors)
+    _check_list(task_defs, "TaskDefList", "registerTaskDef.arg0", validate_task_def)
     now = now_ms()
     with transaction.atomic():
         for task_def in task_defs:
@@ -199,14 +206,9 @@ def workflow_defs_update(*, workflow_defs: list) -> dict:
     Returns Conductor's ``BulkResponse`` ``{"bulkErrorResults": {}, "bulkSuccessfulResults": [names]}``.
     Errors: InvalidInput ``WorkflowDefList is empty``; validation 400 if any def is invalid.
     """
-    if not isinstance(workflow_defs, list) or not workflow_defs:
-        raise InvalidInput("WorkflowDefList is empty", validation_errors=[{"path": "update.arg0", "message": "WorkflowDefList is empty"}])
-    errors = []
-    for i, wf in enumerate(workflow_defs):
-        errors += validate_workflow_def(wf, f"update.arg0[{i}]")
-    if errors:
-        raise validation_failed(errors)
+    _check_list(workflow_defs, "WorkflowDefList", "update.arg0", validate_workflow_def)
     pending = {wf["name"]: normalize_workflow_def(wf) for wf in workflow_defs}
+    errors = []
     for i, wf in enumerate(workflow_defs):
         errors += sub_workflow_cycle_errors(normalize_workflow_def(wf), f"update.arg0[{i}]", pending)
     if errors:

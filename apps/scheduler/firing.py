@@ -46,11 +46,6 @@ def due_schedule_names(now: int, limit: int = 50) -> list[str]:
                 .order_by("next_run_time", "name").values_list("name", flat=True)[:limit])
 
 
-def next_due_time() -> int | None:
-    """The earliest next slot of any unpaused schedule (epoch ms), or None."""
-    return (WorkflowSchedule.objects.filter(paused=False, next_run_time__isnull=False)
-            .order_by("next_run_time").values_list("next_run_time", flat=True).first())
-
 
 def start_request(data: dict, *, execution_id: str, scheduled_time: int, executed_time: int, cron: str) -> dict:
     """The StartWorkflowRequest of one run (``swrFrom``): the schedule's request, input

@@ -18,6 +18,7 @@ resuming a schedule counts from now.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from django.conf import settings
@@ -437,9 +438,10 @@ _EXECUTION_SORT = {"scheduledTime": "scheduled_time", "executionTime": "executio
 
 
 def _split_and(query: str) -> list[str]:
-    import re
-
     return [c.strip() for c in re.split(r"\s+AND\s+", query.strip()) if c.strip()]
+
+
+_BARE_NAME = re.compile(r"^[^\s'\"()<>=!]+$")
 
 
 def _csv(text: str) -> list[str]:
@@ -450,8 +452,10 @@ def execution_filter(query: str | None) -> Q:
     """Conductor's scheduler search query (``SchedulerSearchQuery``) as a filter:
     clauses joined by ``AND``: ``scheduleName IN (a,b)``, ``state IN (EXECUTED,FAILED)``,
     ``scheduledTime>ms``, ``scheduledTime<ms``, ``workflowName=x`` (substring, any case),
-    ``executionId=id``; any other clause is a schedule name. Errors: InvalidInput for a
-    time that is not an integer."""
+    ``executionId=id``; any other clause that is a bare word (no blank, quote,
+    parenthesis or comparison) is a schedule name. Errors: InvalidInput (400,
+    ``Incorrectly formatted query string: <clause>``, the workflow search's message) for
+    any other clause and for a time that is not an integer, rather than 0 hits."""
     names: list[str] = []
     q = Q()
     for clause in _split_and(query or ""):
@@ -470,8 +474,10 @@ def execution_filter(query: str | None) -> Q:
             q &= Q(workflow_name__icontains=clause[len("workflowName="):].strip())
         elif clause.startswith("executionId="):
             q &= Q(execution_id=clause[len("executionId="):].strip())
-        else:
+        elif _BARE_NAME.match(clause):
             names.append(clause)
+        else:
+            raise InvalidInput(f"Incorrectly formatted query string: {clause}")
     if names:
         q &= Q(schedule_name__in=names)
     return q

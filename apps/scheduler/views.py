@@ -5,6 +5,7 @@ tries PUT, then GET on 405). Void operations answer an empty 200.
 """
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from apps.api.params import qbool, qint, qstr
@@ -21,9 +22,11 @@ def _sort(params) -> list[str]:
 class SchedulesApi(ConductorApi):
     """``POST /schedules`` (create or update by name) and ``GET /schedules?workflowName``."""
 
+    @extend_schema(operation_id="saveSchedule", tags=["scheduler-resource"])
     def post(self, request):
         return Response(services.schedule_save(require_json(request.data, "WorkflowSchedule")))
 
+    @extend_schema(operation_id="getAllSchedules", tags=["scheduler-resource"])
     def get(self, request):
         return Response(services.schedule_list(qstr(request.query_params, "workflowName")))
 
@@ -31,6 +34,7 @@ class SchedulesApi(ConductorApi):
 class ScheduleSearchApi(ConductorApi):
     """``GET /schedules/search?workflowName&scheduleName&paused&freeText&start&size&sort``."""
 
+    @extend_schema(operation_id="searchSchedules", tags=["scheduler-resource"])
     def get(self, request):
         q = request.query_params
         paused = None if qstr(q, "paused") is None else qbool(q, "paused", False)
@@ -43,9 +47,11 @@ class ScheduleSearchApi(ConductorApi):
 class ScheduleApi(ConductorApi):
     """``GET /schedules/{name}`` (404 when absent) and ``DELETE /schedules/{name}``."""
 
+    @extend_schema(operation_id="getSchedule", tags=["scheduler-resource"])
     def get(self, request, name):
         return Response(services.schedule_get(name))
 
+    @extend_schema(operation_id="deleteSchedule", tags=["scheduler-resource"])
     def delete(self, request, name):
         services.schedule_delete(name)
         return empty()
@@ -54,33 +60,42 @@ class ScheduleApi(ConductorApi):
 class PauseScheduleApi(ConductorApi):
     """``PUT|GET /schedules/{name}/pause?reason``."""
 
+    @extend_schema(operation_id="pauseSchedule", tags=["scheduler-resource"])
     def put(self, request, name):
         services.schedule_pause(name, qstr(request.query_params, "reason"))
         return empty()
 
-    get = put
+    @extend_schema(operation_id="pauseScheduleByGet", tags=["scheduler-resource"])
+    def get(self, request, name):
+        return self.put(request, name)
 
 
 class ResumeScheduleApi(ConductorApi):
     """``PUT|GET /schedules/{name}/resume``."""
 
+    @extend_schema(operation_id="resumeSchedule", tags=["scheduler-resource"])
     def put(self, request, name):
         services.schedule_resume(name)
         return empty()
 
-    get = put
+    @extend_schema(operation_id="resumeScheduleByGet", tags=["scheduler-resource"])
+    def get(self, request, name):
+        return self.put(request, name)
 
 
 class ScheduleTagsApi(ConductorApi):
     """``GET|PUT|DELETE /schedules/{name}/tags`` (the SDK's tag calls)."""
 
+    @extend_schema(operation_id="getTagsForSchedule", tags=["scheduler-resource"])
     def get(self, request, name):
         return Response(services.get_tags(name))
 
+    @extend_schema(operation_id="putTagForSchedule", tags=["scheduler-resource"])
     def put(self, request, name):
         services.set_tags(name, require_json(request.data, "tags"))
         return empty()
 
+    @extend_schema(operation_id="deleteTagForSchedule", tags=["scheduler-resource"])
     def delete(self, request, name):
         services.delete_tags(name, require_json(request.data, "tags"))
         return empty()
@@ -99,6 +114,7 @@ class BulkScheduleApi(ConductorApi):
 class NextFewApi(ConductorApi):
     """``GET /nextFewSchedules?cronExpression&scheduleStartTime&scheduleEndTime&limit``."""
 
+    @extend_schema(operation_id="getNextFewSchedules", tags=["scheduler-resource"])
     def get(self, request):
         q = request.query_params
         return Response(services.next_few(qstr(q, "cronExpression"), qint(q, "scheduleStartTime", None),
@@ -108,6 +124,7 @@ class NextFewApi(ConductorApi):
 class ExecutionSearchApi(ConductorApi):
     """``GET /search/executions?query&freeText&start&size&sort``."""
 
+    @extend_schema(operation_id="searchScheduleExecutions", tags=["scheduler-resource"])
     def get(self, request):
         q = request.query_params
         return Response(services.execution_search(

@@ -26,28 +26,23 @@ def can_view(user) -> bool:
                 and (user.has_perm(VIEW_PERMISSION) or user.has_perm(OPERATE_PERMISSION)))
 
 
-def view_required(view):
-    """Sign-in required, then ``ui.view_executions`` (or operate), else 403."""
-    @login_required
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        """Refuse (403) users who may not view."""
-        if not can_view(request.user):
-            raise PermissionDenied("You may not view workflow executions.")
-        return view(request, *args, **kwargs)
-    return wrapper
+def _required(allowed, refusal: str):
+    """A view decorator: sign-in required, then ``allowed(user)``, else 403 ``refusal``."""
+    def decorate(view):
+        @login_required
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not allowed(request.user):
+                raise PermissionDenied(refusal)
+            return view(request, *args, **kwargs)
+        return wrapper
+    return decorate
 
 
-def operate_required(view):
-    """Sign-in required, then ``ui.operate_workflows``, else 403."""
-    @login_required
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        """Refuse (403) users who may not operate."""
-        if not can_operate(request.user):
-            raise PermissionDenied("You may not operate workflows.")
-        return view(request, *args, **kwargs)
-    return wrapper
+# Sign-in required, then ``ui.view_executions`` (or operate), else 403.
+view_required = _required(can_view, "You may not view workflow executions.")
+# Sign-in required, then ``ui.operate_workflows``, else 403.
+operate_required = _required(can_operate, "You may not operate workflows.")
 
 
 def ui_context(request) -> dict:

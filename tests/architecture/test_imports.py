@@ -15,6 +15,7 @@ lower layers reach ``apps.engine.jobs`` without importing it.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,3 +152,51 @@ def test_scanner_sees_a_cycle_and_a_private_import(tmp_path, monkeypatch):
         ROOT, APPS = saved
     assert _cycles(edges) == [["apps.demo.a", "apps.demo.b"]]
     assert private == ["apps.demo.b: from apps.demo.a import _hidden"]
+
+
+def _diagram_layers() -> dict[str, int]:
+    """``{"store.py": 2, "task_types/": 0, ...}`` from the rows ``│ L<n> a.py b.py ...`` (and
+    their continuation rows) of the layer diagram in README's Architecture section."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Architecture\n")
+    section = text[start:text.index("\n## ", start + 1)]
+    layers: dict[str, int] = {}
+    current = None
+    for line in section.splitlines():
+        row = line.strip()
+        match = re.match(r"│ L(\d) ", row)
+        if match:
+            current = int(match.group(1))
+        elif not row.startswith("│"):
+            current = None
+        if current is not None:
+            for name in re.findall(r"\b([a-z_]+\.py|task_types/)", row):
+                layers[name] = current
+    return layers
+
+
+def _diagram_name(module: str) -> str | None:
+    """The name an engine module has in the diagram (None outside ``apps.engine``'s layers)."""
+    parts = module.split(".")
+    if parts[:2] != ["apps", "engine"] or len(parts) < 3 or parts[2] == "management":
+        return None
+    return "task_types/" if parts[2] == "task_types" else f"{parts[2]}.py"
+
+
+def test_the_engine_imports_flow_down_the_readmes_layer_diagram():
+    """Every engine module has a layer in README's diagram, and none imports (at module
+    level or inside a function) a module of a higher layer."""
+    layers = _diagram_layers()
+    modules = _modules()
+    names = {n for n in (_diagram_name(m) for m in modules) if n}
+    assert sorted(names - set(layers)) == []
+    assert sorted(set(layers) - names) == []
+    edges, _ = _scan(modules)
+    upward = []
+    for mod, targets in edges.items():
+        here = _diagram_name(mod)
+        for target in targets:
+            there = _diagram_name(target)
+            if here and there and here != there and layers[here] < layers[there]:
+                upward.append(f"{mod} (L{layers[here]}) imports {target} (L{layers[there]})")
+    assert sorted(upward) == []

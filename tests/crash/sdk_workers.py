@@ -11,6 +11,9 @@ work, as one JSON line ``{"taskId", "workflowId", "ref", "worker", "pid", "at"}`
 epoch ms) in ``$SCALE_LEDGER_DIR/<label>-<pid>.jsonl``. The work is
 ``tests.crash.harness.work``, a pure function of the task input, and the output carries
 the taskId it was computed for (``delivery``). SIGTERM stops the handler and exits 0.
+The test runs it with ``CONDUCTOR_WORKER_ISOLATION=thread`` (an SDK option: the workers
+are threads of one process, not one process each), to keep its load on a shared machine
+small.
 """
 # No ``from __future__ import annotations``: the SDK hands the Task itself to a function
 # whose parameter is annotated with the Task class (a string annotation would not match).
@@ -29,7 +32,7 @@ from conductor.client.worker.worker import Worker
 from tests.crash.harness import WORKER_TYPES, work
 
 LABEL = os.environ.get("SCALE_WORKER_LABEL", "py")
-POLL_INTERVAL_MS = 100
+POLL_INTERVAL_MS = 200  # the SDK's poll asks the server to wait 100 ms at most (fixed)
 THREADS_PER_WORKER = 2
 _lock = threading.Lock()
 
@@ -77,6 +80,10 @@ def main() -> None:
         stop.wait()
     finally:
         handler.stop_processes()
+    if os.environ.get("CONDUCTOR_WORKER_ISOLATION", "").strip().lower() == "thread":
+        # the SDK's thread mode stops cooperatively, and its poll loops do not end:
+        # the handler has stopped, the process ends here
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ from tests.crash.wsclient import WebSocket
 from tests.e2e.conftest import PostgresDatabase, _is_postgres, tail
 from tests.redis_server import free_port, have_redis_server, start_redis, stop_redis
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.scale_out, pytest.mark.timeout(290),
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.scale_out, pytest.mark.timeout(400),
               pytest.mark.skipif(not have_redis_server(), reason="needs redis-server")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ HTTP_DELAY_SECONDS = 0.2         # the stub answers after this: kills catch call
 HANDOVER_LIMIT_SECONDS = 20      # measured ~1-6 s; the old one-minute guard took up to 60 s
 HTTP_LIMIT_SECONDS = 40          # measured well under 20 s; before: 60 s re-dispatch + the call
 STARTS_SECONDS = 90
-RECOVERY_SECONDS = 120
+RECOVERY_SECONDS = 200         # a loaded machine (2 cores, other jobs) needs the margin
 WORKER_STOP_SECONDS = 20
 STOP_LIMIT_SECONDS = 30
 LIVE_IDLE_SECONDS = 7            # longer than channels-redis's 5 s blocking read
@@ -219,6 +219,8 @@ class Topology:
         tests/ts/scale_out_worker.ts) on the server ``api``, with the access key ``key``."""
         env = {**os.environ, **key, "CONDUCTOR_SERVER_URL": api, "SCALE_WORKER_LABEL": name,
                "SCALE_LEDGER_DIR": str(ledger_dir), "PYTHONUNBUFFERED": "1", "NODE_NO_WARNINGS": "1",
+               # one process per Python fleet (an SDK option): the workers run as its threads
+               "CONDUCTOR_WORKER_ISOLATION": "thread",
                "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
         env.pop("DATABASE_URL", None)
         if name.startswith("py-"):
@@ -462,6 +464,11 @@ def _scenario(topo: Topology, stub: HttpStub, node: str, ledger_dir: Path) -> No
                  if n > 1)
     assert max(http_spans) < HTTP_LIMIT_SECONDS, "seconds after the kill:\n" + "\n".join(slow[:10])
     repeated = sum(1 for n in stub.hits.values() if n > 1)
+    # calls the killed cluster had in flight (first hit before the kill): seconds from the
+    # SIGKILL to the call made again by the survivor
+    redispatched = sorted(times[1] - killed_epoch for times in stub.times.values()
+                          if len(times) > 1 and times[0] < killed_epoch)
+    assert all(t < HTTP_LIMIT_SECONDS for t in redispatched), redispatched
     # a clean stop on SIGTERM, within the units' budgets (deploy/systemd: 70 s and 20 s)
     cluster_stop = topo.terminate(survivor, STOP_LIMIT_SECONDS)
     server_stop = topo.terminate("server-b", STOP_LIMIT_SECONDS)
@@ -471,7 +478,8 @@ def _scenario(topo: Topology, stub: HttpStub, node: str, ledger_dir: Path) -> No
     assert lease and lease[1] == 0, f"a stopped cluster releases the sweeper lease: {lease}"
     print(f"\nscale-out: {WORKFLOWS} workflows COMPLETED in {elapsed:.1f} s; sweeper lease moved to the survivor "
           f"{handover:.1f} s after the SIGKILL; HTTP task span max {max(http_spans):.1f} s, "
-          f"p50 {sorted(http_spans)[len(http_spans) // 2]:.1f} s; HTTP calls made again after the kill: {repeated}; "
+          f"p50 {sorted(http_spans)[len(http_spans) // 2]:.1f} s; HTTP calls made again after the kill: {repeated} "
+          f"(cut by the kill and made again {[round(t, 1) for t in redispatched]} s after it); "
           f"SDK deliveries {len(deliveries)} ({dict(fleets)}), tasks handed out again after the kills {redone}; "
           f"SDK workers stopped on SIGTERM in {max(worker_stops.values()):.1f} s; "
           f"SIGTERM stop: cluster {cluster_stop:.1f} s, server {server_stop:.1f} s; live page on A: survived "

@@ -184,3 +184,54 @@ def test_jq_runs_outside_the_lock_too(api, monkeypatch):
     assert wf["status"] == "COMPLETED" and wf["output"] == {"y": 42}
     assert wf["variables"] == {"seen": True}
 
+
+
+def test_a_switch_script_is_evaluated_outside_the_lock(api, monkeypatch):
+    held = HeldEvaluations(monkeypatch)
+    name, worker = unique("held_switch"), unique("held_switch_worker")
+    api.register_task_defs(task_def(worker))
+    api.register_workflow(workflow_def(name, [
+        {"name": "sw", "taskReferenceName": "sw", "type": "SWITCH", "evaluatorType": "javascript",
+         "expression": "$.x > 10 ? 'big' : 'small'", "inputParameters": {"x": "${workflow.input.x}"},
+         "decisionCases": {"big": [simple_task(worker, "big_work")], "small": [inline("small_work", "0")]}}]))
+    starter = in_thread(lambda: api.start(name, {"x": 41}))
+    held.wait_entered(1)
+    wid = api.ok(api.get(f"/workflow/running/{name}")).json()[0]
+    writer = in_thread(lambda: api.ok(api.post(f"/workflow/{wid}/variables", {"seen": True})))
+    finish(writer, held)
+    [switch] = api.workflow(wid)["tasks"]
+    assert switch["status"] == "IN_PROGRESS"
+    held.released.set()
+    finish(starter)
+
+    wf = api.workflow(wid)
+    switch, big = wf["tasks"]
+    assert switch["status"] == "COMPLETED" and switch["outputData"] == {"evaluationResult": ["big"], "selectedCase": "big"}
+    assert big["referenceTaskName"] == "big_work" and big["status"] == "SCHEDULED"
+    assert wf["variables"] == {"seen": True}
+
+
+def test_a_loop_condition_is_evaluated_outside_the_lock(api, monkeypatch):
+    held = HeldEvaluations(monkeypatch)
+    name = unique("held_loop")
+    body = {"name": "count", "taskReferenceName": "count", "type": "SET_VARIABLE",
+            "inputParameters": {"n": "${loop.output.iteration}"}}
+    api.register_workflow(workflow_def(name, [
+        {"name": "loop", "taskReferenceName": "loop", "type": "DO_WHILE",
+         "loopCondition": "$.loop['iteration'] < 3", "loopOver": [body]}],
+        outputParameters={"n": "${workflow.variables.n}"}))
+    starter = in_thread(lambda: api.start(name, {}))
+    held.wait_entered(1)
+    wid = api.ok(api.get(f"/workflow/running/{name}")).json()[0]
+    writer = in_thread(lambda: api.ok(api.post(f"/workflow/{wid}/variables", {"seen": True})))
+    finish(writer, held)
+    loop = api.workflow(wid)["tasks"][0]
+    assert loop["status"] == "IN_PROGRESS" and loop["outputData"]["iteration"] == 1
+    held.released.set()
+    finish(starter)
+
+    wf = api.workflow(wid)
+    assert wf["status"] == "COMPLETED", wf
+    assert wf["tasks"][0]["outputData"]["iteration"] == 3
+    assert held.entered == 3  # one evaluation per iteration's condition
+    assert wf["variables"]["seen"] is True and wf["output"] == {"n": 3}

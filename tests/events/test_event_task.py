@@ -110,7 +110,7 @@ def test_async_complete_publishes_and_stays_in_progress(api, worker_type):
 def test_the_decider_asks_for_publication_without_touching_the_database():
     """Pure decide: the EVENT task stays SCHEDULED with its output computed and asks for
     the ``publish_event`` action; the executor performs it inside the transaction."""
-    from tests.operators.sim import Sim
+    from tests.engine.pure.sim import Sim
 
     sim = Sim(workflow_def("pure", [event_task("notify", "conductor:x", {"a": "${workflow.input.a}"})]),
               input={"a": 5})

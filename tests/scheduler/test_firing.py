@@ -133,6 +133,13 @@ def test_search_executions_with_conductors_query_syntax(api, clock):
     asc = api.ok(api.get("/scheduler/search/executions", {"freeText": good, "sort": "scheduledTime:ASC", "size": 1})).json()
     assert asc["totalHits"] == 2 and [r["scheduledTime"] for r in asc["results"]] == [T0 + 2000]
     assert api.get("/scheduler/search/executions", {"query": "scheduledTime>soon"}).status_code == 400
+    # a bare word is a schedule name; anything else malformed is refused as the workflow search does
+    assert api.ok(api.get("/scheduler/search/executions", {"query": good})).json()["totalHits"] == 2
+    for malformed in ("state = FAILED AND", "scheduleName IN (x", "foo bar baz", "workflowType='x'", "((("):
+        resp = api.get("/scheduler/search/executions", {"query": malformed})
+        assert resp.status_code == 400, (malformed, resp.content)
+        body = resp.json()
+        assert body["status"] == 400 and body["message"].startswith("Incorrectly formatted query string"), body
 
 
 @pytest.mark.django_db(transaction=True)

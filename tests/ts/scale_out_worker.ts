@@ -33,7 +33,8 @@ const workers: ConductorWorker[] = Object.entries(work).map(([name, compute]) =>
   },
 }));
 const manager = new TaskManager(clients.getClient(), workers, {
-  options: { workerID: label, pollInterval: 100, concurrency: 2 },
+  // batchPollingTimeout: the server holds an empty poll 1 s (fewer requests on a busy machine)
+  options: { workerID: label, pollInterval: 100, concurrency: 2, batchPollingTimeout: 1000 },
 });
 manager.startPolling();
 console.log(`scale-out worker ${label}: polling ${Object.keys(work).join(", ")}`);

@@ -12,6 +12,9 @@ class ConductorApi(APIView):
 
     authentication_classes: list = []
     permission_classes: list = []
+    # Bodies are Conductor's JSON models, not DRF serializers: /api-docs describes them
+    # from Conductor's document (apps.api.openapi), or with extend_schema on the view.
+    serializer_class = None
 
 
 def text(value: str | None, status: int = 200) -> HttpResponse:

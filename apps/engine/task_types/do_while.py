@@ -11,12 +11,15 @@ The condition is JavaScript over ``$`` = the loop's resolved input, plus ``$.<lo
 the loop's output and ``$.<bodyRef>`` = each body task's latest output (references without
 suffix). A failed body task (after its retries) fails the loop; a condition error is
 FAILED_WITH_TERMINAL_ERROR ``Unable to evaluate condition %s, exception %s``.
+The condition is evaluated outside the workflow's lock (``apps.engine.evaluation``): at the
+end of an iteration the loop asks for it and waits IN_PROGRESS; the decide that receives
+the value starts the next iteration or completes the loop (normally in the same request).
 Source: DoWhile / DoWhileTaskMapper (docs/conductor-notes.md §5; cases 01, 03, 04).
 """
 from __future__ import annotations
 
-from apps.engine import params
-from apps.engine.evaluators import EvaluationError, evaluate_js, truthy
+from apps.engine import evaluation, params
+from apps.engine.evaluators import truthy
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
@@ -168,17 +171,19 @@ class DoWhile(TaskType):
             return task.output_data != before
 
         condition = wt.get("loopCondition")
-        try:
-            if items is not None:
-                more = counter < len(items)
-                go_on = more and (truthy(evaluate_js(condition, self._condition_input(d, task, nested, items, counter)))
-                                  if condition and condition.strip() else True)
-            else:
-                go_on = truthy(evaluate_js(condition, self._condition_input(d, task, nested, items, counter))) \
-                    if condition else False
-        except EvaluationError as exc:
-            task.reason_for_incompletion = f"Unable to evaluate condition {condition}, exception {exc}"
-            return self._done(d, task, "FAILED_WITH_TERMINAL_ERROR")
+        if items is not None and counter >= len(items):
+            go_on = False  # the list is done: the condition is not evaluated
+        elif not (condition and (items is None or condition.strip())):
+            go_on = items is not None  # list mode without a condition runs every item
+        else:
+            result, asked = self._evaluated_condition(d, task, condition,
+                                                      self._condition_input(d, task, nested, items, counter))
+            if result is None:  # asked for: the decide that gets the result carries on
+                return task.output_data != before or asked
+            if result.error is not None:
+                task.reason_for_incompletion = f"Unable to evaluate condition {condition}, exception {result.error}"
+                return self._done(d, task, "FAILED_WITH_TERMINAL_ERROR")
+            go_on = truthy(result.value)
         if go_on:
             cap = max_iterations(d)
             if counter >= cap:
@@ -189,6 +194,27 @@ class DoWhile(TaskType):
             self._start_iteration(d, task, counter + 1, items)
             return True
         return self._done(d, task, "COMPLETED")
+
+    @staticmethod
+    def _evaluated_condition(d, task: TaskState, condition: str,
+                             bindings: dict) -> tuple[evaluation.Evaluated | None, bool]:
+        """``(result, asked)``: the value of ``condition`` over ``bindings`` once the
+        executor evaluated it outside the lock, else None, and whether this call asked for
+        it (the task changed). ``evaluation_key`` remembers what was asked (and
+        ``update_time`` when), so another decide meanwhile does not ask again before the
+        time limit plus grace has passed."""
+        digest = evaluation.key(evaluation.JS, None, condition, bindings)
+        due = (task.evaluation_key != digest or d.redispatch_evaluations
+               or d.now >= evaluation.redispatch_at(task.update_time, evaluation.JS, d.config))
+        newly = due and task.task_id not in d.asked
+        result = d.evaluation_result(task, evaluation.JS, condition, bindings, ask=due, digest=digest)
+        if result is not None:
+            task.evaluation_key = ""
+            return result, False
+        if newly:
+            task.evaluation_key = digest
+            task.update_time = d.now
+        return None, newly
 
     @staticmethod
     def _done(d, task: TaskState, status: str) -> bool:

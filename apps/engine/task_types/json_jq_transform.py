@@ -7,15 +7,10 @@ Source: Conductor's JsonJqTransform system task.
 """
 from __future__ import annotations
 
-from apps.engine import evaluation, jq_sandbox
+from apps.engine import evaluation
 from apps.engine.task_types import register
 from apps.engine.task_types.base import EvaluatingTask, finish
 
-
-def jq_time_limit(d) -> float:
-    """Seconds a JSON_JQ_TRANSFORM program may run (``CONDUCTOR["JQ_TIME_LIMIT_SECONDS"]``,
-    from the decider's ``config``)."""
-    return float(d.config.get("JQ_TIME_LIMIT_SECONDS", jq_sandbox.DEFAULT_TIME_LIMIT_SECONDS))
 
 
 @register

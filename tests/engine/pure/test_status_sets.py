@@ -22,7 +22,7 @@ def test_page_sets_hand_them_to_the_pages():
 
 
 def test_execution_script_keeps_no_copy_of_the_task_statuses():
-    script = (Path(__file__).resolve().parents[2] / "static" / "ui" / "execution.js").read_text()
+    script = (Path(__file__).resolve().parents[3] / "static" / "ui" / "execution.js").read_text()
     assert "conductor-statuses" in script
     for status in TASK_STATUSES:
         assert f'"{status}"' not in script, status

@@ -1,7 +1,7 @@
 """Operators and sync system tasks over the pure decider (docs/conductor-notes.md §5)."""
 from __future__ import annotations
 
-from tests.operators.sim import Sim
+from tests.engine.pure.sim import Sim
 
 NO_RETRY = {"retryCount": 0, "retryDelaySeconds": 0, "responseTimeoutSeconds": 0}
 
