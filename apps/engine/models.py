@@ -1,5 +1,8 @@
 """Durable state of executions: WorkflowExecution, TaskExecution (one row per attempt),
-TaskExecLog and PollData.
+TaskExecLog, PollData, the TaskHandout window of rate-limited deliveries, SweeperLease
+(the leases of the sweeper, of running system tasks and of the listener delivery), the
+internal event queue (EventMessage, EventExecution) and the execution history
+(ExecutionEvent).
 
 Times are epoch milliseconds (``BigIntegerField``), as Conductor exposes them; ``0`` means
 "not set" where Conductor uses 0. JSON columns keep user payloads untouched (no key

@@ -1,5 +1,6 @@
 """After-commit notifications inside this process: wake long polls waiting on a queue
-(``queue_waiter``), and tell listeners (live UI, metrics) that an execution changed. Also the one
+(``queue_waiter``), and tell listeners (live UI, execute-and-wait answers) that an
+execution changed. Also the one
 in-transaction hook: status transitions handed to recorders (``add_transition_recorder``)
 while the change is being saved, so what they write commits with it.
 

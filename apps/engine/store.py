@@ -401,6 +401,17 @@ def insert_tasks(tasks: list[TaskState]) -> None:
         cursor.execute(sql["insert_task"] + ", ".join([sql["insert_task_row"]] * len(tasks)), params)
 
 
+def _prior_state(cursor, workflow_id: str) -> dict:
+    """The execution's tasks and row as stored, before a save overwrites them, for the
+    history (``history.prior_snapshot``); read only when tasks are removed or revived."""
+    sql = _s()
+    cursor.execute(sql["tasks"], [workflow_id])
+    tasks = [task_from_row(r) for r in cursor.fetchall()]
+    cursor.execute(sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])
+    row = cursor.fetchone()
+    return history.prior_snapshot(tasks, _workflow_from_row(row) if row else None)
+
+
 def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = True,
          extra_task_ids: set[str] | None = None) -> None:
     """Persist a decided state: delete removed tasks, insert new tasks, update changed ones
@@ -425,7 +436,7 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
     output_sizes: dict[str, int] = {}
     with connection.cursor() as cursor:
         # what a rerun/restart/retry overwrites is kept in the history (the rare paths only)
-        prior = history.prior_state(cursor, wf.workflow_id) if removed_ids or revived or definition_replaced else None
+        prior = _prior_state(cursor, wf.workflow_id) if removed_ids or revived or definition_replaced else None
         removed = []
         if removed_ids:
             ids = list(outcome.removed_task_ids)

@@ -7,6 +7,17 @@ import threading
 from apps.engine import notify
 
 
+def run_loop(make_coroutine):
+    """Run a coroutine to its end on a fresh event loop in its own thread (the test's own
+    thread may already run a loop left by another test)."""
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("value", asyncio.run(make_coroutine())))
+    thread.start()
+    thread.join(120)
+    assert not thread.is_alive()
+    return box["value"]
+
+
 def test_tasks_queued_in_another_thread_wake_the_waiters_on_that_queue_only():
     async def run():
         with notify.queue_waiter("q-one") as waiter, notify.queue_waiter("q-two") as other:
@@ -14,7 +25,7 @@ def test_tasks_queued_in_another_thread_wake_the_waiters_on_that_queue_only():
             woke = await waiter.wait(60)  # returns as soon as woken; 60 s is only a bound
             return woke, other.event.is_set()
 
-    assert asyncio.run(run()) == (True, False)
+    assert run_loop(run) == (True, False)
 
 
 def test_tasks_queued_before_the_wait_are_not_missed():
@@ -23,7 +34,7 @@ def test_tasks_queued_before_the_wait_are_not_missed():
             notify.tasks_queued(["q-early"])  # between the poll's look at the queue and its wait
             return await waiter.wait(60)
 
-    assert asyncio.run(run()) is True
+    assert run_loop(run) is True
 
 
 def test_a_waiter_left_times_out_and_is_forgotten():
@@ -33,4 +44,4 @@ def test_a_waiter_left_times_out_and_is_forgotten():
         notify.tasks_queued(["q-idle"])  # nobody waits any more: nothing to wake
         return woke, waiter.event.is_set()
 
-    assert asyncio.run(run()) == (False, False)
+    assert run_loop(run) == (False, False)
