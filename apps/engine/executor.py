@@ -148,7 +148,7 @@ def _run_ahead(workflow_id: str, results: dict[str, evaluation.Evaluated], budge
     what it asks for next, adding to ``results``, while it asks and ``budget`` lasts;
     returns the budget left. Nothing is saved and no side effect runs: the locked decide
     of ``evaluations_apply`` redoes it all and uses only the results that match."""
-    wf = store.load_workflow(workflow_id)
+    wf = store.snapshot_workflow(workflow_id)  # the unsettled tasks, not every one
     if wf is None:
         return budget
     while budget > 0 and not wf.terminal:

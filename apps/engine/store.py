@@ -344,7 +344,7 @@ class _RowSource:
         return int(row[0] or 0) if row else 0
 
 
-def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> WorkflowState | None:
+def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True, lazy: bool = False) -> WorkflowState | None:
     sql = _s()
     with connection.cursor() as cursor:
         cursor.execute(sql["lock"] if lock else sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])
@@ -352,7 +352,7 @@ def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> Workfl
         if row is None:
             return None
         wf = _workflow_from_row(row)
-        if include_tasks and lock:
+        if include_tasks and (lock or lazy):
             cursor.execute(sql["active_tasks"], [workflow_id])
             wf.tasks = TaskList([task_from_row(r) for r in cursor.fetchall()], _RowSource(workflow_id))
             _attach_sub_workflows(wf, cursor)
@@ -371,6 +371,14 @@ def lock_workflow(workflow_id: str) -> WorkflowState | None:
     iterated), all within this transaction. Must run inside ``transaction.atomic()``.
     Returns None if the workflow does not exist."""
     return _read(workflow_id, lock=True)
+
+
+def snapshot_workflow(workflow_id: str) -> WorkflowState | None:
+    """Read a workflow without a lock, its tasks as a ``state.TaskList`` (the unsettled ones
+    now, the others when asked for): a snapshot to decide in memory and throw away (the
+    evaluations' run-ahead), which never reads every task of a large execution. None if
+    absent."""
+    return _read(workflow_id, lock=False, lazy=True)
 
 
 def load_workflow(workflow_id: str, include_tasks: bool = True) -> WorkflowState | None:
