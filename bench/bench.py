@@ -289,7 +289,8 @@ class Server:
     def start(self) -> None:
         a = self.args
         py = a.server_python or sys.executable
-        env = self.env(self.database_url())
+        self.db_url = self.database_url()
+        env = self.env(self.db_url)
         subprocess.run([py, str(self.app_dir / "manage.py"), "migrate", "-v", "0", "--no-input"], env=env,
                        cwd=self.app_dir, check=True, timeout=300)
         app = "conductor_web.asgi:application"

@@ -22,6 +22,16 @@ def pytest_configure(config):
     settings.CONDUCTOR["API_AUTH"] = False
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _queue_listener_closed(django_db_setup):
+    """The PostgreSQL queue listener a long poll starts (``notify.start_queue_listener``)
+    holds a connection to the test database: closed before pytest-django drops it."""
+    yield
+    from apps.engine import notify
+
+    notify.stop_queue_listener()
+
+
 def db_vendor() -> str:
     """``"sqlite"`` or ``"postgresql"``: the engine the settings selected."""
     from django.db import connection

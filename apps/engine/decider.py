@@ -22,7 +22,7 @@ from apps.engine import evaluation, params
 from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
-from apps.engine.state import BUILT_IN_TYPES, TaskState, WorkflowState
+from apps.engine.state import BUILT_IN_TYPES, TaskState, WorkflowState, active_tasks, attempts_of, max_seq
 from apps.engine.status import RETRIABLE_TASK, TERMINAL_TASK
 from apps.engine.task_types import get_type
 
@@ -112,7 +112,7 @@ class Decider:
         return None
 
     def document(self) -> params.Document:
-        return params.Document(self.wf, self.env)
+        return params.Document(self.wf, self.env, self.blueprint)
 
     # --- definitions --------------------------------------------------------------------
 
@@ -180,21 +180,23 @@ class Decider:
         """Map one WorkflowTask to the task executions it creates (Conductor's TaskMapper
         for its type), skipping references already present in the workflow."""
         mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
-        existing = {t.reference_task_name for t in self.wf.tasks}
-        return [t for t in mapped if t.reference_task_name not in existing]
+        existing = self.attempts_of(t.reference_task_name for t in mapped)
+        return [t for t in mapped if not existing[t.reference_task_name]]
 
     def schedule(self, tasks: list[TaskState]) -> None:
         """Add new tasks to the workflow (assigning ``seq``) and start them: worker tasks
         become pollable, synchronous system tasks run their ``start``, async system tasks
         are handed to the cluster."""
-        seq = max((t.seq for t in self.wf.tasks), default=0)
+        seq = max_seq(self.wf.tasks)
+        existing = {ref: list(found) for ref, found in self.attempts_of(t.reference_task_name for t in tasks).items()}
         for task in tasks:
-            if any(t.reference_task_name == task.reference_task_name and not t.retried and t.task_id != task.task_id
-                   and t.retry_count == task.retry_count for t in self.wf.tasks):
+            if any(not t.retried and t.task_id != task.task_id and t.retry_count == task.retry_count
+                   for t in existing[task.reference_task_name]):
                 continue  # dedupe by reference + retry count (Conductor: refName_retryCount)
             seq += 1
             task.seq = seq
             self.wf.tasks.append(task)
+            existing[task.reference_task_name].append(task)
             self._new_ids.add(task.task_id)
             self.outcome.new_tasks.append(task)
             if self._delayed_system_task(task):
@@ -215,7 +217,7 @@ class Decider:
         from apps.engine.task_types import get_type
 
         started = False
-        for task in list(self.wf.tasks):
+        for task in list(active_tasks(self.wf.tasks)):
             if task.status == "SCHEDULED" and task.callback_after_seconds > 0 and task.retried_task_id \
                     and not task.retried and (task.timer_at is None or task.timer_at <= self.now) \
                     and not get_type(task.task_type).is_worker:
@@ -272,19 +274,25 @@ class Decider:
         ``suffix`` (``__N``, or ``__M__N`` in nested loops) appended to its reference and
         ``iteration`` N (Conductor's filterNextLoopOverTasks / appendIteration)."""
         mapped = get_type(workflow_task.get("type") or "SIMPLE").map(self, workflow_task, retry_count)
-        existing = {t.reference_task_name for t in self.wf.tasks}
-        out = []
         for t in mapped:
             if not t.iteration:
                 t.reference_task_name = f"{t.reference_task_name}{suffix}"
                 t.iteration = iteration
-            if t.reference_task_name not in existing:
-                out.append(t)
-        return out
+        existing = self.attempts_of(t.reference_task_name for t in mapped)
+        return [t for t in mapped if not existing[t.reference_task_name]]
 
     def _skipped(self, workflow_task: dict) -> bool:
         ref = workflow_task.get("taskReferenceName")
-        return any(t.reference_task_name == ref and t.status == "SKIPPED" for t in self.wf.tasks)
+        return any(t.status == "SKIPPED" for t in self.attempts_of((ref,))[ref])
+
+    def attempts_of(self, refs) -> dict[str, list[TaskState]]:
+        """``{runtime ref: its attempts in seq order}`` (``state.attempts_of``: a locked
+        execution reads finished tasks by reference instead of holding all of them)."""
+        return attempts_of(self.wf.tasks, refs)
+
+    def active_tasks(self) -> list[TaskState]:
+        """The tasks that may still change (``state.active_tasks``), in seq order."""
+        return active_tasks(self.wf.tasks)
 
     # --- the decide loop -----------------------------------------------------------------
 
@@ -327,7 +335,7 @@ class Decider:
         changed = False
         # Phase 1: timeouts, retries, and the successors of finished tasks.
         to_schedule: list[TaskState] = []
-        for task in list(wf.tasks):
+        for task in list(active_tasks(wf.tasks)):
             if task.retried or task.executed or task.status == "SKIPPED":
                 continue
             ttype = get_type(task.task_type)
@@ -359,7 +367,7 @@ class Decider:
             changed = True
         # Phase 2: synchronous system tasks and operators re-evaluate (after the
         # successors above exist, so a DO_WHILE or JOIN never judges a half-built step).
-        for task in list(wf.tasks):
+        for task in list(active_tasks(wf.tasks)):
             if task.retried or task.executed or task.terminal:
                 continue
             ttype = get_type(task.task_type)
@@ -370,7 +378,7 @@ class Decider:
                     # its retry or the workflow's end comes first (phase 1 of the next
                     # pass): a JOIN must not judge an attempt that is about to be retried
                     break
-        if not wf.terminal and self._successful_terminate() is None and self.check_for_completion():
+        if not wf.terminal and self.check_for_completion() and self._successful_terminate() is None:
             self._fail_for_permissive_tasks()
             self.complete_workflow()
             return True
@@ -531,13 +539,19 @@ class Decider:
     def check_for_completion(self) -> bool:
         """Conductor's checkForWorkflowCompletion: every task terminal, every top-level
         WorkflowTask has a successful terminal task, and nothing is left to schedule."""
+        if any(not t.terminal for t in active_tasks(self.wf.tasks)):
+            return False  # the common answer, from the loaded tasks alone
+        if not self.wf.tasks:
+            return False
+        # the latest attempt of each top-level task, read by reference
+        top = self.attempts_of(wt.get("taskReferenceName") for wt in self.blueprint.tasks)
+        if any(not top[wt.get("taskReferenceName")] for wt in self.blueprint.tasks):
+            return False
         statuses: dict[str, str] = {}
         for task in self.wf.tasks:
             if not task.terminal:
                 return False
             statuses[task.reference_task_name] = task.status
-        if not statuses:
-            return False
         for workflow_task in self.blueprint.tasks:
             status = statuses.get(workflow_task.get("taskReferenceName"))
             if status is None:
@@ -605,7 +619,7 @@ class Decider:
         # status and reason first: cancelling a SUB_WORKFLOW passes them to the child
         wf.status = status
         wf.reason_for_incompletion = reason
-        for t in wf.tasks:
+        for t in list(active_tasks(wf.tasks)):
             if not t.terminal:
                 get_type(t.task_type).cancel(self, t)
                 t.status = "CANCELED"
@@ -646,7 +660,7 @@ class Decider:
         if timeout_s > 0 and (wf.definition.get("timeoutPolicy") or "ALERT_ONLY") == "TIME_OUT_WF":
             due.append((wf.last_retried_time or wf.create_time) + timeout_s * 1000)
         if wf.status != "PAUSED":
-            for task in wf.tasks:
+            for task in active_tasks(wf.tasks):
                 if task.terminal or task.retried:
                     continue
                 ttype = get_type(task.task_type)

@@ -88,7 +88,7 @@ def run(request: Request) -> Evaluated:
         if request.kind == JQ:
             value = jq_sandbox.evaluate(request.expression, request.bindings, request.time_limit)
         elif request.kind == JS:
-            value = evaluators.evaluate_js(request.expression, request.bindings)
+            value = evaluators.evaluate_js(request.expression, *evaluators.split_large(request.bindings))
         elif request.kind == LAMBDA:
             value = evaluators.evaluate_js(f"(function(){{ {request.expression} }})()", request.bindings)
         else:

@@ -32,6 +32,51 @@ _JAVA_LIST_METHODS = (
 )
 
 
+# A large object handed to a script (a DO_WHILE's output keeps every iteration's outputs
+# under "1", "2", ...) is first handed without its integer-like keys, behind a Proxy that
+# notes (``__cw_full``) any read of a key it lacks, any enumeration and any change; the
+# script is then run again with the whole object. Scripts are pure (a fresh context, no
+# host access), so the answer is the one the whole object gives, and a loop condition
+# reading ``$.loop.iteration`` costs the same at iteration 2,000 as at iteration 2.
+_PARTIAL_OBJECT = r"""
+var __cw_full = false;
+function __cw_partial(obj) {
+  function miss() { __cw_full = true; throw new Error('the whole object is needed'); }
+  var own = Object.prototype.hasOwnProperty;
+  return new Proxy(obj, {
+    get: function (t, k) { return (typeof k !== 'string' || k in t) ? Reflect.get(t, k) : miss(); },
+    has: function (t, k) { return (typeof k !== 'string' || own.call(t, k)) ? Reflect.has(t, k) : miss(); },
+    ownKeys: function () { return miss(); },
+    getOwnPropertyDescriptor: function (t, k) {
+      return (typeof k !== 'string' || own.call(t, k)) ? Reflect.getOwnPropertyDescriptor(t, k) : miss();
+    },
+    set: function () { return miss(); },
+    defineProperty: function () { return miss(); },
+    deleteProperty: function () { return miss(); }
+  });
+}
+"""
+
+
+def _integer_like(key) -> bool:
+    return isinstance(key, str) and key.isdigit() and (key == "0" or key[0] != "0")
+
+
+LARGE_OBJECT_KEYS = 64
+
+
+def split_large(bindings: Any) -> tuple[Any, dict[str, dict] | None]:
+    """``(bindings, large)`` for ``evaluate_js``: the top-level objects of ``bindings`` with
+    more than ``LARGE_OBJECT_KEYS`` keys (a DO_WHILE's output at iteration 2,000) set
+    apart, to be handed key by key; the script sees the same ``$`` either way."""
+    if not isinstance(bindings, dict):
+        return bindings, None
+    large = {k: v for k, v in bindings.items() if isinstance(v, dict) and len(v) > LARGE_OBJECT_KEYS}
+    if not large:
+        return bindings, None
+    return {k: v for k, v in bindings.items() if k not in large}, large
+
+
 class EvaluationError(Exception):
     """A script or expression could not be evaluated; ``str()`` is the reason."""
 
@@ -40,13 +85,29 @@ class UnknownEvaluator(EvaluationError):
     """No evaluator of that type (Conductor: ``No evaluator registered for type: %s``)."""
 
 
-def evaluate_js(expression: str, bindings: Any) -> Any:
+def evaluate_js(expression: str, bindings: Any, large: dict[str, dict] | None = None) -> Any:
     """Evaluate a JavaScript expression or script with ``$`` = ``bindings`` (JSON value);
-    return its completion value as JSON (None for undefined).
+    return its completion value as JSON (None for undefined). ``large`` (``{name: dict}``,
+    ``bindings`` a dict) adds ``$[name]`` = that dict, handed without its integer-like keys
+    first and whole only when the script looks at more (see ``_PARTIAL_OBJECT``).
 
     Errors: EvaluationError with the script's error message, ``Script not evaluated
     within 4 seconds, interrupted.`` for a runaway script, or ``out of memory``.
     """
+    if large:
+        partial = {name: {k: v for k, v in obj.items() if not _integer_like(k)} for name, obj in large.items()}
+        if all(len(partial[name]) == len(obj) for name, obj in large.items()):
+            return _evaluate(expression, {**bindings, **large}, None)
+        needs_full, value = _evaluate(expression, bindings, partial)
+        if not needs_full:
+            return value
+        return _evaluate(expression, {**bindings, **large}, None)
+    return _evaluate(expression, bindings, None)
+
+
+def _evaluate(expression: str, bindings: Any, partial: dict[str, dict] | None):
+    """One evaluation in a fresh context; with ``partial``, ``(whole object needed, value)``
+    and a script error counts only when the whole object was not asked for."""
     ctx = quickjs.Context()
     ctx.set_time_limit(TIME_LIMIT_SECONDS)
     ctx.set_memory_limit(MEMORY_LIMIT_BYTES)
@@ -54,10 +115,16 @@ def evaluate_js(expression: str, bindings: Any) -> Any:
     try:
         ctx.eval(_JAVA_LIST_METHODS)
         ctx.set("$", ctx.parse_json(json.dumps(bindings, default=str)))
+        if partial:
+            ctx.eval(_PARTIAL_OBJECT)
+            ctx.set("__cw_parts", ctx.parse_json(json.dumps(partial, default=str)))
+            ctx.eval("for (var __cw_k in __cw_parts) { $[__cw_k] = __cw_partial(__cw_parts[__cw_k]); }")
         ctx.set("__conductor_expr", expression)
         raw = ctx.eval("(function(){ var __v = (0, eval)(__conductor_expr); "
                        "return __v === undefined ? undefined : JSON.stringify(__v); })()")
     except quickjs.JSException as exc:
+        if partial and ctx.get("__cw_full"):
+            return True, None
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         if "interrupted" in message:
             raise EvaluationError(f"Script not evaluated within {TIME_LIMIT_SECONDS:g} seconds, interrupted.") from None
@@ -66,10 +133,13 @@ def evaluate_js(expression: str, bindings: Any) -> Any:
             message = f"InternalError: out of memory (the limit is {MEMORY_LIMIT_BYTES // (1024 * 1024)} MiB)"
         raise EvaluationError(message) from None
     except quickjs.StackOverflow:
+        if partial and ctx.get("__cw_full"):
+            return True, None
         raise EvaluationError("InternalError: stack overflow") from None
-    if raw is None:
-        return None
-    return json.loads(raw)
+    value = None if raw is None else json.loads(raw)
+    if partial:
+        return bool(ctx.get("__cw_full")), value
+    return value
 
 
 def _out_of_memory(ctx) -> bool:

@@ -35,7 +35,7 @@ from apps.engine import effects, evaluation, event_queue, history, jobqueue, not
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
-from apps.engine.state import TaskState, WorkflowState
+from apps.engine.state import TaskState, WorkflowState, task_by_id
 from apps.engine.status import TASK_RESULT_STATUSES, TERMINAL_TASK, TERMINAL_WORKFLOW
 from apps.engine.task_types import get_type, set_variable
 from apps.metadata.models import TaskDef
@@ -148,7 +148,7 @@ def _run_ahead(workflow_id: str, results: dict[str, evaluation.Evaluated], budge
     what it asks for next, adding to ``results``, while it asks and ``budget`` lasts;
     returns the budget left. Nothing is saved and no side effect runs: the locked decide
     of ``evaluations_apply`` redoes it all and uses only the results that match."""
-    wf = store.load_workflow(workflow_id)
+    wf = store.snapshot_workflow(workflow_id)  # the unsettled tasks, not every one
     if wf is None:
         return budget
     while budget > 0 and not wf.terminal:
@@ -455,6 +455,7 @@ def after_commit(wf: WorkflowState, outcome: DeciderOutcome) -> None:
     queues = {t.queue_name for t in outcome.new_tasks if t.queue_name}
     queues |= {t.queue_name for t in outcome.updated_tasks.values() if t.queue_name and t.status == "SCHEDULED"}
     workflow_id = wf.workflow_id
+    notify.publish_queued(queues)  # other processes' long polls, at commit (PostgreSQL)
 
     def on_commit() -> None:
         for action in deferred:
@@ -557,7 +558,7 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
         wf = store.lock_workflow(workflow_id)
         if wf is None:
             raise NotFound(f"No such workflow found by id: {workflow_id}")
-        task = next((t for t in wf.tasks if t.task_id == task_id), None)
+        task = task_by_id(wf.tasks, task_id)
         if task is None:
             owner = TaskExecution.objects.filter(pk=task_id).values_list("workflow_id", flat=True).first()
             if owner is None:

@@ -49,7 +49,7 @@ from django.conf import settings
 from django.db import connection
 
 from apps.core.clock import now_ms
-from apps.engine.state import WORKFLOW_FIELDS, TaskState, WorkflowState
+from apps.engine.state import TaskState, WorkflowState
 
 EVENT_TABLE = "engine_execution_event"
 REASON_CHARS = 500
@@ -271,25 +271,16 @@ def _new_task(batch: Batch, t: TaskState) -> None:
     batch.add(kind, task_core(t), t.task_id)
 
 
-def prior_state(cursor, workflow_id: str) -> dict:
-    """The execution as stored before this save overwrites it (read only on the rare
-    paths that remove tasks or revive ended ones: rerun, restart, retry):
-    ``{"tasksBefore": [...], "workflowBefore": {...}}``."""
-    from apps.engine import store
-
-    sql = store._s()
-    cursor.execute(sql["tasks"], [workflow_id])
-    tasks = [store.task_from_row(r) for r in cursor.fetchall()]
-    cursor.execute(sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])
-    row = cursor.fetchone()
+def prior_snapshot(tasks: list[TaskState], wf: WorkflowState | None) -> dict:
+    """What a rerun, restart or retry is about to overwrite, as stored (``store.save``
+    reads it only on those rare paths): ``{"tasksBefore": [...], "workflowBefore": {...}}``
+    (payloads kept up to ``SMALL_PAYLOAD_BYTES`` each)."""
     before: dict = {"tasksBefore": [_snapshot_task(t) for t in tasks]}
-    if row is not None:
-        values = dict(zip(WORKFLOW_FIELDS, row))
+    if wf is not None:
         before["workflowBefore"] = {
-            "status": values["status"], "version": values["workflow_version"],
-            "reason": _cut(values["reason_for_incompletion"]), "createTime": values["create_time"],
-            "endTime": values["end_time"], "correlationId": values["correlation_id"],
-            "input": _small(store._load_json(values["input"])), "output": _small(store._load_json(values["output"])),
+            "status": wf.status, "version": wf.workflow_version, "reason": _cut(wf.reason_for_incompletion),
+            "createTime": wf.create_time, "endTime": wf.end_time, "correlationId": wf.correlation_id,
+            "input": _small(wf.input), "output": _small(wf.output),
         }
     return before
 

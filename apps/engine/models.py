@@ -139,6 +139,10 @@ class TaskExecution(models.Model):
             # poll: pollable tasks of one queue in delivery order
             models.Index(fields=["queue_name", "visible_at"], name="task_poll", condition=Q(status="SCHEDULED")),
             models.Index(fields=["workflow", "seq"], name="task_workflow_seq"),
+            # a decide reads the unsettled tasks, then finished ones by reference (store.TaskList)
+            models.Index(fields=["workflow", "seq"], name="task_active",
+                         condition=Q(executed=False, retried=False)),
+            models.Index(fields=["workflow", "reference_task_name"], name="task_workflow_ref"),
             # search and in-progress listings
             models.Index(fields=["task_def_name", "status"], name="task_def_status"),
             # metrics over ended / started attempts, and the live gauges

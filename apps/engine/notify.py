@@ -4,15 +4,26 @@ execution changed. Also the one
 in-transaction hook: status transitions handed to recorders (``add_transition_recorder``)
 while the change is being saved, so what they write commits with it.
 
-Cross-process delivery is the listeners' business (the UI consumer watches
-``WorkflowExecution.update_time``; long polls re-check the database every few tens of
-milliseconds), so nothing here needs a broker.
+Across processes on PostgreSQL, a transaction that queues tasks also sends
+``NOTIFY conductor_queue, '<pid>:<queue>'`` (``publish_queued``; delivered at commit,
+never for a rolled-back change), and each process that serves long polls runs one
+listener thread (``start_queue_listener``: one connection, ``LISTEN conductor_queue``)
+that wakes its own waiting polls of that queue: no periodic re-check of the database.
+On SQLite (or while the listener is not connected) long polls re-check every
+``LONG_POLL_RECHECK_MS``; the UI consumer watches ``WorkflowExecution.update_time``.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Iterable
+
+log = logging.getLogger(__name__)
+
+QUEUE_CHANNEL = "conductor_queue"
 
 _listeners: list[Callable[[str], None]] = []
 _transition_recorders: list[Callable] = []
@@ -67,6 +78,10 @@ def queue_waiter(queue_name: str) -> QueueWaiter:
 def tasks_queued(queue_names: Iterable[str]) -> None:
     """Tasks became pollable on these queues (called after commit, in any thread): wake
     the long polls of this process waiting on them."""
+    _wake_local(queue_names)
+
+
+def _wake_local(queue_names: Iterable[str]) -> None:
     for name in {q for q in queue_names if q}:
         with _waiters_lock:
             waiting = list(_waiters.get(name, ()))
@@ -106,3 +121,96 @@ def transitions(wf, previous_status: str | None, task_changes: list) -> None:
     """Hand one saved change to the transition recorders (called by ``store``)."""
     for fn in _transition_recorders:
         fn(wf, previous_status, task_changes)
+
+
+# --- cross-process wake-ups on PostgreSQL (LISTEN/NOTIFY) ---------------------------------------
+
+def publish_queued(queue_names: Iterable[str]) -> None:
+    """Inside the transaction that queues tasks on these queues: on PostgreSQL, one
+    ``pg_notify`` per queue, delivered to the other processes' listeners when (and only
+    if) the transaction commits. Nothing on SQLite."""
+    from django.db import connection
+
+    names = sorted({q for q in queue_names if q})
+    if not names or connection.vendor != "postgresql":
+        return
+    pid = os.getpid()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q",
+                       [QUEUE_CHANNEL, [f"{pid}:{n}" for n in names]])
+
+
+class _QueueListener(threading.Thread):
+    """The process's one ``LISTEN conductor_queue`` connection: each notification wakes
+    this process's polls waiting on that queue (notifications of this process are
+    skipped: its commits wake its polls directly). Reconnects after a failure; while it
+    is not listening, ``listening()`` is False and long polls re-check the database."""
+
+    def __init__(self, params: dict):
+        super().__init__(name="conductor-queue-listener", daemon=True)
+        self.params = params
+        self.ready = threading.Event()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        import psycopg
+
+        own = f"{os.getpid()}:"
+        while not self.stopping.is_set():
+            try:
+                with psycopg.connect(**self.params, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {QUEUE_CHANNEL}")
+                    self.ready.set()
+                    while not self.stopping.is_set():
+                        # wakes at each notification, and once a second to see ``stopping``
+                        for note in conn.notifies(timeout=1.0):
+                            if not note.payload.startswith(own):
+                                _wake_local([note.payload.split(":", 1)[1]])
+            except Exception:  # noqa: BLE001 - keep listening; polls re-check meanwhile
+                if not self.stopping.is_set():
+                    log.warning("queue listener lost its connection; reconnecting", exc_info=True)
+            self.ready.clear()
+            self.stopping.wait(1.0)
+
+
+_listener: _QueueListener | None = None
+_listener_lock = threading.Lock()
+
+
+def start_queue_listener() -> bool:
+    """On PostgreSQL, start this process's queue listener once (a daemon thread with its
+    own connection to the default database); True when it is listening, False on SQLite
+    or while it connects (the caller re-checks the database instead)."""
+    global _listener
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return False
+    listener = _listener
+    if listener is None or not listener.is_alive() or listener.params.get("dbname") != connection.settings_dict["NAME"]:
+        with _listener_lock:
+            if _listener is None or not _listener.is_alive() \
+                    or _listener.params.get("dbname") != connection.settings_dict["NAME"]:
+                settings = connection.settings_dict
+                params = {"dbname": settings["NAME"], "user": settings.get("USER") or None,
+                          "password": settings.get("PASSWORD") or None, "host": settings.get("HOST") or None,
+                          "port": settings.get("PORT") or None}
+                params = {k: v for k, v in params.items() if v is not None}
+                for key in ("sslmode", "sslrootcert", "sslcert", "sslkey", "options"):
+                    if key in (settings.get("OPTIONS") or {}):
+                        params[key] = settings["OPTIONS"][key]
+                _listener = _QueueListener(params)
+                _listener.start()
+            listener = _listener
+    return listener.ready.is_set()
+
+
+def stop_queue_listener(timeout_s: float = 5.0) -> None:
+    """Stop this process's queue listener and close its connection (tests, before their
+    database is dropped); the next long poll starts a new one."""
+    global _listener
+    with _listener_lock:
+        listener, _listener = _listener, None
+    if listener is not None:
+        listener.stopping.set()
+        listener.join(timeout_s)

@@ -24,7 +24,7 @@ from typing import Any
 
 import jsonpath
 
-from apps.engine.state import TaskState, WorkflowState
+from apps.engine.state import TaskList, TaskState, WorkflowState, attempts_of
 
 _NOT_FOUND = object()
 
@@ -164,13 +164,45 @@ class Document:
     ``env`` is the environment that ``${workflow.env.X}`` and bare upper-case names read
     (the caller passes ``os.environ``; none by default: this module reads no process state)."""
 
-    __slots__ = ("wf", "env", "_cache", "_refs")
+    __slots__ = ("wf", "env", "blueprint", "_cache", "_refs")
 
-    def __init__(self, wf: WorkflowState, env: Mapping[str, str] | None = None):
+    def __init__(self, wf: WorkflowState, env: Mapping[str, str] | None = None, blueprint=None):
         self.wf = wf
         self.env = env if env is not None else {}
+        self.blueprint = blueprint  # apps.engine.blueprint.Blueprint of wf.definition, when known
         self._cache: dict[str, Any] = {}
         self._refs: dict[str, TaskState] | None = None
+
+    def _by_reference(self, head: str) -> tuple[bool, TaskState | None]:
+        """``(answered, task)``: the latest task made from WorkflowTask ``head`` read by
+        reference from a partly loaded ``TaskList`` (``answered`` False: scan them all).
+        Outside loops that is the latest attempt of ``head`` itself; in a DO_WHILE body
+        (one level) the one of the loop's current or previous iteration."""
+        tasks = self.wf.tasks
+        if not isinstance(tasks, TaskList) or tasks.complete:
+            return False, None
+        exact = attempts_of(tasks, (head,))[head]
+        if exact:
+            return True, exact[-1]
+        bp = self.blueprint
+        if bp is None or bp.get(head) is None:
+            return False, None
+        owner = bp.loop_owner(head)
+        if owner is None:
+            return True, None  # a WorkflowTask of the definition that has not run
+        owner_ref = owner.get("taskReferenceName")
+        if bp.loop_owner(owner_ref) is not None:
+            return False, None
+        loops = attempts_of(tasks, (owner_ref,))[owner_ref]
+        if not loops:
+            return True, None
+        counter = int((loops[-1].output_data or {}).get("iteration") or 0)
+        for k in (counter, counter - 1):
+            ref = f"{head}__{k}"
+            found = attempts_of(tasks, (ref,))[ref]
+            if found:
+                return True, found[-1]
+        return False, None
 
     def entry(self, head: str) -> Any:
         """The document entry named ``head`` (``workflow`` or a task reference), or _NOT_FOUND."""
@@ -179,6 +211,11 @@ class Document:
         if head == "workflow":
             value = _workflow_entry(self.wf)
         else:
+            answered, task = self._by_reference(head) if self._refs is None else (False, None)
+            if answered:
+                value = _task_entry(task, self.wf) if task is not None else _NOT_FOUND
+                self._cache[head] = value
+                return value
             if self._refs is None:
                 refs: dict[str, TaskState] = {}
                 for task in self.wf.tasks:  # ordered by seq: the last attempt wins

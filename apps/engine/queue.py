@@ -3,9 +3,9 @@
 ``poll`` is the one poll: both entry points (the ASGI worker fast path and the Django
 views behind it) call it, synchronous code through ``task_poll``. It records poll data,
 claims (``claim``) and, for a long
-poll, waits on the event loop until tasks are queued in this process
-(``notify.queue_waiter``) or ``LONG_POLL_RECHECK_MS`` passes (tasks queued by other
-processes), with each database attempt in a thread.
+poll, waits on the event loop until tasks are queued (``notify.queue_waiter``: by this
+process, or by another one through PostgreSQL's LISTEN/NOTIFY) or, on SQLite,
+``LONG_POLL_RECHECK_MS`` passes, with each database attempt in a thread.
 
 The queue is the ``engine_task_execution`` table: a task is pollable when SCHEDULED on
 its ``queue_name`` with ``visible_at <= now``. A claim moves up to ``count`` tasks to
@@ -128,6 +128,16 @@ def has_pollable(queue_name: str, now: int) -> bool:
     return TaskExecution.objects.filter(queue_name=queue_name, status="SCHEDULED", visible_at__lte=now).exists()
 
 
+def next_visible(queue_name: str) -> int | None:
+    """Epoch ms at which the earliest SCHEDULED task of this queue becomes pollable (in
+    the past when one is pollable now), or None when the queue is empty (index task_poll)."""
+    with connection.cursor() as cursor:  # an idle long poll's one statement: no ORM query building
+        cursor.execute("SELECT MIN(visible_at) FROM engine_task_execution WHERE queue_name = %s AND status = 'SCHEDULED'",
+                       [queue_name])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
 # Poll data is written at most once per POLL_DATA_RESOLUTION_MS per (queue, domain,
 # worker) and process.
 _poll_seen: dict[tuple[str, str, str], int] = {}
@@ -151,25 +161,34 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
 def poll_once(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[TaskState]:
     """One attempt of a poll, no waiting: record poll data, then claim up to ``count``
     tasks of ``[domain:]task_type`` (after a plain read: an idle poll takes no write lock)."""
+    return _attempt(task_type, worker_id, domain, count)[0]
+
+
+def _attempt(task_type: str, worker_id: str | None, domain: str | None, count: int) -> tuple[list[TaskState], int | None]:
+    """``poll_once`` plus, when nothing was handed out, when the queue's next task becomes
+    visible (epoch ms, or None for an empty queue): how long a long poll may sleep."""
     now = now_ms()
     record_poll(task_type, domain, worker_id, now)
     queue_name = queue_name_for(task_type, domain)
-    if not has_pollable(queue_name, now):
-        return []
-    return claim(queue_name, count, worker_id)
+    at = next_visible(queue_name)
+    if at is None or at > now:
+        return [], at
+    tasks = claim(queue_name, count, worker_id)
+    return tasks, (None if tasks else now)
 
 
-def _poll_once_in_pool(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[TaskState]:
-    """``poll_once`` in a pool thread, whose database connection is then closed or given
+def _poll_once_in_pool(task_type: str, worker_id: str | None, domain: str | None,
+                       count: int) -> tuple[list[TaskState], int | None]:
+    """``_attempt`` in a pool thread, whose database connection is then closed or given
     back to the pool, as Django does at the end of a request."""
     try:
-        return poll_once(task_type, worker_id, domain, count)
+        return _attempt(task_type, worker_id, domain, count)
     finally:
         close_old_connections()
 
 
 _attempt_in_pool = sync_to_async(_poll_once_in_pool, thread_sensitive=False)
-_attempt_in_caller = sync_to_async(poll_once, thread_sensitive=True)
+_attempt_in_caller = sync_to_async(_attempt, thread_sensitive=True)
 
 
 async def poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
@@ -180,8 +199,10 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     Each attempt (``poll_once``) runs in a pool thread with its own database connection;
     with ``in_caller_thread`` it runs in the thread that called ``async_to_sync`` instead
     (a synchronous Django view: its connection, its transaction). The wait is on the event
-    loop: woken at once by a commit in this process, re-checking the database every
-    ``LONG_POLL_RECHECK_MS`` for tasks other processes queued.
+    loop: woken at once by a commit in this process and, on PostgreSQL, by the process's
+    queue listener (``notify.start_queue_listener``) for tasks other processes queued; it
+    also ends when the queue's next delayed task becomes visible. On SQLite, or while the
+    listener is not connected, it re-checks the database every ``LONG_POLL_RECHECK_MS``.
 
     Errors: InvalidInput ``Long Poll Timeout value cannot be more than 5 seconds`` above
     ``MAX_LONG_POLL_MS``. Side effects: claimed tasks become IN_PROGRESS (TaskDef rate and
@@ -197,11 +218,18 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     deadline = time.monotonic() + max(timeout_ms, 0) / 1000
     while True:
         with notify.queue_waiter(queue_name) as waiter:
-            tasks = await attempt(task_type, worker_id, domain, count)
+            tasks, next_at = await attempt(task_type, worker_id, domain, count)
             remaining = deadline - time.monotonic()
             if tasks or remaining <= 0:
                 return tasks
-            await waiter.wait(min(recheck_s, remaining))
+            wait = remaining
+            if not notify.start_queue_listener():
+                wait = min(wait, recheck_s)  # tasks queued by another process: look again
+            if next_at is not None:
+                # a delayed task becomes visible (or one was there but not handed out:
+                # a limit, a concurrent claim): look again then, never in a hot loop
+                wait = min(wait, max((next_at - now_ms()) / 1000 + 0.001, recheck_s if next_at <= now_ms() else 0))
+            await waiter.wait(wait)
 
 
 def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
@@ -246,5 +274,11 @@ def requeue_pending(task_type: str) -> int:
     now = now_ms()
     from django.db.models import Q
 
-    return TaskExecution.objects.filter(Q(queue_name=task_type) | Q(queue_name__endswith=f":{task_type}"),
-                                        status="SCHEDULED").update(visible_at=now, callback_after_seconds=0)
+    with transaction.atomic():
+        pending = TaskExecution.objects.filter(Q(queue_name=task_type) | Q(queue_name__endswith=f":{task_type}"),
+                                               status="SCHEDULED")
+        names = set(pending.values_list("queue_name", flat=True).distinct())
+        count = pending.update(visible_at=now, callback_after_seconds=0)
+        notify.publish_queued(names)
+        transaction.on_commit(lambda: notify.tasks_queued(names), robust=True)
+    return count

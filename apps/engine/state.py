@@ -10,7 +10,9 @@ timer fires (``None``, NULL in the database, means "never": no timer).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from apps.engine.status import SUCCESSFUL_TASK, TERMINAL_TASK, TERMINAL_WORKFLOW
 
@@ -117,11 +119,218 @@ class WorkflowState:
 
     def task_by_ref(self, reference_task_name: str) -> TaskState | None:
         """The latest attempt with this runtime reference (Conductor: last one wins)."""
-        for task in reversed(self.tasks):
-            if task.reference_task_name == reference_task_name:
-                return task
-        return None
+        attempts = attempts_of(self.tasks, (reference_task_name,))[reference_task_name]
+        return attempts[-1] if attempts else None
 
+
+# --- the task list of a locked execution, loaded as far as a decide needs ------------------
+
+class TaskSource(Protocol):
+    """Where a ``TaskList`` reads the task rows it has not loaded (``apps.engine.store``).
+    Every method returns TaskState objects built from rows, ordered by ``seq``."""
+
+    def by_refs(self, refs: list[str]) -> list[TaskState]:
+        """Every attempt whose runtime reference is one of ``refs``."""
+
+    def by_id(self, task_id: str) -> TaskState | None:
+        """The task with this id in this execution, or None."""
+
+    def all(self) -> list[TaskState]:
+        """Every task of the execution."""
+
+    def max_seq(self) -> int:
+        """The highest ``seq`` stored (0 when none)."""
+
+
+class TaskList:
+    """The tasks of a locked execution (ordered by ``seq``), loaded on demand.
+
+    A decide needs the tasks that are not settled (``active``: neither ``executed`` nor
+    ``retried`` nor SKIPPED: pending tasks, and finished ones whose successors are not
+    scheduled yet) plus a few finished ones found by reference (``attempts_of``). Only the
+    active rows are read when the workflow is locked; the others are read by reference
+    when asked for, and all of them (``materialize``) only when something iterates, indexes
+    or measures the list: then it behaves as the plain list of every task. Loaded objects
+    are never replaced (a task changed in memory stays changed); ``loaded_status`` keeps
+    the status each row had when read (the compare-and-set of ``store.save``).
+
+    More than ``LOOKUP_LIMIT`` references asked for one by one load everything instead
+    (one statement instead of many)."""
+
+    LOOKUP_LIMIT = 64
+
+    def __init__(self, active: list[TaskState], source: TaskSource | None):
+        self._items = list(active)
+        self._source = source
+        self._complete = source is None
+        self._objects = {t.task_id: t for t in self._items}
+        self.loaded_status = {t.task_id: t.status for t in self._items}
+        self._new: list[TaskState] = []
+        self._removed: set[str] = set()
+        self._index: dict[str, list[TaskState]] | None = None  # ref -> attempts (seq order)
+        self._db_max_seq: int | None = None
+        self._looked_up = 0
+
+    # --- loading ----------------------------------------------------------------------------
+
+    def _adopt(self, row: TaskState) -> TaskState:
+        known = self._objects.get(row.task_id)
+        if known is not None:
+            return known
+        self._objects[row.task_id] = row
+        self.loaded_status[row.task_id] = row.status
+        return row
+
+    def materialize(self) -> list[TaskState]:
+        """Load every task (once) and return the full list, ordered by seq."""
+        if not self._complete:
+            rows = [self._adopt(r) for r in self._source.all() if r.task_id not in self._removed]
+            ids = {t.task_id for t in rows}
+            self._items = rows + [t for t in self._new if t.task_id not in ids and t.task_id not in self._removed]
+            self._complete = True
+            self._index = None
+        return self._items
+
+    @property
+    def complete(self) -> bool:
+        """True once every task is loaded (then ``active`` is the full list)."""
+        return self._complete
+
+    def active(self) -> list[TaskState]:
+        """The loaded tasks in seq order: the unsettled ones and the new ones (every task
+        once the list is complete). A superset of the tasks that are not terminal."""
+        return self._items
+
+    def attempts_of(self, refs: Iterable[str]) -> dict[str, list[TaskState]]:
+        """``{ref: [every attempt with that runtime reference, in seq order]}``."""
+        refs = list(dict.fromkeys(refs))
+        if self._complete:
+            if self._index is None:
+                self._index = {}
+                for t in self._items:
+                    self._index.setdefault(t.reference_task_name, []).append(t)
+            return {r: self._index.get(r, []) for r in refs}
+        if self._index is None:
+            self._index = {}
+        missing = [r for r in refs if r not in self._index]
+        if missing:
+            self._looked_up += len(missing)
+            if self._looked_up > self.LOOKUP_LIMIT:
+                self.materialize()
+                return self.attempts_of(refs)
+            wanted = set(missing)
+            for r in missing:
+                self._index[r] = []
+            for row in self._source.by_refs(missing):
+                if row.task_id not in self._removed:
+                    self._index[row.reference_task_name].append(self._adopt(row))
+            for t in self._new:
+                if t.reference_task_name in wanted and t.task_id not in self._removed:
+                    self._index[t.reference_task_name].append(t)
+        return {r: self._index[r] for r in refs}
+
+    def by_id(self, task_id: str) -> TaskState | None:
+        """The task with this id (loaded, or read), or None."""
+        known = self._objects.get(task_id)
+        if known is not None or self._complete:
+            return known if known is not None and task_id not in self._removed else None
+        row = self._source.by_id(task_id)
+        return self._adopt(row) if row is not None and task_id not in self._removed else None
+
+    def max_seq(self) -> int:
+        """The highest seq of any task (0 when there is none)."""
+        if self._complete:
+            return max((t.seq for t in self._items), default=0)
+        if self._db_max_seq is None:
+            self._db_max_seq = self._source.max_seq()
+        return max(self._db_max_seq, max((t.seq for t in self._new), default=0))
+
+    # --- the list protocol (what is not answered above loads everything) --------------------
+
+    def append(self, task: TaskState) -> None:
+        self._items.append(task)
+        self._objects[task.task_id] = task
+        if not self._complete:
+            self._new.append(task)
+        if self._index is not None and (self._complete or task.reference_task_name in self._index):
+            self._index.setdefault(task.reference_task_name, []).append(task)
+
+    def extend(self, tasks: Iterable[TaskState]) -> None:
+        for task in tasks:
+            self.append(task)
+
+    def remove(self, task: TaskState) -> None:
+        if self._complete:
+            self._items.remove(task)
+        elif task in self._items:
+            self._items.remove(task)
+        self._removed.add(task.task_id)
+        if not self._complete and task in self._new:
+            self._new.remove(task)
+        if self._index is not None and task in self._index.get(task.reference_task_name, ()):
+            self._index[task.reference_task_name].remove(task)
+
+    def __bool__(self) -> bool:
+        if self._items:
+            return True
+        return not self._complete and self.max_seq() > 0
+
+    def __iter__(self) -> Iterator[TaskState]:
+        return iter(self.materialize())
+
+    def __reversed__(self) -> Iterator[TaskState]:
+        return reversed(self.materialize())
+
+    def __len__(self) -> int:
+        return len(self.materialize())
+
+    def __getitem__(self, index):
+        return self.materialize()[index]
+
+    def __contains__(self, task) -> bool:
+        return task in self.materialize()
+
+    def index(self, task, *args) -> int:
+        return self.materialize().index(task, *args)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, TaskList):
+            other = other.materialize()
+        return self.materialize() == other
+
+    def __repr__(self) -> str:
+        return f"TaskList({self.materialize()!r})"
+
+
+def active_tasks(tasks: list[TaskState] | TaskList) -> list[TaskState]:
+    """The tasks a decide must look at (``TaskList.active``; a plain list is all of it)."""
+    return tasks.active() if isinstance(tasks, TaskList) else tasks
+
+
+def attempts_of(tasks: list[TaskState] | TaskList, refs: Iterable[str]) -> dict[str, list[TaskState]]:
+    """``{ref: attempts in seq order}`` for these runtime references (see ``TaskList``)."""
+    if isinstance(tasks, TaskList):
+        return tasks.attempts_of(refs)
+    out: dict[str, list[TaskState]] = {r: [] for r in refs}
+    for t in tasks:
+        found = out.get(t.reference_task_name)
+        if found is not None:
+            found.append(t)
+    return out
+
+
+def task_by_id(tasks: list[TaskState] | TaskList, task_id: str) -> TaskState | None:
+    """The task with this id, or None."""
+    if isinstance(tasks, TaskList):
+        return tasks.by_id(task_id)
+    return next((t for t in tasks if t.task_id == task_id), None)
+
+
+def max_seq(tasks: list[TaskState] | TaskList) -> int:
+    """The highest seq among the tasks (0 when none)."""
+    if isinstance(tasks, TaskList):
+        return tasks.max_seq()
+    return max((t.seq for t in tasks), default=0)
 
 
 WORKFLOW_FIELDS: tuple[str, ...] = tuple(f for f in WorkflowState.__slots__ if f not in ("tasks", "sub_workflows"))  # type: ignore[attr-defined]

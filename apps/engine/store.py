@@ -26,7 +26,7 @@ from django.db import connection
 
 from apps.engine import history, notify
 from apps.engine.outcome import DeciderOutcome
-from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
+from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskList, TaskState, WorkflowState, active_tasks, task_by_id
 from apps.engine.status import TERMINAL_TASK
 
 WF_TABLE = "engine_workflow_execution"
@@ -37,6 +37,11 @@ TASK_JSON = frozenset({"input_data", "output_data", "workflow_task"})
 TASK_BOOL = frozenset({"retried", "executed"})
 _TASK_JSON_AT = tuple(i for i, f in enumerate(TASK_FIELDS) if f in TASK_JSON)
 _TASK_BOOL_AT = tuple(i for i, f in enumerate(TASK_FIELDS) if f in TASK_BOOL)
+_WF_JSON_AT = tuple(i for i, f in enumerate(WORKFLOW_FIELDS) if f in WF_JSON)
+_TASK_SLOTS = {f: TaskState.__dict__[f] for f in TASK_FIELDS}
+_WF_SLOTS = {f: WorkflowState.__dict__[f] for f in WORKFLOW_FIELDS}
+_TASK_INDEX = {f: i for i, f in enumerate(TASK_FIELDS)}
+_WF_INDEX = {f: i for i, f in enumerate(WORKFLOW_FIELDS)}
 _TASK_UPDATE_FIELDS = tuple(f for f in TASK_FIELDS if f not in ("task_id", "workflow_id"))
 _WORKFLOW_UPDATE_FIELDS = tuple(f for f in WORKFLOW_FIELDS if f not in ("workflow_id", "definition"))
 
@@ -54,7 +59,9 @@ class Loaded:
 
     def __init__(self, wf: WorkflowState):
         self.wf = wf
-        self.loaded_status = {t.task_id: t.status for t in wf.tasks}
+        # a TaskList records the status of every row it reads, also of rows read later
+        self.loaded_status = wf.tasks.loaded_status if isinstance(wf.tasks, TaskList) \
+            else {t.task_id: t.status for t in wf.tasks}
         self.definition = wf.definition
         self.workflow_status = wf.status
         self.action: dict | None = None
@@ -87,6 +94,15 @@ def _sql(vendor: str) -> dict[str, str]:
         "lock": f"SELECT {wf_cols} FROM {WF_TABLE} WHERE workflow_id = %s{lock}",
         # JSON columns as text on PostgreSQL too: decoded lazily (LoadedTask)
         "tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s ORDER BY seq",
+        # the unsettled tasks (partial index task_active), what a decide starts from
+        "active_tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
+                        f"AND executed = {'false' if vendor == 'postgresql' else '0'} "
+                        f"AND retried = {'false' if vendor == 'postgresql' else '0'} "
+                        "AND status <> 'SKIPPED' ORDER BY seq",
+        "tasks_by_ref": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
+                        "AND reference_task_name IN ",
+        "task_by_id": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE task_id = %s AND workflow_id = %s",
+        "max_seq": f"SELECT MAX(seq) FROM {TASK_TABLE} WHERE workflow_id = %s",
         "insert_task_row": f"({task_ph})",
         "insert_task": f"INSERT INTO {TASK_TABLE} ({task_cols}) VALUES ",
         "update_task": f"UPDATE {TASK_TABLE} SET {task_set} WHERE task_id = %s AND status = %s",
@@ -121,14 +137,12 @@ def _load_json(value):
 
 
 def _dump(value) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _workflow_from_row(row: tuple) -> WorkflowState:
-    values = dict(zip(WORKFLOW_FIELDS, row))
-    for f in WF_JSON:
-        values[f] = _load_json(values[f])
-    return WorkflowState(**values)
+    """Python value -> compact JSON text (orjson; ``json`` for what orjson refuses, such
+    as integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"))
 
 
 class _Raw:
@@ -140,8 +154,8 @@ class _Raw:
         self.text = text
 
 
-def _lazy_json(name: str) -> property:
-    slot = TaskState.__dict__[name]  # the dataclass's slot descriptor
+def _lazy_json(name: str, cls: type = TaskState) -> property:
+    slot = cls.__dict__[name]  # the dataclass's slot descriptor
 
     def get(self):
         value = slot.__get__(self, None)
@@ -158,15 +172,38 @@ def _lazy_json(name: str) -> property:
 
 class LoadedTask(TaskState):
     """A TaskState read from a row: its JSON columns (``input_data``, ``output_data``,
-    ``workflow_task``) are decoded on first access. A decide loads every task of its
-    execution but reads the JSON of few of them (a finished, executed task is skipped), so
-    a 2,000-task execution no longer decodes 6,000 JSON documents per task update.
-    Behaves as a TaskState in every other way (fields, equality, copies)."""
+    ``workflow_task``) are decoded on first access (a decide reads the JSON of few of the
+    tasks it loads), and the row as read is kept (``_row``) so that ``save`` writes only
+    the columns that changed. Behaves as a TaskState in every other way (fields,
+    equality, copies)."""
 
-    __slots__ = ()
+    __slots__ = ("_row",)
     input_data = _lazy_json("input_data")
     output_data = _lazy_json("output_data")
     workflow_task = _lazy_json("workflow_task")
+
+
+class LoadedWorkflow(WorkflowState):
+    """A WorkflowState read from a row: JSON columns decoded on first access, the row as
+    read kept (``_row``) so that ``save`` writes only the columns that changed (a large
+    workflow input is neither decoded nor rewritten by a task update)."""
+
+    __slots__ = ("_row",)
+
+
+for _name in WF_JSON:
+    setattr(LoadedWorkflow, _name, _lazy_json(_name, WorkflowState))
+
+
+def _workflow_from_row(row: tuple) -> WorkflowState:
+    values = list(row)
+    for i in _WF_JSON_AT:
+        value = values[i]
+        if isinstance(value, (str, bytes, bytearray, memoryview)):
+            values[i] = _Raw(value)
+    wf = LoadedWorkflow(*values)  # WORKFLOW_FIELDS is WorkflowState's field order (then tasks)
+    wf._row = values
+    return wf
 
 
 def task_from_row(row: tuple) -> TaskState:
@@ -179,7 +216,57 @@ def task_from_row(row: tuple) -> TaskState:
             values[i] = _Raw(value)
     for i in _TASK_BOOL_AT:
         values[i] = bool(values[i])
-    return LoadedTask(*values)  # TASK_FIELDS is TaskState's field order
+    task = LoadedTask(*values)  # TASK_FIELDS is TaskState's field order
+    task._row = values
+    return task
+
+
+def _raw_text(raw: _Raw) -> str:
+    text = raw.text
+    return text if isinstance(text, str) else bytes(text).decode()
+
+
+def _output_size(task: LoadedTask) -> int:
+    """Characters of a loaded task's output as JSON text (0 when empty), without decoding
+    it when it was never read."""
+    value = TaskState.__dict__["output_data"].__get__(task, None)
+    if type(value) is _Raw:
+        text = _raw_text(value)
+        return 0 if text in ("{}", "null") else len(text)
+    return len(_dump(value)) if value else 0
+
+
+def _changed(obj, fields: tuple[str, ...], json_fields: frozenset, slots: dict,
+             index: dict[str, int]) -> tuple[list[str], list]:
+    """The columns of ``obj`` (a LoadedTask/LoadedWorkflow) that differ from the row it was
+    read from (``obj._row``, which is then brought up to date), and their new values as
+    parameters. A JSON column never decoded is unchanged; a decoded one is written when
+    its JSON text differs from the text read."""
+    row = obj._row
+    names: list[str] = []
+    values: list = []
+    for f in fields:
+        current = slots[f].__get__(obj, None)
+        i = index[f]
+        before = row[i]
+        if current is before:
+            continue
+        if f in json_fields:
+            if type(current) is _Raw:
+                continue
+            text = _dump(current)
+            if type(before) is _Raw and text == _raw_text(before):
+                continue
+            names.append(f)
+            values.append(text)
+        elif current == before and type(current) is type(before):
+            continue
+        else:
+            names.append(f)
+            values.append(current)
+        row[i] = current
+    return names, values
+
 
 
 def task_from_values(values: dict) -> TaskState:
@@ -211,7 +298,7 @@ def _summaries(cursor, ids: list[str]) -> dict[str, dict]:
 
 
 def _attach_sub_workflows(wf: WorkflowState, cursor) -> None:
-    ids = [t.sub_workflow_id for t in wf.tasks
+    ids = [t.sub_workflow_id for t in active_tasks(wf.tasks)
            if t.task_type == "SUB_WORKFLOW" and t.sub_workflow_id and not t.terminal]
     if ids:
         wf.sub_workflows.update(_summaries(cursor, ids))
@@ -224,7 +311,40 @@ def workflow_summary(workflow_id: str) -> dict | None:
         return _summaries(cursor, [workflow_id]).get(workflow_id)
 
 
-def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> WorkflowState | None:
+class _RowSource:
+    """The ``state.TaskSource`` of one locked execution: reads its task rows on demand."""
+
+    __slots__ = ("workflow_id",)
+
+    def __init__(self, workflow_id: str):
+        self.workflow_id = workflow_id
+
+    def _rows(self, sql: str, params: list) -> list[TaskState]:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [task_from_row(r) for r in cursor.fetchall()]
+
+    def by_refs(self, refs: list[str]) -> list[TaskState]:
+        rows = self._rows(_s()["tasks_by_ref"] + "(" + ", ".join(["%s"] * len(refs)) + ")",
+                          [self.workflow_id, *refs])
+        rows.sort(key=lambda t: t.seq)
+        return rows
+
+    def by_id(self, task_id: str) -> TaskState | None:
+        rows = self._rows(_s()["task_by_id"], [task_id, self.workflow_id])
+        return rows[0] if rows else None
+
+    def all(self) -> list[TaskState]:
+        return self._rows(_s()["tasks"], [self.workflow_id])
+
+    def max_seq(self) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(_s()["max_seq"], [self.workflow_id])
+            row = cursor.fetchone()
+        return int(row[0] or 0) if row else 0
+
+
+def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True, lazy: bool = False) -> WorkflowState | None:
     sql = _s()
     with connection.cursor() as cursor:
         cursor.execute(sql["lock"] if lock else sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])
@@ -232,7 +352,11 @@ def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> Workfl
         if row is None:
             return None
         wf = _workflow_from_row(row)
-        if include_tasks:
+        if include_tasks and (lock or lazy):
+            cursor.execute(sql["active_tasks"], [workflow_id])
+            wf.tasks = TaskList([task_from_row(r) for r in cursor.fetchall()], _RowSource(workflow_id))
+            _attach_sub_workflows(wf, cursor)
+        elif include_tasks:
             cursor.execute(sql["tasks"], [workflow_id])
             wf.tasks = [task_from_row(r) for r in cursor.fetchall()]
             _attach_sub_workflows(wf, cursor)
@@ -241,10 +365,20 @@ def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True) -> Workfl
 
 def lock_workflow(workflow_id: str) -> WorkflowState | None:
     """Lock the workflow row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's IMMEDIATE
-    transaction already holds the write lock) and load it with its tasks (ordered by seq)
-    and the status of its running sub-workflows. Must run inside
-    ``transaction.atomic()``. Returns None if the workflow does not exist."""
+    transaction already holds the write lock) and load it with the status of its running
+    sub-workflows and its tasks as a ``state.TaskList``: the unsettled tasks are read now,
+    the others when asked for (by reference, by id, or all of them when the list is
+    iterated), all within this transaction. Must run inside ``transaction.atomic()``.
+    Returns None if the workflow does not exist."""
     return _read(workflow_id, lock=True)
+
+
+def snapshot_workflow(workflow_id: str) -> WorkflowState | None:
+    """Read a workflow without a lock, its tasks as a ``state.TaskList`` (the unsettled ones
+    now, the others when asked for): a snapshot to decide in memory and throw away (the
+    evaluations' run-ahead), which never reads every task of a large execution. None if
+    absent."""
+    return _read(workflow_id, lock=False, lazy=True)
 
 
 def load_workflow(workflow_id: str, include_tasks: bool = True) -> WorkflowState | None:
@@ -275,6 +409,17 @@ def insert_tasks(tasks: list[TaskState]) -> None:
         cursor.execute(sql["insert_task"] + ", ".join([sql["insert_task_row"]] * len(tasks)), params)
 
 
+def _prior_state(cursor, workflow_id: str) -> dict:
+    """The execution's tasks and row as stored, before a save overwrites them, for the
+    history (``history.prior_snapshot``); read only when tasks are removed or revived."""
+    sql = _s()
+    cursor.execute(sql["tasks"], [workflow_id])
+    tasks = [task_from_row(r) for r in cursor.fetchall()]
+    cursor.execute(sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])
+    row = cursor.fetchone()
+    return history.prior_snapshot(tasks, _workflow_from_row(row) if row else None)
+
+
 def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = True,
          extra_task_ids: set[str] | None = None) -> None:
     """Persist a decided state: delete removed tasks, insert new tasks, update changed ones
@@ -287,9 +432,10 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
     removed_ids = set(outcome.removed_task_ids)
     updated = dict(outcome.updated_tasks)
     if extra_task_ids:
-        for task in wf.tasks:
-            if task.task_id in extra_task_ids:
-                updated[task.task_id] = task
+        for task_id in extra_task_ids:
+            task = task_by_id(wf.tasks, task_id)
+            if task is not None:
+                updated[task_id] = task
     status_of = loaded.loaded_status
     # an ended attempt revived in place (rerun, retry of a JOIN, a parent reopened)
     revived = any(status_of.get(task_id) in TERMINAL_TASK and task.status not in TERMINAL_TASK
@@ -298,7 +444,7 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
     output_sizes: dict[str, int] = {}
     with connection.cursor() as cursor:
         # what a rerun/restart/retry overwrites is kept in the history (the rare paths only)
-        prior = history.prior_state(cursor, wf.workflow_id) if removed_ids or revived or definition_replaced else None
+        prior = _prior_state(cursor, wf.workflow_id) if removed_ids or revived or definition_replaced else None
         removed = []
         if removed_ids:
             ids = list(outcome.removed_task_ids)
@@ -312,13 +458,32 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
             if task_id in new_ids or task_id in removed_ids:
                 continue
             expected = status_of.get(task_id, task.status)
-            params = _task_params(task, _TASK_UPDATE_FIELDS)
-            cursor.execute(sql["update_task"], params + [task_id, expected])
+            if isinstance(task, LoadedTask):
+                # only the columns that changed (compare-and-set on the loaded status)
+                names, params = _changed(task, _TASK_UPDATE_FIELDS, TASK_JSON, _TASK_SLOTS, _TASK_INDEX)
+                if not names:
+                    continue
+                cursor.execute(f"UPDATE {TASK_TABLE} SET "
+                               + ", ".join(f"{f} = {_placeholder(f, TASK_JSON)}" for f in names)
+                               + " WHERE task_id = %s AND status = %s", params + [task_id, expected])
+                if expected != task.status:  # the history records the output size of a status change
+                    output_sizes[task_id] = (len(params[names.index("output_data")]) if "output_data" in names
+                                             else _output_size(task))
+            else:
+                params = _task_params(task, _TASK_UPDATE_FIELDS)
+                cursor.execute(sql["update_task"], params + [task_id, expected])
+                output_sizes[task_id] = len(params[out_at]) if task.output_data else 0
             if cursor.rowcount != 1:
                 raise StaleState(task_id)
-            output_sizes[task_id] = len(params[out_at]) if task.output_data else 0
         if workflow_changed or outcome.workflow_changed or outcome.new_tasks or updated or removed_ids:
-            cursor.execute(sql["update_wf"], _workflow_params(wf, _WORKFLOW_UPDATE_FIELDS) + [wf.workflow_id])
+            if isinstance(wf, LoadedWorkflow):
+                names, params = _changed(wf, _WORKFLOW_UPDATE_FIELDS, WF_JSON, _WF_SLOTS, _WF_INDEX)
+                if names:
+                    cursor.execute(f"UPDATE {WF_TABLE} SET "
+                                   + ", ".join(f"{f} = {_placeholder(f, WF_JSON)}" for f in names)
+                                   + " WHERE workflow_id = %s", params + [wf.workflow_id])
+            else:
+                cursor.execute(sql["update_wf"], _workflow_params(wf, _WORKFLOW_UPDATE_FIELDS) + [wf.workflow_id])
         if definition_replaced:
             cursor.execute(sql["update_wf_definition"], [_dump(wf.definition), wf.workflow_id])
         # tasks that moved before the tasks they led to

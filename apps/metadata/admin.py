@@ -136,6 +136,9 @@ class WorkflowDefForm(forms.ModelForm):
     class Meta:
         model = WorkflowDef
         fields = ["name", "version", "definition"]
+        help_texts = {"version": "Change it to save your edit as a new version beside this one, which stays as it "
+                                 "is (executions that ran on it keep their link). A version that executions ran "
+                                 "on cannot be edited in place."}
 
     def clean(self):
         data = super().clean()

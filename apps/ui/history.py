@@ -80,9 +80,13 @@ def event_rows(workflow_id: str, *, after: int, limit: int) -> tuple[list[dict],
 
 def snapshot_at(wf: WorkflowState, seq: int) -> dict:
     """The live-view snapshot of the execution as it was just after event ``seq``, with
-    ``event`` (that event, described) and ``moment`` = seq."""
+    ``event`` (that event, described) and ``moment`` = seq. Workflow input, output and
+    variables are not part of the history (their payloads say so)."""
     then, event = history.state_at(wf, seq)
     snap = live.snapshot_of(then, marker=f"history:{seq}")
+    # payloads are not replayed: say so rather than show an empty object as if it were the past
+    note = "(not kept in the history: \"Back to live\" shows the current value)"
+    snap["payloads"] = {k: {"text": note, "truncated": False, "size": len(note)} for k in ("input", "output", "variables")}
     if event is not None:
         event["text"] = describe(event["kind"], event["data"] or {})
     snap["event"] = event

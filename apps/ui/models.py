@@ -51,6 +51,15 @@ class AuditLog(models.Model):
             return ""
         return "selection" if self.group.startswith(self.SELECTION_GROUP_PREFIX) else "job"
 
+    @property
+    def workflow_def_target(self) -> tuple[str, int] | None:
+        """``(name, version)`` when the target is a WorkflowDef version (``"WorkflowDef <name>
+        v<version>"``, written by the definitions editor and the admin), else None."""
+        import re
+
+        match = re.fullmatch(r"WorkflowDef (.+) v(\d+)", self.target)
+        return (match.group(1), int(match.group(2))) if match else None
+
     def __str__(self) -> str:
         outcome = "ok" if self.ok else "failed"
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.target} ({outcome})"

@@ -110,14 +110,14 @@ def test_graph_keyboard_wheel_zoom_and_fit(page, ui_server):
 
 def test_tabs_are_aria_tabs_with_arrow_keys(page, ui_server):
     open_new_chain(page, ui_server, 3)
-    assert page.locator("[role=tablist] [role=tab]").count() == 6
-    assert page.locator("[role=tabpanel]").count() == 6
+    assert page.locator("[role=tablist] [role=tab]").count() == 7
+    assert page.locator("[role=tabpanel]").count() == 7
     page.focus("#tabbtn-graph")
     page.keyboard.press("ArrowRight")
     assert page.get_attribute("#tabbtn-tasks", "aria-selected") == "true"
     assert page.evaluate("document.activeElement.id") == "tabbtn-tasks"
     page.keyboard.press("End")
-    assert page.is_visible("#tab-json")
+    assert page.is_visible("#tab-history")
     assert page.get_attribute("#tabbtn-graph", "tabindex") == "-1"
 
 

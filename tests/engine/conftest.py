@@ -15,3 +15,13 @@ def api(transactional_db) -> Api:
 @pytest.fixture
 def clock(monkeypatch) -> FakeClock:
     return FakeClock().install(monkeypatch)
+
+
+@pytest.fixture
+def operator_user(transactional_db):
+    """A UI user who may run actions (``ui.operate_workflows``)."""
+    from django.contrib.auth.models import Permission, User
+
+    user = User.objects.create_user("history-operator", password="x")
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="ui", codename="operate_workflows"))
+    return user

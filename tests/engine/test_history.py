@@ -251,3 +251,45 @@ def test_history_goes_with_remove_and_retention(api):
     call_command("purge_executions", "--older-than", "30d", "--status", "TERMINATED", stdout=StringIO())
     assert not WorkflowExecution.objects.filter(pk=old).exists() and not events(old)
     assert events(kept)
+
+
+def _waits(api, refs=("w1", "w2", "w3")):
+    name = unique("h_wait")
+    api.register_workflow(workflow_def(name, [{"name": r, "taskReferenceName": r, "type": "WAIT"} for r in refs]))
+    return api.start(name)
+
+
+def test_completing_wait_tasks_is_an_action(api, operator_user):
+    from apps.ui import actions
+
+    wid = _waits(api)
+    # by reference through the API
+    api.ok(api.post(f"/tasks/{wid}/w1/COMPLETED", {"ok": 1}))
+    # a signal through the API
+    api.ok(api.post(f"/tasks/{wid}/COMPLETED/signal", {"ok": 2}))
+    # "Complete task" in the UI
+    w3 = next(t for t in api.workflow(wid)["tasks"] if t["referenceTaskName"] == "w3")
+    result = actions.perform(operator_user, "complete_task", wid, {"task_id": w3["taskId"], "output": {"ok": 3},
+                                                                     "reason": "checked by hand"})
+    assert result.ok, result.message
+    acts = [e.data for e in events(wid) if e.kind == "action"]
+    assert [(a["action"], a.get("by")) for a in acts] == [
+        ("update_task_by_ref", "api"), ("signal", "api"), ("complete_task", f"user:{operator_user.username}")]
+    assert acts[0]["params"] == {"taskReferenceName": "w1", "status": "COMPLETED"}
+    assert acts[2]["reason"] == "checked by hand"
+    done = [e.data["ref"] for e in events(wid) if e.kind == "task.updated" and e.data["to"] == "COMPLETED"]
+    assert done == ["w1", "w2", "w3"]
+    assert events(wid)[-1].data["to"] == "COMPLETED"
+
+
+def test_an_async_system_task_started_by_the_cluster_is_recorded(api, settings):
+    name, a, _ = two_step(api)
+    wid = api.start(name)
+    task_id = api.workflow(wid)["tasks"][0]["taskId"]
+    assert executor.system_task_claim(task_id)
+    started = events(wid)[-1]
+    assert (started.kind, started.task_id, started.data["to"]) == ("task.polled", task_id, "IN_PROGRESS")
+    assert started.data["workerId"] == settings.CONDUCTOR["INSTANCE_ID"]
+    count = len(events(wid))
+    assert executor.system_task_claim(task_id)  # already IN_PROGRESS (a re-run after a crash): no new event
+    assert len(events(wid)) == count

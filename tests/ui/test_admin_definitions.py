@@ -31,6 +31,7 @@ def test_changing_the_version_saves_a_new_version(admin_client):
     before = (old.definition, old.update_time)
     page = admin_client.get(change_url(old)).content.decode()
     assert "\n  &quot;name&quot;" in page or '\n  "name"' in page  # indented JSON, not one line
+    assert "save your edit as a new version beside this one" in page
     definition = {**old.definition, "description": "v2 from the admin"}
     resp = admin_client.post(change_url(old), {"name": name, "version": 2, "definition": json.dumps(definition)})
     assert resp.status_code == 302, resp.content.decode()[:3000]

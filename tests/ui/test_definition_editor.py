@@ -82,6 +82,8 @@ def test_save_makes_the_next_version_and_leaves_the_old_one(operator_client, cha
     entry = AuditLog.objects.get(action="definition_new_version")
     assert entry.target == f"WorkflowDef {chain} v2" and entry.params == {"from": f"{chain} v1"}
     assert entry.username == "operator"
+    audit = operator_client.get("/audit/").content.decode()
+    assert f'<a href="/definitions/{chain}/2">WorkflowDef {chain} v2</a>' in audit and "/execution/WorkflowDef" not in audit
     # the execution still links to the version it ran on
     assert operator_client.get(f"/definitions/{chain}/1").status_code == 200
     assert f'/definitions/{chain}/1"' in operator_client.get(f"/execution/{wf_id}").content.decode()

@@ -34,6 +34,7 @@ def test_events_and_a_moment_before_a_rerun(viewer_client, operator, chain):
     assert data["header"]["status"] == "FAILED" and data["event"]["text"].startswith("Workflow RUNNING → FAILED")
     assert [(t["ref"], t["status"], t["workerId"]) for t in data["tasks"]] == [("a", "COMPLETED", "w1"),
                                                                                ("b", "FAILED", "w2")]
+    assert "not kept in the history" in data["payloads"]["output"]["text"]
     nodes = {n["id"]: n for n in data["graph"]["nodes"]}
     assert nodes["b"]["status"] == "FAILED"
     now = viewer_client.get(f"/execution/{wid}/live.json").json()["data"]

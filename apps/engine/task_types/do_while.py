@@ -96,6 +96,23 @@ class DoWhile(TaskType):
                 out[t.reference_task_name] = t
         return out
 
+    def _scope_tasks(self, d, task: TaskState, nested: set[str], scope: str) -> dict[str, TaskState]:
+        """``_body_tasks`` of one iteration, read by reference (``d.attempts_of``) instead
+        of by a scan of every task: exact when no DO_WHILE is nested in the body (then
+        each body task of the iteration has the reference ``<ref><scope>``)."""
+        if any((d.blueprint.get(r) or {}).get("type") == "DO_WHILE" for r in nested):
+            return self._body_tasks(d, task, nested, scope)
+        found = []
+        for attempts in d.attempts_of(r + scope for r in nested).values():
+            best = None
+            for t in attempts:
+                if t is not task and t.iteration and (best is None or t.retry_count >= best.retry_count):
+                    best = t
+            if best is not None:
+                found.append((attempts[0].seq, best))
+        found.sort(key=lambda pair: pair[0])  # as the scan: in the order the references first ran
+        return {t.reference_task_name: t for _seq, t in found}
+
     def _iteration_complete(self, d, task: TaskState, relevant: dict[str, TaskState], scope: str) -> bool:
         wt = d.workflow_task_of(task)
         loop_ref = wt.get("taskReferenceName")
@@ -116,14 +133,24 @@ class DoWhile(TaskType):
                 return False  # a successor inside the body is not scheduled yet
         return True
 
-    def _condition_input(self, d, task: TaskState, nested: set[str], items: list | None, counter: int) -> dict:
+    def _condition_input(self, d, task: TaskState, nested: set[str], items: list | None, counter: int,
+                         current: dict[str, TaskState]) -> dict:
+        """The condition's ``$``: the loop's input, the loop's own output under its
+        reference, each body reference's latest output, loopIndex/loopItem."""
         bindings = dict(task.input_data)
         bindings[task.reference_task_name] = task.output_data
         bindings[params.strip_iteration(task.reference_task_name)] = task.output_data
         # the latest iteration's task of each body reference wins: pick those first, so
-        # only their outputs are read (decoded), not every past iteration's
+        # only their outputs are read (decoded), not every past iteration's. When every
+        # body reference ran in this iteration (``current``, no nested loop) those are it;
+        # otherwise older iterations are searched too.
         latest: dict[str, TaskState] = {}
-        for t in self._body_tasks(d, task, nested, None).values():
+        same_scope = all(params.ref_suffix(ref) == self._scope(task, counter) for ref in current)
+        if same_scope and {params.strip_iteration(ref) for ref in current} == nested:
+            body = current
+        else:
+            body = self._body_tasks(d, task, nested, None)
+        for t in body.values():
             latest[params.strip_iteration(t.reference_task_name)] = t
         for ref, t in latest.items():
             bindings[ref] = t.output_data
@@ -149,7 +176,7 @@ class DoWhile(TaskType):
         loop_ref = wt["taskReferenceName"]
         nested = d.blueprint.nested_refs(loop_ref)
         scope = self._scope(task, counter)
-        relevant = self._body_tasks(d, task, nested, scope)
+        relevant = self._scope_tasks(d, task, nested, scope)
         before = dict(task.output_data)
         iteration_output = {}
         failure = None
@@ -177,7 +204,7 @@ class DoWhile(TaskType):
             go_on = items is not None  # list mode without a condition runs every item
         else:
             result, asked = self._evaluated_condition(d, task, condition,
-                                                      self._condition_input(d, task, nested, items, counter))
+                                                      self._condition_input(d, task, nested, items, counter, relevant))
             if result is None:  # asked for: the decide that gets the result carries on
                 return task.output_data != before or asked
             if result.error is not None:

@@ -56,14 +56,20 @@ class Join(TaskType):
         (a sub-workflow terminated by hand), so the workflow ends TERMINATED."""
         suffix = params.loop_scope(task)
         join_on = task.input_data.get("joinOn") or []
+        runtime_refs = [ref if (not suffix or ref.endswith(suffix)) else ref + suffix for ref in join_on]
+        # A joinOn task still pending (always among the loaded, unsettled tasks) means the
+        # JOIN waits and nothing else can change it: its output is built once, when it
+        # ends, instead of re-reading every finished branch on each update (Conductor
+        # re-adds every branch output on each evaluation; the end result is the same).
+        wanted = set(runtime_refs)
+        if any(not t.terminal and t.reference_task_name in wanted for t in d.active_tasks() if t is not task):
+            return False
         forked_tasks: list[tuple[str, TaskState | None]] = []
         all_done = True
-        # the latest attempt of each reference (task_by_ref's "last one wins"), indexed once:
-        # a JOIN over n branches looks each up in O(1), not by a scan of every task
-        latest = {t.reference_task_name: t for t in d.wf.tasks} if len(join_on) > 4 else None
-        for ref in join_on:
-            runtime_ref = ref if (not suffix or ref.endswith(suffix)) else ref + suffix
-            forked = latest.get(runtime_ref) if latest is not None else d.wf.task_by_ref(runtime_ref)
+        attempts = d.attempts_of(runtime_refs)
+        for ref, runtime_ref in zip(join_on, runtime_refs):
+            found = attempts[runtime_ref]
+            forked = found[-1] if found else None  # the latest attempt wins
             if forked is None:
                 if not _untaken_case(d, ref, suffix):
                     all_done = False
