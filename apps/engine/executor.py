@@ -99,12 +99,6 @@ class _ServiceState(threading.local):
 _service = _ServiceState()
 
 
-def _application_transaction_open() -> bool:
-    """Whether a transaction other than a test case's wrapper is open on this thread (its
-    caller may hold a workflow's lock until it commits)."""
-    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
-
-
 def run_evaluations() -> None:
     """Run the evaluations the decides of this thread asked for, outside any lock, then
     apply each workflow's results in one short locked transaction (``evaluations_apply``).
@@ -112,12 +106,14 @@ def run_evaluations() -> None:
     in memory with the results so far and what that decide asks for is evaluated too (an
     INLINE chain, a loop of scripts), so one locked transaction applies many results. At
     most ``CONDUCTOR["EVALUATIONS_PER_CALL"]`` evaluations run per call; the rest are
-    handed to the cluster (``evaluations_job``). Inside an application's transaction they
-    wait for its commit. Results that no longer match their task are dropped by the decide."""
+    handed to the cluster (``evaluations_job``). Inside a caller's transaction (it may hold
+    a workflow's lock until it commits) they wait for its commit, and are dropped with it
+    when it rolls back. Results that no longer match their task are dropped by the decide."""
     if _service.running or not _service.pending:
         return
-    if _application_transaction_open():
-        transaction.on_commit(run_evaluations, robust=True)
+    if connection.in_atomic_block:
+        requests, _service.pending = _service.pending, []
+        transaction.on_commit(lambda: _run_after_commit(requests), robust=True)
         return
     _service.running = True
     budget = int(settings.CONDUCTOR.get("EVALUATIONS_PER_CALL", 500))
@@ -141,6 +137,11 @@ def run_evaluations() -> None:
         _service.running = False
     for workflow_id in left:
         jobqueue.enqueue("apps.engine.executor.evaluations_job", workflow_id, task_name=f"evaluate-{workflow_id}")
+
+
+def _run_after_commit(requests: list[evaluation.Request]) -> None:
+    _service.pending.extend(requests)
+    run_evaluations()
 
 
 def _run_ahead(workflow_id: str, results: dict[str, evaluation.Evaluated], budget: int) -> int:

@@ -15,6 +15,7 @@ def jq_task(ref: str, query: str) -> dict:
             "inputParameters": {"queryExpression": query, "x": "${workflow.input.x}"}}
 
 
+@pytest.mark.django_db(transaction=True)  # evaluations run after the service's commit
 def test_a_runaway_jq_program_fails_its_task_and_jq_keeps_working(api, settings, monkeypatch):
     monkeypatch.setitem(settings.CONDUCTOR, "JQ_TIME_LIMIT_SECONDS", 0.5)
     name = unique("jq_runaway")
@@ -29,6 +30,7 @@ def test_a_runaway_jq_program_fails_its_task_and_jq_keeps_working(api, settings,
     assert wf["status"] == "COMPLETED" and wf["output"] == {"y": 42}
 
 
+@pytest.mark.django_db(transaction=True)  # evaluations run after the service's commit
 def test_a_jq_error_is_the_task_reason(api):
     name = unique("jq_err")
     api.register_workflow(workflow_def(name, [jq_task("bad", ".x | error(\"boom\")")]))
@@ -43,6 +45,7 @@ def _endless_loop(name: str) -> dict:
                                 "loopCondition": "true", "loopOver": [body]}])
 
 
+@pytest.mark.django_db(transaction=True)  # evaluations run after the service's commit
 def test_a_do_while_that_never_ends_fails_at_the_cap(api, settings, monkeypatch):
     monkeypatch.setitem(settings.CONDUCTOR, "DO_WHILE_MAX_ITERATIONS", 5)
     name = unique("endless")
@@ -55,6 +58,7 @@ def test_a_do_while_that_never_ends_fails_at_the_cap(api, settings, monkeypatch)
     assert wf["status"] == "FAILED"
 
 
+@pytest.mark.django_db(transaction=True)  # evaluations run after the service's commit
 def test_a_long_system_loop_is_carried_on_not_left_running(api, settings, monkeypatch):
     """More iterations than one decide pass allows: the execution is due again at once
     (the sweeper carries on) and reaches the cap over a few decides."""

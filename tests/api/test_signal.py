@@ -183,6 +183,7 @@ def test_signal_sync_times_out_on_a_worker_task(api):
 
 # --- execute with returnStrategy / signalTimeout ----------------------------------------------------
 
+@pytest.mark.django_db(transaction=True)  # evaluations run after the service's commit
 def test_execute_signal_timeout_false_when_finished_or_blocked_true_when_time_ran_out(api, two_waits):
     inline = unique("calc")
     api.register_workflow(workflow_def(inline, [{
@@ -238,6 +239,7 @@ def test_execute_return_strategies_through_a_sub_workflow(api, nested):
     assert api.workflow(child_id)["status"] == "COMPLETED"
 
 
+@pytest.mark.django_db(transaction=True)  # evaluations run after the service's commit
 def test_execute_wait_until_task_ref_settles_on_an_ended_task(api):
     worker = unique("w")
     api.register_task_defs(task_def(worker))

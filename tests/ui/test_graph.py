@@ -172,7 +172,7 @@ def test_structure_signature_ignores_status_changes():
     assert node_index(a)["first"] != node_index(b)["first"]
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # evaluations run after the service's commit
 def test_an_execution_of_2000_tasks_stays_small_and_fast():
     """A DO_WHILE of 500 iterations x 4 INLINE tasks, run by the real engine."""
     from apps.engine import executor
