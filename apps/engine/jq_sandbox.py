@@ -2,9 +2,10 @@
 
 The jq binding runs a program in C without returning to Python, so a thread cannot stop
 it: ``last(range(0;50000000))`` held a server for 27 s. Programs run here in helper
-processes (``python -m apps.engine.jq_sandbox``, one line of JSON per request and per
-answer on stdin/stdout, compiled programs cached). A program that does not answer within
-``time_limit`` seconds has its process killed and fails with a reason; the helper's
+processes (``python -m apps.engine.jq_sandbox`` started in ``PROJECT_ROOT``, so a helper
+runs this very code whatever the server's working directory; one line of JSON per request
+and per answer on stdin/stdout, compiled programs cached). A program that does not answer
+within ``time_limit`` seconds has its process killed and fails with a reason; the helper's
 address space is capped at ``MEMORY_LIMIT_BYTES``. Idle helpers are kept for the next
 evaluation (at most ``MAX_IDLE``); a process that forks (the django-q2 cluster) starts its
 own helpers instead of sharing its parent's pipes.
@@ -18,10 +19,15 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 MEMORY_LIMIT_BYTES = 1 << 30
 MAX_IDLE = 4
 DEFAULT_TIME_LIMIT_SECONDS = 5.0
+# The directory holding ``apps/``: the helper's working directory. ``python -m`` looks
+# for ``apps`` in the working directory first, so a server started elsewhere (another
+# checkout, a service manager's ``/``) would run another copy of this module, or none.
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class JqError(Exception):
@@ -31,8 +37,9 @@ class JqError(Exception):
 
 class _Helper:
     def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-m", "apps.engine.jq_sandbox"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "apps.engine.jq_sandbox"], cwd=PROJECT_ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     close_fds=True)
         self.buffer = b""
 
     def ask(self, request: bytes, deadline: float) -> dict:
