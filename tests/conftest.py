@@ -32,6 +32,23 @@ def _queue_listener_closed(django_db_setup):
     notify.stop_queue_listener()
 
 
+@pytest.fixture
+def http_stub():
+    """``http_stub(handler=None, http11=False) -> HttpStub``: a loopback HTTP server
+    (tests/support/http_stub.py) closed when the test ends; as many as the test needs."""
+    from tests.support.http_stub import HttpStub
+
+    stubs: list[HttpStub] = []
+
+    def make(handler=None, **options) -> HttpStub:
+        stubs.append(HttpStub(handler, **options))
+        return stubs[-1]
+
+    yield make
+    for stub in stubs:
+        stub.close()
+
+
 def db_vendor() -> str:
     """``"sqlite"`` or ``"postgresql"``: the engine the settings selected."""
     from django.db import connection

@@ -23,10 +23,10 @@ import hashlib
 import json
 import math
 import re
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.http_stub import HttpStub, Reply, StubRequest
 
 DIMENSIONS = 16
 
@@ -41,59 +41,32 @@ def embed(text: str, dimensions: int = DIMENSIONS) -> list[float]:
 
 
 class _Server:
+    """A loopback ``HttpStub`` (tests/support/http_stub.py, HTTP/1.1 as the vendors'
+    clients expect) answering through ``handle(path, headers, json body)`` ->
+    ``(status, headers, payload)``; a payload ``("open", bytes)`` is an SSE stream left
+    open until ``close()``."""
+
     def __init__(self):
-        owner = self
+        self.stub = HttpStub(self._reply, http11=True)
+        self.port = self.stub.port
+        self.origin = self.stub.url
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    @property
+    def requests(self) -> list[tuple[str, dict, object]]:
+        """``(path, headers with lower-case names, JSON body or None)`` of each request."""
+        return [(r.path, r.headers, r.json()) for r in self.stub.requests]
 
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
-                owner.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                status, headers, payload = owner.handle(self.path, self.headers, body)
-                if isinstance(payload, tuple):  # ("open", bytes): an SSE stream left open
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    self.wfile.write(payload[1])
-                    self.wfile.flush()
-                    owner.release.wait(30)
-                    self.close_connection = True
-                    return
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.requests: list[tuple[str, dict, object]] = []
-        self.release = threading.Event()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.origin = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+    def _reply(self, request: StubRequest) -> Reply:
+        status, headers, payload = self.handle(request.path, request.headers, request.json())
+        if isinstance(payload, tuple):
+            return Reply(status, payload[1], headers, hold_open=True)
+        return Reply(status, payload, headers)
 
     def handle(self, path, headers, body):
         raise NotImplementedError
 
     def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.stub.close()
 
 
 JSON = {"Content-Type": "application/json"}
@@ -190,7 +163,7 @@ class MCPStub(_Server):
             return status, {**hdrs, "Mcp-Session-Id": session}, payload
         if method == "notifications/initialized":
             return 202, JSON, b""
-        if self.require_session and headers.get("Mcp-Session-Id") not in self.sessions:
+        if self.require_session and headers.get("mcp-session-id") not in self.sessions:
             return 400, JSON, {"jsonrpc": "2.0", "id": request_id,
                                "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}}
         if method == "tools/list":

@@ -10,13 +10,11 @@
 """
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from apps.engine.models import TaskExecution, WorkflowExecution
 from tests.factories import simple_task, task_def, unique, workflow_def
+from tests.support.http_stub import HttpStub, Reply
 
 
 @pytest.fixture
@@ -102,32 +100,10 @@ def test_a_task_result_naming_another_workflow_changes_nothing(api, flow):
 
 # --- inputSchema ------------------------------------------------------------------------------------
 
-class _Counter(BaseHTTPRequestHandler):
-    hits: list[str] = []
-
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        type(self).hits.append(self.path)
-        body = b'{"type": "object"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def schema_host():
-    """A loopback HTTP server that records every request it gets."""
-    _Counter.hits = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Counter)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", _Counter.hits
-    server.shutdown()
-    server.server_close()
+def schema_host(http_stub) -> HttpStub:
+    """A loopback HTTP server serving a schema at every path; it records every request."""
+    return http_stub(lambda request: Reply(200, {"type": "object"}))
 
 
 def _with_schema(name: str, data) -> dict:
@@ -136,7 +112,7 @@ def _with_schema(name: str, data) -> dict:
 
 
 def test_input_schema_refs_outside_the_schema_and_invalid_schemas_are_refused_at_registration(api, schema_host):
-    url, hits = schema_host
+    url = schema_host.url
     for data, expected in (({"$ref": f"{url}/s.json"}, "Only local $ref"),
                            ({"properties": {"a": {"$ref": "file:///etc/passwd"}}}, "Only local $ref"),
                            ({"type": "notatype"}, "Invalid JSON Schema"),
@@ -147,7 +123,7 @@ def test_input_schema_refs_outside_the_schema_and_invalid_schemas_are_refused_at
         errors = resp.json().get("validationErrors") or [{"message": _message(resp)}]
         assert any(expected in e["message"] for e in errors), errors
         assert api.get(f"/metadata/workflow/{name}").status_code == 404
-    assert hits == []
+    assert schema_host.requests == []
 
 
 def test_a_local_ref_schema_still_validates_the_input(api):
@@ -163,7 +139,7 @@ def test_a_local_ref_schema_still_validates_the_input(api):
 def test_a_stored_schema_with_a_remote_ref_is_never_fetched_at_start(api, schema_host):
     from apps.metadata.models import WorkflowDef
 
-    url, hits = schema_host
+    url = schema_host.url
     name = unique("schema_stored")
     api.register_workflow(_with_schema(name, {"type": "object"}))
     row = WorkflowDef.objects.get(name=name, version=1)  # as stored before registration checked it
@@ -172,7 +148,7 @@ def test_a_stored_schema_with_a_remote_ref_is_never_fetched_at_start(api, schema
     resp = api.post("/workflow", {"name": name, "input": {}})
     assert resp.status_code == 400, resp.content
     assert "inputSchema cannot be applied" in _message(resp)
-    assert hits == []
+    assert schema_host.requests == []
     assert not WorkflowExecution.objects.filter(workflow_name=name).exists()
 
 

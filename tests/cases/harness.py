@@ -22,7 +22,6 @@ import importlib
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -30,6 +29,7 @@ from urllib.parse import quote
 from django.db import connection
 
 from tests.factories import Api, FakeClock
+from tests.support.http_stub import HttpStub, Reply, StubRequest
 
 CASES_DIR = Path(__file__).resolve().parent / "fixtures"
 
@@ -141,42 +141,26 @@ def _generate(value: Any) -> Any:
 # --- the loopback HTTP stub ---------------------------------------------------------------------------
 
 class MockHttp:
-    """A programmable HTTP server on 127.0.0.1 (``mock_http`` steps): each (method, path)
-    answers the programmed status and JSON body; anything else is 404. Requests are kept."""
+    """A programmable HTTP server on 127.0.0.1 (``mock_http`` steps; a loopback
+    ``HttpStub``): each (method, path) answers the programmed status and JSON body;
+    anything else is 404. Requests are kept (``requests``)."""
 
     def __init__(self):
         self.routes: dict[tuple[str, str], tuple[int, Any]] = {}
-        self.requests: list[tuple[str, str, bytes]] = []
-        stub = self
+        self.stub = HttpStub(self._answer)
+        self.base_url = self.stub.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                stub.requests.append((self.command, self.path, self.rfile.read(length) if length else b""))
-                status, body = stub.routes.get((self.command, self.path.split("?")[0]),
-                                               (404, {"error": "no route"}))
-                payload = b"" if body is None or status == 204 else json.dumps(body).encode()
-                self.send_response(status)
-                if payload:
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                if payload:
-                    self.wfile.write(payload)
+    @property
+    def requests(self) -> list[tuple[str, str, bytes]]:
+        """``(method, path with query, body)`` of each request, in arrival order."""
+        return [(r.method, r.path, r.body) for r in self.stub.requests]
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _answer
-
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+    def _answer(self, request: StubRequest) -> Reply:
+        status, body = self.routes.get((request.method, request.path.split("?")[0]), (404, {"error": "no route"}))
+        return Reply(status, None if status == 204 else body)
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.stub.close()
 
 
 # --- the runner --------------------------------------------------------------------------------------

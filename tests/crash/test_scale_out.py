@@ -42,7 +42,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -58,6 +57,7 @@ from tests.crash.harness import (
 )
 from tests.crash.wsclient import WebSocket
 from tests.e2e.conftest import PostgresDatabase, _is_postgres, tail
+from tests.support.http_stub import HttpStub, Reply, StubRequest
 from tests.redis_server import free_port, have_redis_server, start_redis, stop_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.scale_out, pytest.mark.timeout(400),
@@ -113,40 +113,28 @@ def workflow_defs(stub_url: str) -> list[dict]:
     return [child, parent]
 
 
-class HttpStub:
-    """The HTTP task's target: ``GET /hit/<workflowId>`` answers ``{"ok": true}`` after
-    ``HTTP_DELAY_SECONDS``; ``hits`` counts calls per workflow."""
+class HttpTarget:
+    """The HTTP task's target (a loopback ``HttpStub``): ``GET /hit/<workflowId>`` answers
+    ``{"ok": true}`` after ``HTTP_DELAY_SECONDS``; ``hits`` counts calls per workflow and
+    ``times`` keeps when each came (epoch seconds)."""
 
     def __init__(self):
         self.hits: Counter = Counter()
         self.times: dict[str, list[float]] = {}
-        lock = threading.Lock()
-        stub = self
+        self._lock = threading.Lock()
+        self._stub = HttpStub(self._answer)
+        self.url = self._stub.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
-                with lock:
-                    key = self.path.rsplit("/", 1)[-1]
-                    stub.hits[key] += 1
-                    stub.times.setdefault(key, []).append(time.time())
-                time.sleep(HTTP_DELAY_SECONDS)
-                body = json.dumps({"ok": True}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _answer(self, request: StubRequest) -> Reply:
+        key = request.path.rsplit("/", 1)[-1]
+        with self._lock:
+            self.hits[key] += 1
+            self.times.setdefault(key, []).append(time.time())
+        time.sleep(HTTP_DELAY_SECONDS)
+        return Reply(200, {"ok": True})
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._stub.close()
 
 
 class Topology:
@@ -329,7 +317,7 @@ def node() -> str:
 
 def test_two_servers_two_clusters_survive_sigkill(topology, node, tmp_path):
     topo = topology
-    stub = HttpStub()
+    stub = HttpTarget()
     try:
         _scenario(topo, stub, node, tmp_path / "ledger")
     finally:
@@ -351,7 +339,7 @@ def _read_ledger(ledger_dir: Path) -> list[dict]:
             for line in path.read_text().splitlines() if line.strip()]
 
 
-def _scenario(topo: Topology, stub: HttpStub, node: str, ledger_dir: Path) -> None:
+def _scenario(topo: Topology, stub: HttpTarget, node: str, ledger_dir: Path) -> None:
     ledger_dir.mkdir()
     t0 = time.monotonic()
     deadline = t0 + STARTS_SECONDS + RECOVERY_SECONDS

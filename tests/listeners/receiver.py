@@ -1,10 +1,11 @@
-"""A loopback HTTP receiver for status-listener tests: records every POST (path,
-headers, JSON body, the status it answered) and answers 503 while ``failing`` is set."""
+"""A loopback HTTP receiver for status-listener tests (a ``HttpStub``): records every POST
+(path, headers with lower-case names, JSON body, the status it answered) and answers 503
+while ``failing`` is set."""
 from __future__ import annotations
 
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.http_stub import HttpStub, Reply, StubRequest
 
 
 class Receiver:
@@ -12,34 +13,23 @@ class Receiver:
         self.received: list[dict] = []
         self.failing = threading.Event()
         self._lock = threading.Lock()
-        receiver = self
+        self._stub: HttpStub | None = None
+        self.url = ""
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"null")
-                status = 503 if receiver.failing.is_set() else 200
-                with receiver._lock:
-                    receiver.received.append({"path": self.path, "headers": dict(self.headers), "body": body,
-                                              "status": status})
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+    def _answer(self, request: StubRequest) -> Reply:
+        status = 503 if self.failing.is_set() else 200
+        with self._lock:
+            self.received.append({"path": request.path, "headers": request.headers, "body": request.json(),
+                                  "status": status})
+        return Reply(status)
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> "Receiver":
-        self.thread.start()
+    def __enter__(self) -> Receiver:
+        self._stub = HttpStub(self._answer)
+        self.url = self._stub.url
         return self
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._stub.close()
 
     def delivered(self) -> list[dict]:
         """The POSTs answered 200, in arrival order."""

@@ -42,7 +42,7 @@ def test_every_subscribed_transition_is_posted_once_in_order(api, clock, listene
     assert Notification.objects.filter(workflow_id=workflow_id, state="PENDING").count() == 6
     deliver_all()
     deliver_all()  # nothing twice
-    got = [(r["path"], r["headers"]["X-Conductor-Event"], r["body"].get("referenceTaskName")) for r in receiver.delivered()]
+    got = [(r["path"], r["headers"]["x-conductor-event"], r["body"].get("referenceTaskName")) for r in receiver.delivered()]
     assert got == [("/workflow", "STARTED", None), ("/task", "SCHEDULED", "first"), ("/task", "COMPLETED", "first"),
                    ("/task", "SCHEDULED", "second"), ("/task", "COMPLETED", "second"), ("/workflow", "COMPLETED", None)]
     assert receiver.attempts() == 6
@@ -87,7 +87,7 @@ def test_a_failing_receiver_is_retried_with_backoff_then_given_up(api, clock, li
     receiver.failing.clear()
     clock.advance(1)
     deliver_all()
-    assert [r["headers"]["X-Conductor-Event"] for r in receiver.delivered()] == ["SCHEDULED"]
+    assert [r["headers"]["x-conductor-event"] for r in receiver.delivered()] == ["SCHEDULED"]
 
 
 def test_terminated_paused_and_resumed(api, clock, listener_settings, receiver):
@@ -97,7 +97,7 @@ def test_terminated_paused_and_resumed(api, clock, listener_settings, receiver):
     api.ok(api.put(f"/workflow/{workflow_id}/resume"))
     api.ok(api.delete(f"/workflow/{workflow_id}", params={"reason": "stop"}))
     deliver_all()
-    events = [r["headers"]["X-Conductor-Event"] for r in receiver.delivered() if r["path"] == "/workflow"]
+    events = [r["headers"]["x-conductor-event"] for r in receiver.delivered() if r["path"] == "/workflow"]
     assert events == ["STARTED", "PAUSED", "RESUMED", "TERMINATED"]
     assert receiver.delivered()[-1]["body"]["reasonForIncompletion"] == "stop"
 
@@ -170,7 +170,7 @@ def test_failed_then_retried_then_restarted(api, clock, listener_settings, recei
     clock.advance(1)
     api.ok(api.post(f"/workflow/{workflow_id}/restart"), 204)
     deliver_all()
-    got = [(r["headers"]["X-Conductor-Event"], r["body"]["status"]) for r in receiver.delivered()
+    got = [(r["headers"]["x-conductor-event"], r["body"]["status"]) for r in receiver.delivered()
            if r["path"] == "/workflow"]
     assert got == [("TERMINATED", "FAILED"), ("RETRIED", "RUNNING"), ("TERMINATED", "FAILED"), ("RESTARTED", "RUNNING"),
                    ("TERMINATED", "FAILED"), ("RERAN", "RUNNING"), ("TERMINATED", "FAILED"), ("RESTARTED", "RUNNING")]
