@@ -34,7 +34,9 @@ Commands (JSON on stdout unless noted)::
 Actions on executions (pause, resume, retry, ...) print one JSON line per id,
 ``{"workflowId": id, "result": "paused"}``; actions on schedules one line per name,
 ``{"name": name, "result": "paused"}``. Errors print Conductor's error message (and
-its validation errors) on stderr and exit 1; usage errors exit 2. Times for
+its validation errors) on stderr and exit 1; usage errors exit 2. When the reader of
+stdout goes away (``conductor task list | head``) it stops quietly with 141, the status
+of a process that SIGPIPE ends, as other commands in a pipe do. Times for
 ``--start-time-*`` are epoch ms, ``YYYY-MM-DD``, ``YYYY-MM-DD HH:MM[:SS]`` or ISO-8601
 (UTC unless an offset is given).
 """
@@ -621,10 +623,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+EXIT_BROKEN_PIPE = 128 + 13  # as if ended by SIGPIPE
+
+
 def main(argv: list[str] | None = None, *, transport: httpx.BaseTransport | None = None) -> int:
     """Entry point of the ``conductor`` console script; returns the exit status
-    (0 ok, 1 server/IO error with Conductor's message on stderr, 2 usage error).
-    ``transport`` lets tests route requests in-process (httpx.WSGITransport)."""
+    (0 ok, 1 server/IO error with Conductor's message on stderr, 2 usage error, 141 when
+    stdout's reader went away). ``transport`` lets tests route requests in-process
+    (httpx.WSGITransport)."""
+    try:
+        return _run(argv, transport)
+    except BrokenPipeError:
+        # The reader of stdout is gone (``| head``): nothing left to tell it. Point stdout
+        # at /dev/null so the flush at interpreter exit does not raise (and print) again.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: list[str] | None, transport: httpx.BaseTransport | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -3,6 +3,9 @@ through httpx's WSGI transport, and once over real HTTP with ``live_server``."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -12,6 +15,9 @@ from django.db import close_old_connections
 
 from apps.cli import main as cli_main
 from tests.factories import simple_task, task_def, unique, workflow_def
+from tests.support.http_stub import Reply
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SERVER = "http://testserver/api"
 
@@ -205,6 +211,19 @@ def test_server_from_environment_and_unreachable_server(monkeypatch, capsys):
 
     assert cli_main.main(["task", "get", "t-1"], transport=httpx.MockTransport(down)) == 1
     assert "Cannot reach the Conductor server at http://conductor.example:9999/api" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(http_stub):
+    """``conductor taskDef list | head -1``: no BrokenPipeError traceback, status 141."""
+    defs = [{"name": f"task_{i}", "description": "x" * 200} for i in range(2000)]  # about 0.5 MB of JSON
+    stub = http_stub(lambda request: Reply(200, defs))
+    proc = subprocess.Popen([sys.executable, "-m", "apps.cli.main", "--server", stub.url + "/api", "taskDef", "list"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"["
+    proc.stdout.close()  # as head does after its first line
+    _, err = proc.communicate(timeout=60)
+    assert err == b"" and proc.returncode == cli_main.EXIT_BROKEN_PIPE
+    assert stub.requests[0].path == "/api/metadata/taskdefs"
 
 
 def test_parse_time():
