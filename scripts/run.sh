@@ -7,8 +7,8 @@
 # `make run` calls this after installing, migrating and loading the examples. Each child
 # runs in a session of its own, so a Ctrl-C reaches only this script, which stops the
 # children by PID (SIGTERM, then SIGKILL to the child's process group after
-# STOP_TIMEOUT seconds) and exits once both are gone. If either child dies, the other is
-# stopped too and the exit status is non-zero.
+# STOP_TIMEOUT seconds) and exits once both are gone, with status 0. If either child dies
+# on its own, the other is stopped too and the exit status is non-zero.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,8 +53,9 @@ stop_children() {
   echo "conductor-web: stopped"
 }
 
-trap 'stop_children; exit 130' INT
-trap 'stop_children; exit 143' TERM HUP
+# A stop that was asked for (Ctrl-C, SIGTERM, SIGHUP) ends with status 0 once both
+# children are gone: it is not a failure, and `make run` would print "Error 143" for it.
+trap 'stop_children; exit 0' INT TERM HUP
 
 # GNU make hands neither SIGINT nor SIGHUP on to a recipe: it blocks the signal and
 # waits for its children. A terminal's Ctrl-C reaches this script anyway (same process
@@ -131,7 +132,7 @@ while :; do
   done
   if parent_gone_or_interrupted; then
     stop_children
-    exit 130
+    exit 0
   fi
   if [ "$up" -eq 0 ] && api_answers; then
     up=1
