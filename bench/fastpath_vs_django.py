@@ -4,7 +4,9 @@ DRF views) against the fast path, on an empty queue (nothing but the poll itself
     DJANGO_SETTINGS_MODULE=conductor_web.settings python bench/fastpath_vs_django.py N TIMEOUT_MS [M]
 
 prints, for each path: N concurrent long polls of TIMEOUT_MS (wall time, latencies); with
-M, also the cost of one empty poll (M sequential polls, timeout=0) and the peak number of
+M, also the cost of one empty poll (M sequential polls, timeout=0: wall and CPU time of
+this process, with the load average, as wall time on a loaded machine says more about the
+load than about the path) and the peak number of
 threads while N long polls wait. Needs a migrated database (``manage.py migrate``).
 """
 import asyncio, os, sys, time, json
@@ -52,11 +54,13 @@ asyncio.run(main())
 
 async def overhead(app, label, n):
     path = "/api/tasks/poll/batch/measure_empty_queue"
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     for i in range(n):
         await call(app, path, "count=1&timeout=0&workerid=o")
-    dt = time.monotonic() - t0
-    print(f"{label}: {n} sequential empty polls (timeout=0): {dt / n * 1000:.2f} ms each")
+    dt, cpu = time.monotonic() - t0, time.process_time() - c0
+    # wall time grows with the machine's load; the process's CPU time much less so
+    print(f"{label}: {n} sequential empty polls (timeout=0): {dt / n * 1000:.2f} ms each, "
+          f"{cpu / n * 1000:.2f} ms CPU each (load average {os.getloadavg()[0]:.1f})")
 
 async def threads(app, label, n, timeout_ms):
     import threading

@@ -4,12 +4,13 @@
 Why: these are the calls every worker makes several times a second, and they carry no
 session, cookie or CSRF. Django 5.2 does run concurrent synchronous views in parallel
 under ASGI (each request gets its own thread-sensitive context), so correctness does not
-need this path; cost does. Measured in process (``ASGIHandler`` against this path, SQLite,
-a loaded 2-core machine): an empty poll costs 7.3 ms through Django's middleware and DRF
-and 0.5 ms here; 64 concurrent 1 s long polls hold 64 threads through Django (peak 70
-threads, 1.33 s wall) and 2 here (peak 8, 1.06 s), because here a long poll waits on the
-event loop and only the engine call runs in a thread pool (``thread_sensitive=False``, one
-database connection per thread). Every other path goes to Django.
+need this path; cost does. Measured in process (``bench/fastpath_vs_django.py``: Django's
+``ASGIHandler`` against this path, SQLite, the 2-core machine at load average 12-14): an
+empty poll costs 14-17 ms (10-11 ms of CPU) through Django's middleware and DRF and
+1.0-1.6 ms (0.7-0.8 ms of CPU) here; 64 concurrent 1 s long polls hold 64 threads through
+Django (peak 68 threads, 2.0-2.9 s wall) and none here (peak 8 in all, 1.1-1.3 s),
+because here a long poll waits on the event loop and only the engine call runs in a
+thread pool (``thread_sensitive=False``, one database connection per thread). Every other path goes to Django.
 The answers are the same as the Django views in ``apps.api.views`` give (those serve the
 test client and WSGI deployments and call the same functions: ``poll_answer``, which
 polls through ``queue.poll``, ``update_call`` and ``start_call``). Each fast-path request
