@@ -18,6 +18,7 @@ passes ``auth.authorize`` first, as ``ApiAuthMiddleware`` does for Django.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from urllib.parse import parse_qs
@@ -29,6 +30,7 @@ from apps.api import audit, auth
 from apps.api.exceptions import logged_body_for_exception
 from apps.api.parsers import check_body_size, check_text, parse_json
 from apps.api.shapes import check_task_result
+from apps.core import lifecycle
 from apps.core.errors import InvalidInput, PayloadTooLarge
 from apps.engine import executor, history, queue
 from apps.engine.representation import task_json
@@ -268,6 +270,58 @@ def _header(scope, name: bytes) -> str | None:
     return None
 
 
+async def _django(django_app, scope, receive, send) -> None:
+    """Django's ASGI handler, never cancelled in the middle of its own wait. Its
+    ``ASGIHandler.handle`` waits on two tasks of its own: the view, and a listener that
+    raises RequestAborted once ``http.disconnect`` arrives. Cancelled there (daphne cancels
+    every application when it stops, and one that outlives its gone client by
+    ``application_close_timeout``), it leaves both behind; the connection's disconnect then
+    reaches the orphaned listener, and its RequestAborted was logged as "Task exception was
+    never retrieved". So on a cancel Django is left to end by itself for up to
+    ``lifecycle.STOP_GRACE_SECONDS`` (a stopping server answers waiting requests at once,
+    and the answer still reaches the client); past that it is handed an
+    ``http.disconnect``, which it handles as a client going away (cancels its view,
+    retrieves its listener's RequestAborted). Another cancel meanwhile cancels Django's
+    handler for real. The cancel is raised once Django has ended."""
+    gone = asyncio.Event()
+
+    async def receive_until_gone():
+        if gone.is_set():
+            return {"type": "http.disconnect"}
+        message = asyncio.ensure_future(receive())
+        stop = asyncio.ensure_future(gone.wait())
+        try:
+            await asyncio.wait((message, stop), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            message.cancel()
+            raise
+        finally:
+            stop.cancel()
+        if message.done():
+            return message.result()
+        message.cancel()
+        return {"type": "http.disconnect"}
+
+    handler = asyncio.ensure_future(django_app(scope, receive_until_gone, send))
+    try:
+        await asyncio.shield(handler)
+    except asyncio.CancelledError:
+        if not handler.done():
+            await _wind_down(handler, gone)
+        raise
+
+
+async def _wind_down(handler: asyncio.Future, gone: asyncio.Event) -> None:
+    """Wait for Django's handler to end after a cancel (see ``_django``)."""
+    try:
+        done, _ = await asyncio.wait((handler,), timeout=lifecycle.STOP_GRACE_SECONDS)
+        if not done:
+            gone.set()
+            await asyncio.wait((handler,))
+    except asyncio.CancelledError:
+        handler.cancel()
+
+
 def worker_fast_path(django_app):
     """Wrap the Django ASGI app: the worker protocol and workflow start are answered
     here; everything else goes to ``django_app``."""
@@ -302,6 +356,6 @@ def worker_fast_path(django_app):
             else:
                 await _respond(send, *await _run(_acting(principal, path, update_call), body, path.endswith("update-v2")))
             return
-        return await django_app(scope, receive, send)
+        return await _django(django_app, scope, receive, send)
 
     return app
