@@ -36,7 +36,7 @@ def test_history_of_an_sdk_run_and_its_rerun(sdk_config):
     workflow = ConductorWorkflow(executor=executor, name="e2e_history_charge", version=1)
     workflow >> fw.flaky_charge(task_ref_name="charge", order_id="ORD-H")
     workflow.register(overwrite=True)
-    with running_workers(sdk_config):
+    with running_workers(sdk_config, [fw.FLAKY_TASK]):
         workflow_id = workflow.start_workflow_with_input(workflow_input={})
         done = wait_for_workflow(executor, sdk_config, workflow_id)
         assert done.status == "COMPLETED", done.reason_for_incompletion
