@@ -11,8 +11,15 @@ snapshot replaced), so a new change path that saves through the store is covered
 
 Kinds (``ExecutionEvent.kind``) and their ``data`` (camelCase):
 
-* ``workflow.started``: ``{status, version, correlationId, by?}``;
+* ``workflow.started``: ``{status, version, correlationId, by?, tracked}``; ``tracked``
+  lists the workflow fields whose changes this execution's history records (below);
 * ``workflow.status``: ``{from, to, reason?}``;
+* ``workflow.updated``: workflow fields a save changed, with the value each had before
+  (``{fields: [...], before: {field: value}, sizes: {field: bytes of the new JSON}}``);
+  the fields are ``TRACKED_FIELDS`` (``input``, ``output``, ``variables``, ``createTime``,
+  ``correlationId``); a value too large for the event is ``{"omittedBytes": n}``. The
+  value of a field at a moment is the ``before`` of its next change, or the present
+  value when it did not change since (``fields_at``);
 * ``task.scheduled`` / ``task.retried`` (a new attempt with ``retriedTaskId``): the task's
   ``{ref, type, name, seq, iteration, retryCount, status, scheduledTime, ...}``;
 * ``task.polled``: ``{ref, from: SCHEDULED, to: IN_PROGRESS, workerId, pollCount, startTime}``;
@@ -37,12 +44,19 @@ the status transition, which is always kept. The check runs on a sample of saves
 (``HISTORY_COMPACT_EVERY``: about one in N events), so it costs one indexed COUNT per N
 events, never a read on the ordinary path. Retention and ``DELETE /workflow/{id}/remove``
 delete an execution's events with it (``retention.delete_executions``).
+
+Replay (``moment``): the execution as it was just after one event: the status, times and
+reason from ``workflow.*`` events, the tasks from ``task.*`` events (and the snapshots an
+action kept), the definition a later ``definition.replaced`` holds, the fields above from
+``workflow.updated`` events (an execution whose ``workflow.started`` has no ``tracked``
+began before they were recorded: its fields at a moment are unknown).
 """
 from __future__ import annotations
 
 import contextlib
 import random
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 import orjson
 from django.conf import settings
@@ -55,6 +69,13 @@ EVENT_TABLE = "engine_execution_event"
 REASON_CHARS = 500
 SMALL_PAYLOAD_BYTES = 2048
 TERMINAL_KIND = {"TIMED_OUT": "task.timed_out", "CANCELED": "task.canceled", "SKIPPED": "task.skipped"}
+# workflow fields whose changes ``workflow.updated`` records: {event name: WorkflowState attribute}
+TRACKED_FIELDS = {"input": "input", "output": "output", "variables": "variables",
+                  "createTime": "create_time", "correlationId": "correlation_id"}
+TRACKED_COLUMNS = {column: name for name, column in TRACKED_FIELDS.items()}
+PAYLOAD_FIELDS = ("input", "output", "variables")
+# room left in an event for its own keys when payloads are budgeted into it (bytes)
+EVENT_OVERHEAD_BYTES = 256
 
 _context: ContextVar[dict | None] = ContextVar("conductor_history_actor", default=None)
 
@@ -257,7 +278,8 @@ def record_start(wf: WorkflowState, now: int | None = None) -> Batch:
     """Events of a new execution (its first tasks included); the caller writes them."""
     batch = Batch(wf.workflow_id, now)
     by = actor().get("by")
-    data = {"status": wf.status, "version": wf.workflow_version, "correlationId": wf.correlation_id}
+    data = {"status": wf.status, "version": wf.workflow_version, "correlationId": wf.correlation_id,
+            "tracked": list(TRACKED_FIELDS)}
     if by:
         data["by"] = by
     batch.add("workflow.started", data)
@@ -288,11 +310,15 @@ def prior_snapshot(tasks: list[TaskState], wf: WorkflowState | None) -> dict:
 def record_save(cursor, wf: WorkflowState, *, previous_status: str | None, note: dict | None,
                 new_tasks: list[TaskState], changed: list[tuple[TaskState, str | None]],
                 removed: list[tuple[str, str, str, int]], prior: dict | None,
-                old_definition: dict | None, output_sizes: dict[str, int]) -> None:
+                old_definition: dict | None, output_sizes: dict[str, int],
+                fields_before: dict[str, tuple] | None = None) -> None:
     """Append the events of one ``store.save`` (see the module doc), in this order: the
     operator action (with the prior state), removed tasks, the replaced definition, task
-    status changes, new tasks, the workflow status. ``removed`` is ``(task_id, ref,
-    status, seq)`` of deleted tasks; ``changed`` ``(task, status as loaded)``."""
+    status changes, new tasks, the workflow fields changed, the workflow status.
+    ``removed`` is ``(task_id, ref, status, seq)`` of deleted tasks; ``changed`` ``(task,
+    status as loaded)``; ``fields_before`` the changed ``TRACKED_FIELDS`` (by column
+    name) as ``(value before, JSON text before or None, bytes of the new JSON or None)``
+    (see ``fields_event``)."""
     batch = Batch(wf.workflow_id)
     action = _action_event(batch, note)
     if action is not None or prior is not None:
@@ -311,12 +337,54 @@ def record_save(cursor, wf: WorkflowState, *, previous_status: str | None, note:
         batch.add(kind, _update(t, previous, output_sizes.get(t.task_id), by), t.task_id)
     for t in new_tasks:
         _new_task(batch, t)
+    if fields_before:
+        batch.add("workflow.updated", fields_event(fields_before))
     if wf.status != previous_status:
         data = {"from": previous_status, "to": wf.status}
         if wf.reason_for_incompletion:
             data["reason"] = _cut(wf.reason_for_incompletion)
         batch.add("workflow.status", data)
     batch.write(cursor)
+
+
+def _decode(text: str):
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        import json
+
+        return json.loads(text)
+
+
+def fields_event(fields_before: dict[str, tuple], limit: int | None = None) -> dict:
+    """The ``workflow.updated`` data of changed workflow fields (``{column: (value before,
+    JSON text before or None, bytes of the new JSON or None)}``): scalars as they were,
+    payloads smallest first while the event stays under ``limit``
+    (``HISTORY_EVENT_MAX_BYTES``), the others ``{"omittedBytes": n}``. A payload's text is
+    decoded only when it is kept."""
+    limit = limit or _max_bytes()
+    names = [TRACKED_COLUMNS[c] for c in TRACKED_FIELDS.values() if c in fields_before]
+    data: dict = {"fields": names, "before": {}, "sizes": {}}
+    room = limit - EVENT_OVERHEAD_BYTES
+    payloads = []
+    for name in names:
+        value, text, new_size = fields_before[TRACKED_FIELDS[name]]
+        if new_size is not None:
+            data["sizes"][name] = new_size
+        if name in PAYLOAD_FIELDS:
+            payloads.append((len(text) if text is not None else payload_size(value), name, value, text))
+        else:
+            data["before"][name] = _cut(value) if isinstance(value, str) else value
+            room -= len(_dumps({name: value}))
+    for size, name, value, text in sorted(payloads, key=lambda p: p[0]):
+        if size + len(name) + 4 <= room:
+            data["before"][name] = value if text is None else _decode(text)
+            room -= size + len(name) + 4
+        else:
+            data["before"][name] = {"omittedBytes": size}
+    if not data["sizes"]:
+        del data["sizes"]
+    return data
 
 
 def record_polls(cursor, tasks: list[TaskState], now: int, *, kind: str = "task.polled") -> None:
@@ -337,7 +405,8 @@ def record_polls(cursor, tasks: list[TaskState], now: int, *, kind: str = "task.
 # What a stripped event keeps: enough to replay the status transition.
 _KEEP = frozenset({"ref", "type", "name", "seq", "iteration", "retryCount", "status", "from", "to",
                    "scheduledTime", "startTime", "endTime", "workerId", "retriedTaskId", "subWorkflowId",
-                   "case", "action", "by", "fromVersion", "toVersion", "version", "compacted"})
+                   "case", "action", "by", "fromVersion", "toVersion", "version", "compacted", "fields",
+                   "tracked"})
 
 
 def compact(workflow_id: str, *, cursor=None) -> dict:
@@ -461,22 +530,109 @@ def _apply(t: TaskState, d: dict) -> None:
         t.poll_count = int(d["pollCount"])
 
 
+RERUN_ACTIONS = ("rerun", "restart")
+FAILED_TASK = ("FAILED", "FAILED_WITH_TERMINAL_ERROR")
+
+
+@dataclass
+class Moment:
+    """The execution as it was just after one event of its history (``moment``).
+
+    ``state`` the replayed execution; ``event`` that event (``event_json``); ``unknown``
+    ``{field: why}`` for the ``TRACKED_FIELDS`` whose value then is not known (left at
+    their present value in ``state``: the caller says so); ``rerun`` the last rerun or
+    restart up to then, ``{"action", "seq", "time"}``, or None."""
+
+    state: WorkflowState
+    event: dict | None
+    unknown: dict[str, str]
+    rerun: dict | None
+
+
+def last_rerun(workflow_id: str, upto: int | None = None) -> dict | None:
+    """The last ``rerun``/``restart`` action of an execution (up to event ``upto``):
+    ``{"action", "seq", "time"}`` or None. One indexed query."""
+    from apps.engine.models import ExecutionEvent
+
+    qs = ExecutionEvent.objects.filter(workflow_id=workflow_id, kind="action", data__action__in=list(RERUN_ACTIONS))
+    if upto is not None:
+        qs = qs.filter(id__lte=upto)
+    row = qs.order_by("-id").values_list("id", "time", "data__action").first()
+    return {"action": row[2], "seq": row[0], "time": row[1]} if row else None
+
+
+def fields_at(wf: WorkflowState, upto: int, tracked: list | None) -> tuple[dict, dict]:
+    """The ``TRACKED_FIELDS`` of an execution just after event ``upto``: ``({field:
+    value}, {field: why not known})``. A field's value is the ``before`` of its first
+    ``workflow.updated`` after ``upto``, else its present value (``wf``); ``tracked`` is
+    what the execution's ``workflow.started`` says is recorded. Reads the later events'
+    field lists, then at most one event per field."""
+    from apps.engine.models import ExecutionEvent
+
+    values: dict = {}
+    unknown: dict = {}
+    pending = {name for name in TRACKED_FIELDS if name in (tracked or ())}
+    for name in TRACKED_FIELDS:
+        if name not in pending:
+            unknown[name] = "not recorded by this execution's history (it began before such changes were kept)"
+    first: dict[str, int] = {}
+    if pending:
+        later = (ExecutionEvent.objects.filter(workflow_id=wf.workflow_id, id__gt=upto, kind="workflow.updated")
+                 .order_by("id").values_list("id", "data__fields"))
+        for event_id, names in later.iterator(chunk_size=500):
+            for name in names or ():
+                if name in pending:
+                    pending.discard(name)
+                    first[name] = event_id
+            if not pending:
+                break
+    data_of = dict(ExecutionEvent.objects.filter(id__in=set(first.values())).values_list("id", "data")) if first else {}
+    for name, column in TRACKED_FIELDS.items():
+        if name in unknown:
+            continue
+        if name not in first:
+            values[name] = getattr(wf, column)
+            continue
+        before = (data_of.get(first[name]) or {}).get("before") or {}
+        value = before.get(name, _MISSING)
+        if value is _MISSING:
+            unknown[name] = "detail compacted out of the history"
+        elif isinstance(value, dict) and set(value) == {"omittedBytes"}:
+            unknown[name] = (f"{value['omittedBytes']} bytes then, more than an event of the history keeps "
+                             "(HISTORY_EVENT_MAX_BYTES)")
+        else:
+            values[name] = value
+    return values, unknown
+
+
+_MISSING = object()
+
+
 def state_at(wf: WorkflowState, upto: int) -> tuple[WorkflowState, dict | None]:
+    """``moment(wf, upto)`` as ``(state, event)``."""
+    m = moment(wf, upto)
+    return m.state, m.event
+
+
+def moment(wf: WorkflowState, upto: int) -> Moment:
     """The execution as it was just after event ``upto`` (its seq), replayed from its
-    history: ``(state, the event at upto or None)``. The definition is the one it ran
-    then (a later ``definition.replaced`` event holds it); tasks carry what the events
-    recorded (payloads only where a snapshot kept them). ``wf`` is the current execution
-    (without tasks is enough)."""
+    history (see the module doc and ``Moment``). The definition is the one it ran then (a
+    later ``definition.replaced`` event holds it); tasks carry what the events recorded
+    (payloads only where a snapshot kept them); status, times, reason, correlation id,
+    input, output and variables are those of then where the history has them. ``wf`` is
+    the current execution (without tasks is enough)."""
     from apps.engine.models import ExecutionEvent
 
     rows = list(ExecutionEvent.objects.filter(workflow_id=wf.workflow_id, id__lte=upto).order_by("id"))
     later_def = (ExecutionEvent.objects.filter(workflow_id=wf.workflow_id, id__gt=upto, kind="definition.replaced")
                  .order_by("id").first())
+    other_origin = wf.re_run_from_workflow_id if wf.re_run_from_workflow_id != wf.workflow_id else None
     state = WorkflowState(workflow_id=wf.workflow_id, workflow_name=wf.workflow_name,
                           workflow_version=wf.workflow_version, status="RUNNING", definition=wf.definition,
                           correlation_id=wf.correlation_id, parent_workflow_id=wf.parent_workflow_id,
                           parent_workflow_task_id=wf.parent_workflow_task_id, created_by=wf.created_by,
-                          priority=wf.priority, create_time=wf.create_time, input={}, output={})
+                          priority=wf.priority, create_time=wf.create_time, input={}, output={},
+                          re_run_from_workflow_id=other_origin)
     if later_def is not None:
         old = later_def.data.get("definition")
         if isinstance(old, dict) and "omittedBytes" not in old:
@@ -484,28 +640,45 @@ def state_at(wf: WorkflowState, upto: int) -> tuple[WorkflowState, dict | None]:
         state.workflow_version = int(later_def.data.get("fromVersion") or state.workflow_version)
     tasks: dict[str, TaskState] = {}
     current = None
+    tracked = None
+    rerun = None
     for ev in rows:
         d = ev.data or {}
         kind = ev.kind
         if kind == "workflow.started":
             state.status = d.get("status") or "RUNNING"
             state.create_time = ev.time
+            tracked = d.get("tracked")
         elif kind == "workflow.status":
             state.status = d.get("to") or state.status
             state.reason_for_incompletion = d.get("reason")
-            state.end_time = ev.time if state.status not in ("RUNNING", "PAUSED") else 0
+            ended = state.status not in ("RUNNING", "PAUSED")
+            state.end_time = ev.time if ended else 0
+            # as the decider notes them when a workflow ends (note_failed_tasks); a reopen clears them
+            failed = [t for t in tasks.values() if t.status in FAILED_TASK] if ended else []
+            state.failed_reference_task_names = sorted({t.reference_task_name for t in failed})
+            state.failed_task_names = sorted({t.task_def_name for t in failed})
         elif kind in ("task.scheduled", "task.retried") or (kind == "task.skipped" and "from" not in d):
             tasks[ev.task_id] = _task_from_core(ev.task_id, wf.workflow_id, d)
         elif kind == "task.removed":
             tasks.pop(ev.task_id, None)
-        elif kind == "action" and d.get("tasksBefore") is not None and "tasksBeforeTotal" not in d:
-            # the prior state, as stored: authoritative (covers compacted or pre-history detail)
-            tasks = {t["taskId"]: _task_from_core(t["taskId"], wf.workflow_id, t) for t in d["tasksBefore"]}
+        elif kind == "action":
+            if d.get("action") in RERUN_ACTIONS:
+                rerun = {"action": d["action"], "seq": ev.id, "time": ev.time}
+            if d.get("tasksBefore") is not None and "tasksBeforeTotal" not in d:
+                # the prior state, as stored: authoritative (covers compacted or pre-history detail)
+                tasks = {t["taskId"]: _task_from_core(t["taskId"], wf.workflow_id, t) for t in d["tasksBefore"]}
         elif kind.startswith("task.") and ev.task_id in tasks:
             _apply(tasks[ev.task_id], d)
             tasks[ev.task_id].update_time = ev.time
         current = ev
     state.tasks = sorted(tasks.values(), key=lambda t: t.seq)
     state.update_time = current.time if current else state.create_time
-    return state, (event_json(current) if current else None)
-
+    values, unknown = fields_at(wf, upto, tracked)
+    for name, value in values.items():
+        setattr(state, TRACKED_FIELDS[name], value)
+    for name in unknown:
+        if name not in PAYLOAD_FIELDS:
+            continue
+        setattr(state, TRACKED_FIELDS[name], {})
+    return Moment(state=state, event=event_json(current) if current else None, unknown=unknown, rerun=rerun)

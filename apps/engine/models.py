@@ -316,7 +316,7 @@ class ExecutionEvent(models.Model):
     in the transaction of the change it describes, never updated except by compaction.
 
     ``id`` is the total order of the history (served as ``seq``); ``time`` epoch ms;
-    ``kind`` what happened (``workflow.started``, ``workflow.status``, ``task.scheduled``,
+    ``kind`` what happened (``workflow.started``, ``workflow.status``, ``workflow.updated``, ``task.scheduled``,
     ``task.retried``, ``task.polled``, ``task.updated``, ``task.timed_out``,
     ``task.canceled``, ``task.skipped``, ``task.removed``, ``action``,
     ``definition.replaced``, ``history.compacted``); ``task_id`` the task concerned, if

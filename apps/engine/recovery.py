@@ -233,7 +233,10 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
             now = now_ms()
             _reopen(wf, now)
             wf.output = {}
-            wf.re_run_from_workflow_id = workflow_id
+            # reruns happen in place, as Conductor's do (it leaves reRunFromWorkflowId unset): the
+            # history's ``action`` event says when; never an execution named as its own origin
+            if wf.re_run_from_workflow_id == workflow_id:
+                wf.re_run_from_workflow_id = None  # set so by earlier versions
             if workflow_input is not None:
                 wf.input = workflow_input
             if correlation_id is not None:

@@ -420,6 +420,24 @@ def _prior_state(cursor, workflow_id: str) -> dict:
     return history.prior_snapshot(tasks, _workflow_from_row(row) if row else None)
 
 
+def _fields_before(names: list[str], params: list, row_before: list) -> dict[str, tuple] | None:
+    """The workflow fields of the history's ``workflow.updated`` (``TRACKED_COLUMNS``)
+    among the changed columns ``names`` (new values ``params``): ``{column: (value
+    before, its JSON text or None, bytes of the new JSON or None)}``; None when none
+    changed. A payload read from its row is handed as its text, not decoded."""
+    out = {}
+    for name, new in zip(names, params):
+        if name not in history.TRACKED_COLUMNS:
+            continue
+        before = row_before[_WF_INDEX[name]]
+        if name in WF_JSON:
+            text = _raw_text(before) if type(before) is _Raw else None
+            out[name] = (None if text is not None else before, text, len(new))
+        else:
+            out[name] = (before, None, None)
+    return out or None
+
+
 def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = True,
          extra_task_ids: set[str] | None = None) -> None:
     """Persist a decided state: delete removed tasks, insert new tasks, update changed ones
@@ -442,6 +460,7 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
                   for task_id, task in updated.items() if task_id not in new_ids)
     definition_replaced = wf.definition is not loaded.definition
     output_sizes: dict[str, int] = {}
+    fields_before: dict[str, tuple] | None = None
     with connection.cursor() as cursor:
         # what a rerun/restart/retry overwrites is kept in the history (the rare paths only)
         prior = _prior_state(cursor, wf.workflow_id) if removed_ids or revived or definition_replaced else None
@@ -477,11 +496,13 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
                 raise StaleState(task_id)
         if workflow_changed or outcome.workflow_changed or outcome.new_tasks or updated or removed_ids:
             if isinstance(wf, LoadedWorkflow):
+                row_before = list(wf._row)  # _changed brings the row up to date
                 names, params = _changed(wf, _WORKFLOW_UPDATE_FIELDS, WF_JSON, _WF_SLOTS, _WF_INDEX)
                 if names:
                     cursor.execute(f"UPDATE {WF_TABLE} SET "
                                    + ", ".join(f"{f} = {_placeholder(f, WF_JSON)}" for f in names)
                                    + " WHERE workflow_id = %s", params + [wf.workflow_id])
+                    fields_before = _fields_before(names, params, row_before)
             else:
                 cursor.execute(sql["update_wf"], _workflow_params(wf, _WORKFLOW_UPDATE_FIELDS) + [wf.workflow_id])
         if definition_replaced:
@@ -493,7 +514,7 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
         history.record_save(cursor, wf, previous_status=loaded.workflow_status, note=loaded.action,
                             new_tasks=outcome.new_tasks, changed=changed, removed=removed, prior=prior,
                             old_definition=loaded.definition if definition_replaced else None,
-                            output_sizes=output_sizes)
+                            output_sizes=output_sizes, fields_before=fields_before)
     changed += [(t, None) for t in outcome.new_tasks]
     if changed or wf.status != loaded.workflow_status:
         notify.transitions(wf, loaded.workflow_status, changed)

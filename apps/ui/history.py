@@ -5,8 +5,10 @@ live view, ``apps.ui.live.snapshot_of``, so the graph, task list and timeline re
 from __future__ import annotations
 
 from apps.engine import history
+from apps.engine.models import ExecutionEvent
 from apps.engine.state import WorkflowState
 from apps.ui import live
+from apps.ui.selectors import UUID_RE, name_tasks
 
 ACTION_LABELS = {
     "restart": "Restart", "retry": "Retry", "rerun": "Rerun", "terminate": "Terminate", "pause": "Pause",
@@ -16,10 +18,16 @@ ACTION_LABELS = {
 }
 
 
+def _bytes(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB"
+
+
 def _size(n: int | None) -> str:
-    if not n:
-        return "no output"
-    return f"output {n} B" if n < 1024 else f"output {n / 1024:.1f} KB"
+    return f"output {_bytes(n)}" if n else "no output"
+
+
+FIELD_LABELS = {"input": "input", "output": "output", "variables": "variables", "createTime": "start time",
+                "correlationId": "correlation id"}
 
 
 def describe(kind: str, d: dict) -> str:
@@ -30,6 +38,10 @@ def describe(kind: str, d: dict) -> str:
     if kind == "workflow.status":
         text = f"Workflow {d.get('from')} → {d.get('to')}"
         return text + (f": {d['reason']}" if d.get("reason") else "")
+    if kind == "workflow.updated":
+        sizes = d.get("sizes") or {}
+        parts = [FIELD_LABELS.get(f, f) + (f" ({_bytes(sizes[f])})" if f in sizes else "") for f in d.get("fields") or []]
+        return "Workflow " + ", ".join(parts) + " changed" if parts else "Workflow fields changed"
     if kind == "task.scheduled":
         return f"{ref} scheduled ({d.get('type')}{', iteration ' + str(d['iteration']) if d.get('iteration') else ''})"
     if kind == "task.retried":
@@ -75,20 +87,47 @@ def event_rows(workflow_id: str, *, after: int, limit: int) -> tuple[list[dict],
         item = history.event_json(row)
         item["text"] = describe(row.kind, row.data or {})
         out.append(item)
+    refs = _refs_in(workflow_id, rows, [item["text"] for item in out])
+    if refs:
+        for item in out:
+            item["text"] = name_tasks(item["text"], refs)[0]
     return out, (rows[-1].id if more else None)
 
 
+def _refs_in(workflow_id: str, rows: list, texts: list[str]) -> dict[str, str]:
+    """task id -> reference of the task ids that ``texts`` mention (Conductor's reasons
+    name tasks by id), from the events themselves (also of attempts a rerun removed):
+    the rows at hand, then one query for the others."""
+    ids = {m for text in texts for m in UUID_RE.findall(text)}
+    if not ids:
+        return {}
+    refs = {row.task_id: (row.data or {}).get("ref") for row in rows if row.task_id in ids and (row.data or {}).get("ref")}
+    missing = ids - refs.keys()
+    if missing:
+        refs.update((task_id, ref) for task_id, ref in ExecutionEvent.objects.filter(
+            workflow_id=workflow_id, task_id__in=missing).values_list("task_id", "data__ref") if ref)
+    return refs
+
+
+def _not_kept(why: str) -> dict:
+    text = f"(not known at this moment: {why}; \"Back to live\" shows the present value)"
+    return {"text": text, "truncated": False, "size": len(text), "unknown": True}
+
+
 def snapshot_at(wf: WorkflowState, seq: int) -> dict:
-    """The live-view snapshot of the execution as it was just after event ``seq``, with
-    ``event`` (that event, described) and ``moment`` = seq. Workflow input, output and
-    variables are not part of the history (their payloads say so)."""
-    then, event = history.state_at(wf, seq)
-    snap = live.snapshot_of(then, marker=f"history:{seq}")
-    # payloads are not replayed: say so rather than show an empty object as if it were the past
-    note = "(not kept in the history: \"Back to live\" shows the current value)"
-    snap["payloads"] = {k: {"text": note, "truncated": False, "size": len(note)} for k in ("input", "output", "variables")}
+    """The live-view snapshot of the execution as it was just after event ``seq``
+    (``history.moment``), with ``event`` (that event, described, task ids in its text
+    named by reference) and ``moment`` = seq. Header, input, output and variables are
+    those of then; a payload the history does not have says why (``"unknown": true``)."""
+    m = history.moment(wf, seq)
+    snap = live.snapshot_of(m.state, marker=f"history:{seq}", rerun=m.rerun)
+    for name in history.PAYLOAD_FIELDS:
+        if name in m.unknown:
+            snap["payloads"][name] = _not_kept(m.unknown[name])
+    event = m.event
     if event is not None:
-        event["text"] = describe(event["kind"], event["data"] or {})
+        refs = {t.task_id: t.reference_task_name for t in m.state.tasks}
+        event["text"] = name_tasks(describe(event["kind"], event["data"] or {}), refs)[0]
     snap["event"] = event
     snap["moment"] = seq
     return snap

@@ -26,7 +26,7 @@ import threading
 from django.conf import settings
 from django.db.models import Count, Max, Q
 
-from apps.engine import store
+from apps.engine import history, store
 from apps.engine.models import TaskExecution, WorkflowExecution
 from apps.engine.params import definition_ref
 from apps.engine.state import WorkflowState
@@ -83,10 +83,13 @@ def task_row(t) -> dict:
     return row
 
 
-def header(wf: WorkflowState) -> dict:
+def header(wf: WorkflowState, rerun: dict | None = None) -> dict:
     """Header fields of an execution, with the actions its state allows. ``reason`` names
     tasks by their taskReferenceName where Conductor's text gives a task id, and
-    ``failedTask`` (``{"ref", "taskId"}`` or None) is the task the reason is about."""
+    ``failedTask`` (``{"ref", "taskId"}`` or None) is the task the reason is about.
+    ``reRunFromWorkflowId`` is another execution or None (reruns happen in place; rows of
+    earlier versions name the execution itself); ``rerun`` is the last rerun or restart in
+    place (``{"action", "seq", "time"}``, ``apps.engine.history.last_rerun``) or None."""
     from apps.ui.selectors import name_tasks
 
     refs = {t.task_id: t.reference_task_name for t in wf.tasks}
@@ -97,7 +100,8 @@ def header(wf: WorkflowState) -> dict:
         "parentWorkflowId": wf.parent_workflow_id, "parentWorkflowTaskId": wf.parent_workflow_task_id,
         "correlationId": wf.correlation_id, "createTime": wf.create_time, "updateTime": wf.update_time,
         "endTime": wf.end_time, "failedReferenceTaskNames": wf.failed_reference_task_names or [],
-        "reRunFromWorkflowId": wf.re_run_from_workflow_id, "createdBy": wf.created_by, "priority": wf.priority,
+        "reRunFromWorkflowId": wf.re_run_from_workflow_id if wf.re_run_from_workflow_id != wf.workflow_id else None,
+        "rerun": rerun, "createdBy": wf.created_by, "priority": wf.priority,
         "taskCount": len(wf.tasks),
         "allowedActions": allowed_actions(wf.status, sub_workflows=any(t.task_type == "SUB_WORKFLOW" for t in wf.tasks)),
     }
@@ -126,13 +130,13 @@ def build_snapshot(workflow_id: str) -> dict | None:
     wf = store.load_workflow(workflow_id)
     if wf is None:
         return None
-    return snapshot_of(wf, marker)
+    return snapshot_of(wf, marker, rerun=history.last_rerun(workflow_id))
 
 
-def snapshot_of(wf: WorkflowState, marker: str = "") -> dict:
-    """The snapshot of an already loaded execution."""
+def snapshot_of(wf: WorkflowState, marker: str = "", rerun: dict | None = None) -> dict:
+    """The snapshot of an already loaded execution (``rerun``: see ``header``)."""
     return {
-        "header": header(wf),
+        "header": header(wf, rerun),
         "payloads": {"input": preview(wf.input), "output": preview(wf.output), "variables": preview(wf.variables)},
         "graph": graph_mod.build_graph(wf.definition, wf.tasks, wf.status,
                                        dynamic_limit=ui_setting("GRAPH_DYNAMIC_EXPAND_LIMIT")),

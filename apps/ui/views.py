@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.core.errors import NotFound
+from apps.engine import history
 from apps.engine import queue as engine_queue
 from apps.engine import selectors as engine_selectors
 from apps.engine.models import ExecutionEvent, PollData, TaskExecution
@@ -301,12 +302,13 @@ def execution(request, workflow_id: str):
     newer_url = (reverse("ui:definition_diff", args=[wf.workflow_name]) + "?" +
                  urlencode({"from": wf.workflow_version, "to": latest})) if latest and latest > wf.workflow_version and \
         WorkflowDef.objects.filter(name=wf.workflow_name, version=wf.workflow_version).exists() else None
+    rerun_of = wf.re_run_from_workflow_id if wf.re_run_from_workflow_id != workflow_id else None
     return _render(request, "ui/execution.html", {
         "wf": wf, "allowed": actions.allowed_actions(wf.status, sub_workflows=_has_sub_workflows(workflow_id)),
+        "rerun_of": rerun_of, "rerun": None if rerun_of else history.last_rerun(workflow_id),
         "reason": reason, "failed_task": failed_task, "latest_version": latest, "newer_url": newer_url,
         "compare_url": reverse("ui:compare") + "?" + urlencode(
-            {"a": workflow_id, "b": wf.re_run_from_workflow_id} if wf.re_run_from_workflow_id
-            and wf.re_run_from_workflow_id != workflow_id else {"a": workflow_id}),
+            {"a": workflow_id, "b": rerun_of} if rerun_of else {"a": workflow_id}),
         "workflow_actions": list(actions.WORKFLOW_ACTIONS.values()),
         "task_actions": list(actions.TASK_ACTIONS.values()),
         "ws_path": f"/ws/executions/{workflow_id}/",

@@ -43,6 +43,9 @@
   // History (apps/ui/history.py): the moment shown (an event's seq) or null for live
   var pastSeq = /^\d+$/.test(initial.get("at") || "") ? parseInt(initial.get("at"), 10) : null;
   var pastTime = null;
+  var momentRequest = 0;  // the latest moment asked for: an older answer arriving late is dropped
+  var liveMarker = null;  // the marker of the last live snapshot (polling asks with it, also while in the past)
+  var transport = { text: "connecting…", cls: "" };  // the live badge's state, shown again back in the present
   var historyEvents = [];
   var historyLoading = null;
 
@@ -90,14 +93,22 @@
   /** "Now" of the view: the moment shown, or the present. */
   function nowMs() { return pastSeq !== null && pastTime ? pastTime : Date.now(); }
   function setLive(text, cls) {
+    transport = { text: text, cls: cls || "" };
+    renderBadge();
+  }
+  /** The badge beside the status: the transport of live updates, or the moment of history shown. */
+  function renderBadge() {
     var el = $("live-state");
-    el.textContent = text;
-    el.className = "live " + (cls || "");
+    var past = pastSeq !== null;
+    el.textContent = past ? "history · #" + pastSeq : transport.text;
+    el.className = "live " + (past ? "past" : transport.cls);
+    el.title = past ? "a moment of history: live updates wait for \"Back to live\"" : "live updates";
   }
 
   // --- applying snapshots and deltas --------------------------------------------------------
   function applySnapshot(snap) {
     var first = !state;
+    if (pastSeq === null) { liveMarker = snap.marker; }
     var structureChanged = !state || state.graph.signature !== snap.graph.signature;
     state = snap;
     graph.setWorkflowStatus(snap.header.status);
@@ -151,7 +162,7 @@
     if (!state) { return; }
     if (d.header) { state.header = d.header; graph.setWorkflowStatus(d.header.status); }
     if (d.payloads) { state.payloads = d.payloads; }
-    if (d.marker) { state.marker = d.marker; }
+    if (d.marker) { state.marker = d.marker; liveMarker = d.marker; }
     if (d.graph) {
       state.graph = d.graph;
       graph.setGraph(d.graph);
@@ -221,11 +232,12 @@
     if (pollTimer) { return; }
     setLive("live (polling)", "poll");
     var tick = function () {
-      var url = cfg.liveUrl + (state ? "?marker=" + encodeURIComponent(state.marker) : "");
+      var url = cfg.liveUrl + (liveMarker ? "?marker=" + encodeURIComponent(liveMarker) : "");
       fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
         .then(function (r) { return r.json(); })
         .then(function (msg) {
           if (msg.type === "snapshot" && pastSeq === null) { applySnapshot(msg.data); }
+          else if (msg.type === "snapshot") { liveMarker = msg.data.marker; }  // "Back to live" fetches the present
           else if (msg.type === "gone") { setLive("execution removed", "gone"); }
         })
         .catch(function () { setLive("offline, retrying", "off"); })
@@ -255,6 +267,14 @@
     st.textContent = h.status;
     st.className = "status st-" + h.status;
     root.dataset.status = h.status;
+    renderBadge();
+    $("wf-version").textContent = "v" + h.version;
+    var def = $("definition-link");
+    def.textContent = h.name + " v" + h.version;
+    def.href = def.href.replace(/\/\d+$/, "/" + h.version);
+    $("wf-correlation").textContent = h.correlationId || "—";
+    $("wf-start").textContent = fmtTime(h.createTime) || "—";
+    renderRerun(h);
     $("wf-end").textContent = fmtTime(h.endTime) || "—";
     var end = h.endTime || nowMs();
     $("wf-duration").textContent = fmtDuration(end - h.createTime);
@@ -279,6 +299,23 @@
       if (none) { none.hidden = any; }
       menu.hidden = pastSeq !== null;  // actions act on the present, not on a moment of history
     }
+  }
+
+  /** "Rerun of <another execution>", or when this one was rerun or restarted in place, when
+   * (with a link to that moment of its history); hidden otherwise. */
+  function renderRerun(h) {
+    var box = $("wf-rerun-box");
+    var dd = $("wf-rerun");
+    if (h.reRunFromWorkflowId && h.reRunFromWorkflowId !== h.workflowId) {
+      $("wf-rerun-label").textContent = "Rerun of";
+      dd.innerHTML = '<a class="mono" href="' + execUrl(h.reRunFromWorkflowId) + '">' + esc(h.reRunFromWorkflowId) + "</a>";
+    } else if (h.rerun) {
+      var restart = h.rerun.action === "restart";
+      $("wf-rerun-label").textContent = restart ? "Restarted" : "Rerun";
+      dd.innerHTML = (restart ? "restarted" : "rerun") + " at " + esc(fmtTime(h.rerun.time)) + ' (<a href="?tab=history&amp;at=' +
+        h.rerun.seq + '" data-moment="' + h.rerun.seq + '" data-moment-tab="history">see history</a>)';
+    }
+    box.hidden = !(h.reRunFromWorkflowId && h.reRunFromWorkflowId !== h.workflowId) && !h.rerun;
   }
 
   function filteredTasks() {
@@ -411,6 +448,7 @@
       var p = state.payloads[k];
       var pre = $("payload-" + k);
       if (pre.textContent !== p.text) { pre.textContent = p.text; }
+      pre.classList.toggle("unknown", !!p.unknown);
       var note = document.querySelector('[data-trunc="' + k + '"]');
       note.hidden = !p.truncated;
       note.textContent = p.truncated ? "Showing the first " + p.text.length + " of " + p.size + " characters: download for the whole payload." : "";
@@ -740,6 +778,8 @@
     range.disabled = !count;
     var i = pastSeq !== null ? indexOfSeq(pastSeq) : count - 1;
     range.value = String(Math.max(0, i));
+    var shown = historyEvents[Math.max(0, i)];
+    if (shown) { range.setAttribute("aria-valuetext", momentLabel(shown)); }
     $("moment-prev").disabled = !count || i <= 0;
     $("moment-next").disabled = !count || i < 0 || i >= count - 1;
     $("moment-live").disabled = pastSeq === null;
@@ -751,27 +791,33 @@
         esc((e.data && e.data.ref) || e.taskId) + "</a>" : "";
       var by = e.data && e.data.by ? ' <span class="hint">' + esc(e.data.by) + "</span>" : "";
       return '<tr data-seq="' + e.seq + '" class="kind-' + esc(e.kind.replace(".", "-")) + (current ? " current" : "") + '"' +
-        (current ? ' aria-current="true"' : "") + '><td><a href="#" data-moment="' + e.seq + '">#' + e.seq + "</a></td><td>" +
-        esc(fmtTime(e.time)) + "." + String(e.time % 1000).padStart(3, "0") + '</td><td><span class="mono small">' + esc(e.kind) + "</span></td><td>" + esc(e.text) + by +
+        (current ? ' aria-current="true"' : "") + '><td><a href="#" data-moment="' + e.seq + '">#' + e.seq + "</a></td><td class=\"nowrap\">" +
+        esc(fmtMoment(e.time)) + '</td><td><span class="mono small">' + esc(e.kind) + "</span></td><td>" + esc(e.text) + by +
         "</td><td>" + task + "</td></tr>";
     }).join("");
     var row = $("history-table").querySelector("tr.current");
     if (row && row.scrollIntoView) { row.scrollIntoView({ block: "nearest" }); }
   }
 
+  function fmtMoment(ms) { return fmtTime(ms) + "." + String(ms % 1000).padStart(3, "0"); }
+  function momentLabel(e) { return "#" + e.seq + " · " + fmtMoment(e.time) + " · " + e.text; }
+
   function showBanner(ev) {
     var banner = $("moment-banner");
     banner.hidden = pastSeq === null;
     if (pastSeq === null || !ev) { return; }
-    $("moment-text").textContent = "As it was at " + fmtTime(ev.time) + ", just after event #" + ev.seq + ": " + ev.text;
+    $("moment-title").textContent = "Viewing history at " + fmtMoment(ev.time) + ", seq " + ev.seq + ".";
+    $("moment-text").textContent = "Just after: " + ev.text + ". Live updates wait until you go back to live.";
   }
 
   /** Show the execution as it was just after event ``n`` (graph, task list, timeline,
    * header); then() runs once it is drawn. */
   function showMoment(n, then) {
+    var ticket = ++momentRequest;
     return fetch(execUrl(cfg.workflowId) + "/at.json?seq=" + n, { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) { throw new Error("no such moment"); } return r.json(); })
       .then(function (msg) {
+        if (ticket !== momentRequest) { return; }  // a later moment (or the present) was asked for since
         pastSeq = n;
         pastTime = msg.data.event ? msg.data.event.time : null;
         root.classList.add("in-past");
@@ -781,14 +827,16 @@
         if (then) { then(); }
         writeUrl();
       })
-      .catch(function () { backToLive(); });
+      .catch(function () { if (ticket === momentRequest) { backToLive(); } });
   }
 
   function backToLive() {
+    momentRequest += 1;
     pastSeq = null;
     pastTime = null;
     root.classList.remove("in-past");
     showBanner(null);
+    renderBadge();
     writeUrl();
     if (ws && wsOpen) { ws.send(JSON.stringify({ type: "resync" })); }
     fetch(cfg.liveUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
@@ -847,7 +895,7 @@
   $("moment-back").addEventListener("click", backToLive);
   $("moment-range").addEventListener("input", function () {
     var e = historyEvents[parseInt($("moment-range").value, 10)];
-    if (e) { $("history-note").textContent = "#" + e.seq + " · " + fmtTime(e.time) + " · " + e.text; }
+    if (e) { $("history-note").textContent = momentLabel(e); $("moment-range").setAttribute("aria-valuetext", momentLabel(e)); }
   });
   $("moment-range").addEventListener("change", function () {
     var e = historyEvents[parseInt($("moment-range").value, 10)];
@@ -858,6 +906,7 @@
     if (!a) { return; }
     ev.preventDefault();
     var taskId = a.dataset.momentTask;
+    if (a.dataset.momentTab) { showTab(a.dataset.momentTab); }
     showMoment(parseInt(a.dataset.moment, 10), taskId ? function () {
       if (rowOf(taskId)) { openTaskById(taskId); }
     } : null);

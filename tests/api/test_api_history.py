@@ -22,7 +22,12 @@ def test_history_is_served_in_seq_order_and_paged(api):
     body = api.ok(api.get(f"/workflow/{wid}/history")).json()
     assert body["workflowId"] == wid and body["next"] is None
     kinds = [e["kind"] for e in body["events"]]
-    assert kinds == ["workflow.started", "task.scheduled", "task.polled", "task.updated", "workflow.status"]
+    assert kinds == ["workflow.started", "task.scheduled", "task.polled", "task.updated", "workflow.updated",
+                     "workflow.status"]
+    assert body["events"][0]["data"]["tracked"] == ["input", "output", "variables", "createTime", "correlationId"]
+    # the output a completed workflow takes: what it was before, and how large it became
+    assert body["events"][4]["data"] == {"fields": ["output"], "before": {"output": {}},
+                                         "sizes": {"output": len('{"ok":true}')}}
     polled = body["events"][2]
     assert set(polled) == {"seq", "time", "kind", "taskId", "data"}
     assert polled["data"]["workerId"] == "w-1" and polled["data"]["ref"] == "only"

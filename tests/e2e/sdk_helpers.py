@@ -6,24 +6,56 @@ import time
 from contextlib import contextmanager
 
 import httpx
-from conductor.client.automator.task_handler import TaskHandler
+from conductor.client.automator.task_handler import TaskHandler, get_registered_workers
 from conductor.client.configuration.configuration import Configuration
 
 WORKFLOW_TERMINAL = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
 DEFAULT_WAIT_SECONDS = 60
 POLL_INTERVAL_SECONDS = 0.2
+WORKER_READY_SECONDS = 300
 
 
 @contextmanager
-def running_workers(configuration: Configuration):
-    """Start one process per imported ``@worker_task`` function (``spawn``), as
-    ``TaskHandler(scan_for_annotated_workers=True)`` does for a user; always stop them."""
-    handler = TaskHandler(workers=[], configuration=configuration, scan_for_annotated_workers=True)
+def running_workers(configuration: Configuration, task_types=None):
+    """Start one process per ``@worker_task`` function (``spawn``), as
+    ``TaskHandler(scan_for_annotated_workers=True)`` does for a user, or only the workers of
+    ``task_types`` (an iterable of task definition names) when given; always stop them.
+
+    The block is entered only once every started worker has polled the server (its task
+    type's ``PollData.lastPollTime`` is at or after the start), waiting at most
+    ``WORKER_READY_SECONDS``: spawning and importing a worker process takes tens of seconds
+    on a loaded machine, and a test's own wait must count from a working worker.
+    Raises AssertionError naming the task types that never polled."""
+    if task_types is None:
+        handler = TaskHandler(workers=[], configuration=configuration, scan_for_annotated_workers=True)
+    else:
+        wanted = set(task_types)
+        workers = [w for w in get_registered_workers() if w.get_task_definition_name() in wanted]
+        missing = wanted - {w.get_task_definition_name() for w in workers}
+        assert not missing, f"no @worker_task for {sorted(missing)}"
+        handler = TaskHandler(workers=workers, configuration=configuration, scan_for_annotated_workers=False)
+    started_ms = int(time.time() * 1000)
     handler.start_processes()
     try:
+        _wait_until_polling(configuration, {w.get_task_definition_name() for w in handler.workers}, started_ms)
         yield handler
     finally:
         handler.stop_processes()
+
+
+def _wait_until_polling(configuration: Configuration, task_types: set, since_ms: int) -> None:
+    """Until each of ``task_types`` has a poll recorded at or after ``since_ms`` (epoch ms;
+    ``GET /tasks/queue/polldata/all``), bounded by ``WORKER_READY_SECONDS``."""
+    waiting = set(task_types)
+    deadline = time.monotonic() + WORKER_READY_SECONDS
+    while waiting and time.monotonic() < deadline:
+        resp = httpx.get(f"{configuration.host}/tasks/queue/polldata/all", timeout=10,
+                         headers=auth_headers(configuration))  # a fresh token: some live only seconds
+        if resp.status_code == 200:
+            waiting -= {p["queueName"] for p in resp.json() if (p.get("lastPollTime") or 0) >= since_ms}
+        if waiting:
+            time.sleep(POLL_INTERVAL_SECONDS)
+    assert not waiting, f"SDK workers for {sorted(waiting)} did not poll within {WORKER_READY_SECONDS}s"
 
 
 def auth_headers(configuration: Configuration) -> dict:

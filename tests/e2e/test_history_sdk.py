@@ -36,7 +36,7 @@ def test_history_of_an_sdk_run_and_its_rerun(sdk_config):
     workflow = ConductorWorkflow(executor=executor, name="e2e_history_charge", version=1)
     workflow >> fw.flaky_charge(task_ref_name="charge", order_id="ORD-H")
     workflow.register(overwrite=True)
-    with running_workers(sdk_config):
+    with running_workers(sdk_config, [fw.FLAKY_TASK]):
         workflow_id = workflow.start_workflow_with_input(workflow_input={})
         done = wait_for_workflow(executor, sdk_config, workflow_id)
         assert done.status == "COMPLETED", done.reason_for_incompletion
@@ -44,7 +44,8 @@ def test_history_of_an_sdk_run_and_its_rerun(sdk_config):
         story = [(e["kind"], e["data"].get("to")) for e in events]
         assert story == [("workflow.started", None), ("task.scheduled", None), ("task.polled", "IN_PROGRESS"),
                          ("task.updated", "FAILED"), ("task.retried", None), ("task.polled", "IN_PROGRESS"),
-                         ("task.updated", "COMPLETED"), ("workflow.status", "COMPLETED")], story
+                         ("task.updated", "COMPLETED"), ("workflow.updated", None), ("workflow.status", "COMPLETED")], story
+        assert events[7]["data"]["fields"] == ["output"] and events[7]["data"]["before"] == {"output": {}}
         failed = events[3]["data"]
         assert failed["reason"] and fw.flaky_reason("ORD-H") in failed["reason"]
         assert failed["by"] == "app:e2e-tests"  # the application of the SDK's access key (tests/e2e/conftest.py)
@@ -69,6 +70,9 @@ def test_history_of_an_sdk_run_and_its_rerun(sdk_config):
     assert rerun["data"]["workflowBefore"]["status"] == "COMPLETED"
     assert [e["kind"] for e in after[1:3]] == ["task.removed", "task.removed"]
     assert after[-1]["kind"] == "workflow.status" and after[-1]["data"]["to"] == "COMPLETED"
+    # the rerun from the start emptied the output and restarted the clock: the history has what they were
+    reset = next(e for e in after if e["kind"] == "workflow.updated")
+    assert set(reset["data"]["fields"]) >= {"output", "createTime"} and reset["data"]["before"]["output"]["charged"] is True
 
     # paging by seq walks the same events
     seen, cursor = [], 0

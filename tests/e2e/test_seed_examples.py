@@ -14,13 +14,11 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from conductor.client.configuration.configuration import Configuration
 from conductor.client.http.api_client import ApiClient
@@ -30,7 +28,7 @@ from conductor.client.workflow.executor.workflow_executor import WorkflowExecuto
 
 from examples import agent_loop, batch_processor, data_pipeline, dynamic_pipeline, parallel_enrichment
 from examples import route_by_priority
-from tests.e2e.sdk_helpers import auth_headers, running_workers, tasks_by_ref, wait_for_workflow
+from tests.e2e.sdk_helpers import running_workers, tasks_by_ref, wait_for_workflow
 
 pytestmark = [
     pytest.mark.e2e,
@@ -40,7 +38,6 @@ pytestmark = [
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFINITIONS = REPO_ROOT / "examples" / "definitions"
-WORKERS_READY_SECONDS = 180
 SCRIPT_TIMEOUT_SECONDS = 240
 
 # The task types the examples' workers poll.
@@ -62,22 +59,6 @@ class Seed:
     pipeline_db: Path
 
 
-def wait_until_polled(config: Configuration, task_types, since_ms: int,
-                      timeout: float = WORKERS_READY_SECONDS) -> None:
-    """Until every task type in ``task_types`` has been polled at or after ``since_ms``
-    (epoch ms), as ``/tasks/queue/polldata/all`` tells."""
-    deadline = time.monotonic() + timeout
-    missing = set(task_types)
-    headers = auth_headers(config)
-    while time.monotonic() < deadline:
-        polled = httpx.get(f"{config.host}/tasks/queue/polldata/all", headers=headers, timeout=10).json()
-        missing = set(task_types) - {p["queueName"] for p in polled if (p.get("lastPollTime") or 0) >= since_ms}
-        if not missing:
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"workers never polled {sorted(missing)} within {timeout}s")
-
-
 @pytest.fixture(scope="module")
 def seed(conductor_server, tmp_path_factory):
     """The server, the SDK pointed at it through ``CONDUCTOR_SERVER_URL`` and the
@@ -89,9 +70,7 @@ def seed(conductor_server, tmp_path_factory):
         mp.setenv("PIPELINE_DB", str(pipeline_db))
         config = Configuration()
         clients = OrkesClients(configuration=config)
-        since_ms = int(time.time() * 1000)
-        with running_workers(config):
-            wait_until_polled(config, EXAMPLE_TASK_TYPES, since_ms)
+        with running_workers(config, EXAMPLE_TASK_TYPES):
             yield Seed(config, clients, clients.get_workflow_executor(), pipeline_db)
 
 

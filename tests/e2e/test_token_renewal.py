@@ -65,7 +65,7 @@ def test_an_sdk_worker_keeps_working_across_token_expiry(short_token_server):
     workflow >> token_workers.token_echo(task_ref_name="echo", value="${workflow.input.value}")
     workflow.register(overwrite=True)
     first_token = short_token_server.auth_headers()["X-Authorization"]
-    with running_workers(config):
+    with running_workers(config, [token_workers.ECHO_TASK]):
         for round_ in range(3):
             workflow_id = workflow.start_workflow_with_input(workflow_input={"value": f"round-{round_}"})
             done = wait_for_workflow(executor, config, workflow_id)

@@ -236,6 +236,111 @@ def test_an_event_is_bounded(api, settings):
     assert "output" not in action.data["tasksBefore"][0]
 
 
+def _fields_flow(api):
+    """set v=1, task a, set v=2, task b; the workflow's output is b's."""
+    a, b = unique("hf_a"), unique("hf_b")
+    api.register_task_defs(task_def(a), task_def(b))
+    name = unique("hf_wf")
+    api.register_workflow(workflow_def(name, [
+        {"name": "set1", "taskReferenceName": "set1", "type": "SET_VARIABLE", "inputParameters": {"v": 1}},
+        simple(a, "a"),
+        {"name": "set2", "taskReferenceName": "set2", "type": "SET_VARIABLE", "inputParameters": {"v": 2}},
+        simple(b, "b")], outputParameters={"answer": "${b.output.answer}"}))
+    return name, a, b
+
+
+def _at(wf, kind, pred=lambda e: True, nth=0):
+    """The seq of the ``nth`` event of ``kind`` matching ``pred``."""
+    return [e.id for e in events(wf.workflow_id) if e.kind == kind and pred(e)][nth]
+
+
+def test_workflow_input_output_and_variables_are_replayed(api):
+    name, a, b = _fields_flow(api)
+    wid = api.start(name, {"order": 7}, correlationId="first")
+    api.complete(api.poll_one(a), {"x": 1})
+    api.complete(api.poll_one(b), {"answer": 42})
+    started_at = api.workflow(wid)["startTime"]
+    updated = [e for e in events(wid) if e.kind == "workflow.updated"]
+    # set1 ran within the start (the row was inserted with v=1): two changes since
+    assert [e.data["fields"] for e in updated] == [["variables"], ["output"]]
+    assert [e.data["before"] for e in updated] == [{"variables": {"v": 1}}, {"output": {}}]
+    assert updated[1].data["sizes"] == {"output": len('{"answer":42}')}
+    done = events(wid)[-1].id
+    api.ok(api.post(f"/workflow/{wid}/rerun", {"reRunFromWorkflowId": wid, "workflowInput": {"order": 8},
+                                                "correlationId": "second"}))
+    rerun = next(e for e in events(wid) if e.kind == "workflow.updated" and "input" in e.data["fields"])
+    assert rerun.data["fields"] == ["input", "output", "variables", "createTime", "correlationId"]
+    assert rerun.data["before"]["input"] == {"order": 7} and rerun.data["before"]["correlationId"] == "first"
+
+    wf = store.load_workflow(wid, include_tasks=False)
+    at = lambda seq: history.moment(wf, seq)  # noqa: E731
+    first = at(_at(wf, "task.scheduled", lambda e: e.data["ref"] == "a"))
+    assert (first.state.input, first.state.variables, first.state.output) == ({"order": 7}, {"v": 1}, {})
+    assert first.unknown == {} and first.rerun is None
+    # the events of one change: tasks first, then the workflow's fields, then its status
+    assert at(_at(wf, "task.scheduled", lambda e: e.data["ref"] == "b")).state.variables == {"v": 1}
+    second = at(_at(wf, "workflow.updated"))
+    assert second.state.variables == {"v": 2} and second.state.output == {}
+    ended = at(done)
+    assert ended.state.status == "COMPLETED" and ended.state.output == {"answer": 42}
+    assert (ended.state.input, ended.state.correlation_id, ended.state.create_time) == ({"order": 7}, "first", started_at)
+    assert ended.state.end_time and ended.rerun is None
+    now = at(events(wid)[-1].id)
+    assert (now.state.input, now.state.output, now.state.variables) == ({"order": 8}, {}, {"v": 1})
+    assert now.state.correlation_id == "second" and now.state.create_time == api.workflow(wid)["startTime"]
+    assert now.rerun["action"] == "rerun" and now.rerun["seq"] == next(e.id for e in events(wid) if e.kind == "action")
+    assert history.last_rerun(wid) == now.rerun and history.last_rerun(wid, upto=done) is None
+
+
+def test_replayed_fields_are_bounded_and_say_what_is_missing(api, settings):
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "HISTORY_EVENT_MAX_BYTES": 2000}
+    name, a, b = _fields_flow(api)
+    big = {"blob": "q" * 5000}
+    wid = api.start(name, big)
+    api.complete(api.poll_one(a))
+    api.complete(api.poll_one(b), {"answer": "r" * 3000})
+    done = events(wid)[-1].id
+    api.ok(api.post(f"/workflow/{wid}/rerun", {"reRunFromWorkflowId": wid, "workflowInput": {"small": 1}}))
+    change = next(e for e in events(wid) if e.kind == "workflow.updated" and "input" in e.data["fields"])
+    assert len(history.bounded(change.data, 10**9)) <= 2000
+    # the small ones kept, the large ones counted
+    assert change.data["before"]["variables"] == {"v": 2} and change.data["before"]["input"]["omittedBytes"] > 5000
+    assert change.data["before"]["output"]["omittedBytes"] > 3000
+
+    wf = store.load_workflow(wid, include_tasks=False)
+    then = history.moment(wf, done)
+    assert then.state.variables == {"v": 2}
+    assert set(then.unknown) == {"input", "output"} and "bytes then" in then.unknown["input"]
+    assert then.state.input == {} and then.state.output == {}  # never the present value shown as the past
+
+    # an execution that began before its fields were recorded: unknown, not guessed
+    started = events(wid)[0]
+    ExecutionEvent.objects.filter(pk=started.pk).update(data={"status": "RUNNING", "version": 1})
+    legacy = history.moment(wf, done)
+    assert set(legacy.unknown) == set(history.TRACKED_FIELDS) and "began before" in legacy.unknown["variables"]
+
+
+def test_a_compacted_field_change_is_unknown_not_guessed(api):
+    name, a, b = _fields_flow(api)
+    wid = api.start(name, {"n": 1})
+    api.complete(api.poll_one(a))
+    first_set = next(e for e in events(wid) if e.kind == "workflow.updated")
+    ExecutionEvent.objects.filter(pk=first_set.pk).update(data={"fields": ["variables"], "compacted": True})
+    wf = store.load_workflow(wid, include_tasks=False)
+    then = history.moment(wf, events(wid)[1].id)
+    assert then.unknown == {"variables": "detail compacted out of the history"} and then.state.input == {"n": 1}
+
+
+def test_a_rerun_never_names_the_execution_as_its_own_origin(api):
+    name, a, b = two_step(api)
+    wid = api.start(name)
+    api.ok(api.delete(f"/workflow/{wid}", params={"reason": "stop"}))
+    WorkflowExecution.objects.filter(pk=wid).update(re_run_from_workflow_id=wid)  # as earlier versions wrote it
+    api.ok(api.post(f"/workflow/{wid}/rerun", {"reRunFromWorkflowId": wid}))
+    assert api.workflow(wid).get("reRunFromWorkflowId") is None  # Conductor reruns in place and leaves it unset
+    assert history.last_rerun(wid)["action"] == "rerun"
+
+
 def test_history_goes_with_remove_and_retention(api):
     name, a, b = two_step(api)
     gone = api.start(name)

@@ -172,7 +172,9 @@ class WorkflowHistoryApi(ConductorApi):
     """``GET /workflow/{id}/history?after=<seq>&limit=<n>``: the execution's history
     (``apps.engine.history``), oldest first: ``{"workflowId", "events": [{"seq", "time"
     (epoch ms), "kind", "taskId"?, "data"}], "next": <seq to pass as after, or null>}``.
-    ``limit`` is 1..1000 (default 500). Errors: 404 ``No such workflow found by id: %s``
+    ``limit`` is 1..1000 (default 500). The kinds and their ``data`` are listed in
+    ``apps.engine.history``'s module doc (``workflow.updated`` carries the earlier value
+    of each workflow field a change replaced). Errors: 404 ``No such workflow found by id: %s``
     (Conductor's error body); 400 for a negative ``after`` or a ``limit`` out of range.
     An extension of Conductor's API (Conductor keeps no such history)."""
 
