@@ -42,7 +42,7 @@ def expected(workflow_id: str) -> list[tuple]:
 
 
 def seen(receiver: Receiver) -> list[tuple]:
-    return [(r["body"]["workflowId"], r["headers"]["X-Conductor-Event"], r["body"].get("referenceTaskName"))
+    return [(r["body"]["workflowId"], r["headers"]["x-conductor-event"], r["body"].get("referenceTaskName"))
             for r in receiver.delivered()]
 
 

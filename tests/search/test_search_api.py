@@ -37,7 +37,7 @@ def fleet(db):
                             correlation_id="cust-1", input={"orderId": "A-1", "note": "Crème brûlée"},
                             output={"total": 10}),
         "o2": make_workflow("order", status="FAILED", create_time=T0 + 60_000, end_time=T0 + 70_000,
-                            correlation_id="cust-2", input={"orderId": "A-2"}, reason="payment declined"),
+                            correlation_id="cust-2", input={"orderId": "QA-2"}, reason="payment declined"),
         "o3": make_workflow("order", status="RUNNING", create_time=T0 + 120_000, correlation_id="cust-1",
                             input={"orderId": "B-3", "quote": 'say "hi"'}),
         "s1": make_workflow("shipping", status="RUNNING", create_time=T0 + 180_000, correlation_id="cust-3",
@@ -104,7 +104,7 @@ def test_malformed_query_is_400(api, fleet):
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("a-2", ["o2"]),                      # input JSON, case-insensitive
+    ("qa-2", ["o2"]),                     # input JSON, case-insensitive (not hex: ids are searched too)
     ("PAYMENT DECLINED", ["o2"]),         # reasonForIncompletion
     ("zz-9", ["s3"]),                     # output JSON
     ("cust-3", ["s1"]),                   # correlationId
