@@ -90,12 +90,15 @@ class Decider:
 
     def evaluation_result(self, task: TaskState, kind: str, expression: Any, bindings: Any, *,
                           evaluator_type: str | None = None, ask: bool = True,
-                          digest: str | None = None) -> evaluation.Evaluated | None:
+                          digest: str | None = None, lean: tuple[str, ...] | None = None,
+                          whole: Callable[[], dict] | None = None) -> evaluation.Evaluated | None:
         """The result of evaluating ``expression`` over ``bindings`` for ``task`` when the
         executor supplied one computed from exactly these inputs (``evaluated``, keyed by
         ``evaluation.key``); otherwise None, and with ``ask`` an ``evaluate`` action (once
         per decide and task) asks the executor to run it outside the lock. ``digest`` is
-        ``evaluation.key`` of these inputs when the caller has it already."""
+        ``evaluation.key`` of these inputs when the caller has it already; ``lean`` names
+        the top-level bindings given in part and ``whole()`` returns them whole (JavaScript
+        only, see ``evaluation.Request``)."""
         if not self.evaluated and not ask:
             return None
         if digest is None:
@@ -108,7 +111,8 @@ class Decider:
             limit = evaluation.time_limit_ms(kind, self.config) / 1000
             self.act("evaluate", task, request=evaluation.Request(
                 workflow_id=self.wf.workflow_id, task_id=task.task_id, key=digest, kind=kind,
-                expression=expression, bindings=bindings, evaluator_type=evaluator_type, time_limit=limit))
+                expression=expression, bindings=bindings, evaluator_type=evaluator_type, time_limit=limit,
+                lean=lean or (), whole=whole))
         return None
 
     def document(self) -> params.Document:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -47,7 +47,13 @@ class Request:
     """One evaluation to run outside the lock. ``kind`` is SCRIPT, JS, LAMBDA or JQ;
     ``evaluator_type`` the SCRIPT evaluator (``javascript`` ...); ``bindings`` the JSON
     value bound to ``$`` (jq: the input); ``time_limit`` seconds (jq only: JavaScript's
-    limit is ``evaluators.TIME_LIMIT_SECONDS`` of CPU); ``key`` from ``key()``."""
+    limit is ``evaluators.TIME_LIMIT_SECONDS`` of CPU); ``key`` from ``key()``. ``lean``
+    names top-level objects of ``bindings`` given only in part (a running DO_WHILE's
+    stored output, without its finished iterations) and ``whole()`` returns ``{name: whole
+    object}`` for them: a JavaScript evaluation that reads a key they lack, or enumerates
+    or changes them, is run again with the whole objects (``evaluators.evaluate_js``).
+    ``whole`` takes no lock and is not part of the key (the caller's key names the
+    evaluation)."""
 
     workflow_id: str
     task_id: str
@@ -57,6 +63,8 @@ class Request:
     bindings: Any
     evaluator_type: str | None = None
     time_limit: float = jq_sandbox.DEFAULT_TIME_LIMIT_SECONDS
+    lean: tuple[str, ...] = ()
+    whole: Callable[[], dict] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,10 @@ def run(request: Request) -> Evaluated:
     try:
         if request.kind == JQ:
             value = jq_sandbox.evaluate(request.expression, request.bindings, request.time_limit)
+        elif request.kind == JS and request.lean and request.whole is not None:
+            lean = {name: request.bindings[name] for name in request.lean}
+            rest = {k: v for k, v in request.bindings.items() if k not in lean}
+            value = evaluators.evaluate_js(request.expression, rest, lean, whole=request.whole)
         elif request.kind == JS:
             value = evaluators.evaluate_js(request.expression, *evaluators.split_large(request.bindings))
         elif request.kind == LAMBDA:

@@ -13,6 +13,7 @@ Source: Conductor's ScriptEvaluator / JavascriptEvaluator / ValueParamEvaluator
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import quickjs
@@ -85,23 +86,30 @@ class UnknownEvaluator(EvaluationError):
     """No evaluator of that type (Conductor: ``No evaluator registered for type: %s``)."""
 
 
-def evaluate_js(expression: str, bindings: Any, large: dict[str, dict] | None = None) -> Any:
+def evaluate_js(expression: str, bindings: Any, large: dict[str, dict] | None = None,
+                whole: Callable[[], dict[str, dict]] | None = None) -> Any:
     """Evaluate a JavaScript expression or script with ``$`` = ``bindings`` (JSON value);
     return its completion value as JSON (None for undefined). ``large`` (``{name: dict}``,
     ``bindings`` a dict) adds ``$[name]`` = that dict, handed without its integer-like keys
-    first and whole only when the script looks at more (see ``_PARTIAL_OBJECT``).
+    first and whole only when the script looks at more (see ``_PARTIAL_OBJECT``). With
+    ``whole``, ``large`` is that part already and ``whole()`` gives ``{name: whole dict}``
+    when the script looks at more.
 
     Errors: EvaluationError with the script's error message, ``Script not evaluated
     within 4 seconds, interrupted.`` for a runaway script, or ``out of memory``.
     """
     if large:
-        partial = {name: {k: v for k, v in obj.items() if not _integer_like(k)} for name, obj in large.items()}
-        if all(len(partial[name]) == len(obj) for name, obj in large.items()):
-            return _evaluate(expression, {**bindings, **large}, None)
+        if whole is None:
+            partial = {name: {k: v for k, v in obj.items() if not _integer_like(k)} for name, obj in large.items()}
+            if all(len(partial[name]) == len(obj) for name, obj in large.items()):
+                return _evaluate(expression, {**bindings, **large}, None)
+            whole = lambda: large  # noqa: E731
+        else:
+            partial = large
         needs_full, value = _evaluate(expression, bindings, partial)
         if not needs_full:
             return value
-        return _evaluate(expression, {**bindings, **large}, None)
+        return _evaluate(expression, {**bindings, **whole()}, None)
     return _evaluate(expression, bindings, None)
 
 

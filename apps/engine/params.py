@@ -65,6 +65,112 @@ def definition_ref(task: TaskState) -> str:
     return task.reference_task_name
 
 
+# --- a DO_WHILE's output, whole -----------------------------------------------------------------
+#
+# Conductor's DO_WHILE output holds every finished iteration's outputs ({"1": {ref: output},
+# "2": ..., "iteration": n}). Rewriting that growing document on every update of a long loop
+# made each update O(iterations), so while the loop runs its stored output keeps only the
+# counter (``iteration``, ``loopIndex``, ``loopItem``) and the current iteration's key; the
+# finished iterations are read from their body tasks when something looks at the whole
+# output (the API, a ``${loop.output...}`` reference, a loopCondition reading them), and
+# written into the stored output once, when the loop ends.
+
+
+def iteration_key(key: Any) -> bool:
+    """Whether an output key of a DO_WHILE names an iteration (``"1"``, ``"2"``, ...)."""
+    return isinstance(key, str) and key.isdigit() and key[0] != "0"
+
+
+def loop_body_refs(loop: TaskState, blueprint) -> set[str]:
+    """Every definition reference nested (at any depth) in the DO_WHILE ``loop``'s
+    ``loopOver``: from ``blueprint`` (``apps.engine.blueprint.Blueprint`` of the
+    execution's definition), or from the WorkflowTask stored on the task (a DO_WHILE
+    made by a dynamic fork)."""
+    from apps.engine.blueprint import Blueprint
+
+    ref = definition_ref(loop)
+    if blueprint is not None and blueprint.get(ref) is not None:
+        return blueprint.nested_refs(ref)
+    wt = loop.workflow_task or {}
+    return Blueprint({"tasks": [wt]}).nested_refs(wt.get("taskReferenceName") or ref)
+
+
+def _finished_range(loop: TaskState) -> range:
+    """The finished iterations a DO_WHILE's whole output shows: those before the current
+    one, without the ones ``keepLastN`` dropped."""
+    out = loop.output_data or {}
+    counter = out.get("iteration")
+    if not isinstance(counter, int) or isinstance(counter, bool) or counter < 2:
+        return range(0)
+    first = 1
+    keep = (loop.input_data or {}).get("keepLastN")
+    if isinstance(keep, int) and not isinstance(keep, bool) and 0 < keep < counter:
+        first = counter - keep + 1  # DoWhile._drop_old_iterations dropped 1..counter-keep
+    return range(first, counter)
+
+
+def loop_missing_iterations(loop: TaskState) -> bool:
+    """Whether the stored output of the DO_WHILE ``loop`` leaves finished iterations
+    (``_finished_range``) to its body tasks. Costs the size of the stored output, not
+    the number of iterations."""
+    finished = _finished_range(loop)
+    if not finished:
+        return False
+    held = sum(1 for k in (loop.output_data or {}) if iteration_key(k) and int(k) in finished)
+    return held < len(finished)
+
+
+def loop_output(loop: TaskState, tasks, body_refs: set[str]) -> dict:
+    """The whole output of the DO_WHILE ``loop`` as Conductor shows it: its stored output
+    (counter, current iteration) plus ``"k": {ref: output}`` of each finished iteration
+    it leaves out, from the latest attempt of each body task that ran with exactly that
+    iteration's scope, in the order they first ran (a nested loop's own body tasks are
+    in that loop's output, not here). ``tasks``: the execution's tasks (list or
+    ``TaskList``, read by reference); ``body_refs``: ``loop_body_refs``. Returns the
+    stored dict itself when nothing is missing, else a new dict (iteration keys last,
+    in order)."""
+    out = loop.output_data or {}
+    if not loop_missing_iterations(loop):
+        return out
+    missing = [k for k in _finished_range(loop) if str(k) not in out]
+    own = loop_scope(loop)
+    refs = [f"{r}{own}__{k}" for k in missing for r in sorted(body_refs)]
+    found = attempts_of(tasks, refs)
+    whole = {k: v for k, v in out.items() if not iteration_key(k)}
+    stored = {int(k): v for k, v in out.items() if iteration_key(k)}
+    for k in missing:
+        stored[k] = None
+    for k in sorted(stored):
+        value = stored[k]
+        if value is None:
+            picked = []
+            for r in body_refs:
+                best = None
+                attempts = found.get(f"{r}{own}__{k}") or []
+                for t in attempts:
+                    if t is not loop and t.iteration and (best is None or t.retry_count >= best.retry_count):
+                        best = t
+                if best is not None:
+                    picked.append((attempts[0].seq, r, best))
+            picked.sort(key=lambda item: item[0])
+            value = {r: t.output_data for _seq, r, t in picked}
+        whole[str(k)] = value
+    return whole
+
+
+def fill_loop_outputs(wf: WorkflowState, blueprint=None) -> None:
+    """Give each unfinished DO_WHILE of ``wf`` (its tasks all loaded) its whole output
+    (``loop_output``), for readers that show or compare executions."""
+    loops = [t for t in wf.tasks if t.task_type == "DO_WHILE" and not t.terminal and loop_missing_iterations(t)]
+    if not loops:
+        return
+    if blueprint is None:
+        from apps.engine.blueprint import Blueprint
+        blueprint = Blueprint(wf.definition or {})
+    for t in loops:
+        t.output_data = loop_output(t, wf.tasks, loop_body_refs(t, blueprint))
+
+
 @lru_cache(maxsize=4096)
 def _compile(path: str):
     """Compile ``a.b[0].c`` as ``$.a.b[0].c``; names that RFC 9535 shorthand refuses
@@ -164,7 +270,7 @@ class Document:
     ``env`` is the environment that ``${workflow.env.X}`` and bare upper-case names read
     (the caller passes ``os.environ``; none by default: this module reads no process state)."""
 
-    __slots__ = ("wf", "env", "blueprint", "_cache", "_refs")
+    __slots__ = ("wf", "env", "blueprint", "_cache", "_refs", "_loops")
 
     def __init__(self, wf: WorkflowState, env: Mapping[str, str] | None = None, blueprint=None):
         self.wf = wf
@@ -172,6 +278,7 @@ class Document:
         self.blueprint = blueprint  # apps.engine.blueprint.Blueprint of wf.definition, when known
         self._cache: dict[str, Any] = {}
         self._refs: dict[str, TaskState] | None = None
+        self._loops: dict[str, TaskState] = {}  # running DO_WHILEs entered with their lean output
 
     def _by_reference(self, head: str) -> tuple[bool, TaskState | None]:
         """``(answered, task)``: the latest task made from WorkflowTask ``head`` read by
@@ -213,7 +320,7 @@ class Document:
         else:
             answered, task = self._by_reference(head) if self._refs is None else (False, None)
             if answered:
-                value = _task_entry(task, self.wf) if task is not None else _NOT_FOUND
+                value = self._task_value(head, task) if task is not None else _NOT_FOUND
                 self._cache[head] = value
                 return value
             if self._refs is None:
@@ -223,12 +330,47 @@ class Document:
                     refs[key] = task
                 self._refs = refs
             task = self._refs.get(head)
-            value = _task_entry(task, self.wf) if task is not None else _NOT_FOUND
+            value = self._task_value(head, task) if task is not None else _NOT_FOUND
+        self._cache[head] = value
+        return value
+
+    def _task_value(self, head: str, task: TaskState) -> dict:
+        if task.task_type == "DO_WHILE" and not task.terminal and loop_missing_iterations(task):
+            self._loops[head] = task
+        return _task_entry(task, self.wf)
+
+    def lean_loop(self, head: str) -> bool:
+        """Whether the entry ``head`` is a running DO_WHILE whose stored output leaves
+        finished iterations to its body tasks (``loop_output``)."""
+        return head in self._loops
+
+    def whole_entry(self, head: str) -> dict:
+        """The entry ``head`` of a running DO_WHILE with its whole output (``loop_output``)."""
+        from apps.engine.blueprint import Blueprint
+
+        task = self._loops.pop(head)
+        blueprint = self.blueprint if self.blueprint is not None else Blueprint(self.wf.definition or {})
+        value = {**self._cache[head], "output": loop_output(task, self.wf.tasks, loop_body_refs(task, blueprint))}
         self._cache[head] = value
         return value
 
 
 _HEAD = re.compile(r"^([^.\[]+)")
+_FIELD = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)(?=$|[.\[])")
+
+
+def _lean_enough(expr: str, head: str, lean_output: dict) -> bool:
+    """Whether ``expr`` (``head...``) reads only what a running DO_WHILE's stored output
+    holds: a field other than ``output``, or ``output.<name>`` of a stored non-iteration
+    key (``${loop.output.iteration}``)."""
+    rest = expr[len(head):].strip()
+    m = _FIELD.match(rest)
+    if m is None:
+        return False
+    if m.group(1) != "output":
+        return True
+    m = _FIELD.match(rest[m.end():])
+    return m is not None and m.group(1) in lean_output and not iteration_key(m.group(1))
 
 
 def _resolve_expression(expr: str, doc: Document, task_id: str | None) -> Any:
@@ -244,6 +386,8 @@ def _resolve_expression(expr: str, doc: Document, task_id: str | None) -> Any:
     if head == "workflow" and expr.startswith("workflow.secrets."):
         return "${" + expr + "}"  # left literal, as Conductor stores it
     entry = doc.entry(head)
+    if doc.lean_loop(head) and not _lean_enough(expr, head, entry["output"]):
+        entry = doc.whole_entry(head)
     if entry is _NOT_FOUND:
         if head == expr and head in doc.env:
             return doc.env[head]

@@ -48,6 +48,7 @@ from django.db.models.functions import Cast
 from apps.core.errors import InvalidInput, validation_failed
 from apps.engine import store
 from apps.engine.models import TaskExecution, WorkflowExecution
+from apps.engine.selectors import whole_loop
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
 
 MAX_SEARCH_SIZE = 5000
@@ -615,7 +616,7 @@ def task_search(*, query: str | None = None, free_text: str | None = "*", sort: 
     hits = []
     for r in rows:
         cid = r.pop("workflow__correlation_id")
-        hits.append(TaskHit(store.task_from_values(r), cid))
+        hits.append(TaskHit(whole_loop(store.task_from_values(r)), cid))
     return total, hits
 
 

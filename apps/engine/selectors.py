@@ -4,7 +4,7 @@ messages."""
 from __future__ import annotations
 
 from apps.core.errors import NotFound
-from apps.engine import store
+from apps.engine import params, store
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskState, WorkflowState
 from apps.engine.status import TERMINAL_WORKFLOW
@@ -25,6 +25,8 @@ def _with_tasks(rows: list[dict], include_tasks: bool) -> list[WorkflowState]:
         by_id = {w.workflow_id: w for w in wfs}
         for row in TaskExecution.objects.filter(workflow_id__in=list(by_id)).order_by("seq").values(*TASK_FIELDS):
             by_id[row["workflow_id"]].tasks.append(store.task_from_values(row))
+        for wf in wfs:
+            params.fill_loop_outputs(wf)
     return wfs
 
 
@@ -56,8 +58,17 @@ def task_get(*, task_id: str) -> tuple[TaskState, WorkflowState]:
     row = TaskExecution.objects.filter(pk=task_id).values(*TASK_FIELDS).first()
     if row is None:
         raise NotFound(f"Task not found for taskId: {task_id}")
-    wf = store.load_workflow(row["workflow_id"], include_tasks=False)
-    return store.task_from_values(row), wf
+    return whole_loop(store.task_from_values(row)), store.load_workflow(row["workflow_id"], include_tasks=False)
+
+
+def whole_loop(task: TaskState) -> TaskState:
+    """A running DO_WHILE task with its whole output (``params.loop_output``: the finished
+    iterations read from its body tasks), as the API shows it; other tasks unchanged."""
+    if task.task_type != "DO_WHILE" or not params.loop_missing_iterations(task):
+        return task
+    wf = store.load_workflow(task.workflow_id)
+    found = next((t for t in wf.tasks if t.task_id == task.task_id), None) if wf is not None else None
+    return found if found is not None else task
 
 
 def task_logs(*, task_id: str) -> list[dict]:

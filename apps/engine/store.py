@@ -24,7 +24,7 @@ import orjson
 
 from django.db import connection
 
-from apps.engine import history, notify
+from apps.engine import history, notify, params
 from apps.engine.outcome import DeciderOutcome
 from apps.engine.state import TASK_FIELDS, WORKFLOW_FIELDS, TaskList, TaskState, WorkflowState, active_tasks, task_by_id
 from apps.engine.status import TERMINAL_TASK
@@ -360,6 +360,7 @@ def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True, lazy: boo
             cursor.execute(sql["tasks"], [workflow_id])
             wf.tasks = [task_from_row(r) for r in cursor.fetchall()]
             _attach_sub_workflows(wf, cursor)
+            params.fill_loop_outputs(wf)
     return wf
 
 
@@ -382,7 +383,9 @@ def snapshot_workflow(workflow_id: str) -> WorkflowState | None:
 
 
 def load_workflow(workflow_id: str, include_tasks: bool = True) -> WorkflowState | None:
-    """Read a workflow (no lock) with its tasks ordered by seq; None if absent."""
+    """Read a workflow (no lock) with its tasks ordered by seq; None if absent. A running
+    DO_WHILE gets its whole output, as Conductor shows it (``params.loop_output``): read
+    to show, not to save."""
     return _read(workflow_id, lock=False, include_tasks=include_tasks)
 
 

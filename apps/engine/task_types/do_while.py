@@ -2,7 +2,12 @@
 
 Body tasks of iteration N get the reference suffix ``__N`` (``__M__N`` when the loop is
 itself inside a loop body at iteration M) and ``iteration`` N. The loop's own counter is
-``output.iteration``; each finished iteration adds ``output["N"] = {ref: output}``.
+``output.iteration``; each finished iteration adds ``output["N"] = {ref: output}``. While
+the loop runs, its stored output holds the counter and the current iteration only, and the
+finished iterations are read from their body tasks by whoever looks at the whole output
+(``params.loop_output``: the API, ``${loop.output...}``, a condition reading them); it is
+written whole when the loop ends (complete, fail or cancel), so an update of a long loop
+does not rewrite a document that grows with every iteration (issue #9).
 ``keepLastN`` (input) drops older iteration outputs and their task rows. List mode
 (``items`` on the WorkflowTask, or ``_items`` in its input) iterates over a list with
 ``loopIndex``/``loopItem`` in the output, and continues while items remain (and the
@@ -23,6 +28,27 @@ from apps.engine.evaluators import truthy
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
+
+
+class _Snapshot:
+    """What ``params.loop_output`` reads of a loop task, fixed at the decide that asked
+    (the task object itself may change before the evaluation runs)."""
+
+    __slots__ = ("task_id", "reference_task_name", "iteration", "output_data", "input_data", "seq", "retry_count")
+
+    def __init__(self, task: TaskState, output: dict):
+        self.task_id = task.task_id
+        self.reference_task_name = task.reference_task_name
+        self.iteration = task.iteration
+        self.output_data = output
+        self.input_data = task.input_data
+        self.seq = task.seq
+        self.retry_count = task.retry_count
+
+
+def _lean(output: dict) -> dict:
+    """A running loop's stored output without its iteration keys."""
+    return {k: v for k, v in output.items() if not params.iteration_key(k)}
 
 
 def max_iterations(d) -> int:
@@ -67,7 +93,8 @@ class DoWhile(TaskType):
 
     def _start_iteration(self, d, task: TaskState, counter: int, items: list | None) -> None:
         wt = d.workflow_task_of(task)
-        task.output_data = {**task.output_data, "iteration": counter}
+        # finished iterations stay in their body tasks (``params.loop_output``)
+        task.output_data = {**_lean(task.output_data), "iteration": counter}
         if items is not None:
             task.output_data["loopIndex"] = counter - 1
             if counter - 1 < len(items):
@@ -187,7 +214,7 @@ class DoWhile(TaskType):
             if t.terminal and not t.successful:
                 failure = t.reason_for_incompletion or f"{ref} {t.status}"
                 break
-        task.output_data = {**task.output_data, str(counter): iteration_output}
+        task.output_data = {**_lean(task.output_data), str(counter): iteration_output}
         keep_last = task.input_data.get("keepLastN")
         if isinstance(keep_last, int) and not isinstance(keep_last, bool) and keep_last > 0 and counter > keep_last:
             self._drop_old_iterations(d, task, nested, counter - keep_last)
@@ -204,7 +231,8 @@ class DoWhile(TaskType):
             go_on = items is not None  # list mode without a condition runs every item
         else:
             result, asked = self._evaluated_condition(d, task, condition,
-                                                      self._condition_input(d, task, nested, items, counter, relevant))
+                                                      self._condition_input(d, task, nested, items, counter, relevant),
+                                                      nested)
             if result is None:  # asked for: the decide that gets the result carries on
                 return task.output_data != before or asked
             if result.error is not None:
@@ -223,18 +251,32 @@ class DoWhile(TaskType):
         return self._done(d, task, "COMPLETED")
 
     @staticmethod
-    def _evaluated_condition(d, task: TaskState, condition: str,
-                             bindings: dict) -> tuple[evaluation.Evaluated | None, bool]:
+    def _evaluated_condition(d, task: TaskState, condition: str, bindings: dict,
+                             nested: set[str]) -> tuple[evaluation.Evaluated | None, bool]:
         """``(result, asked)``: the value of ``condition`` over ``bindings`` once the
         executor evaluated it outside the lock, else None, and whether this call asked for
         it (the task changed). ``evaluation_key`` remembers what was asked (and
         ``update_time`` when), so another decide meanwhile does not ask again before the
-        time limit plus grace has passed."""
+        time limit plus grace has passed. The loop's own output is bound as stored (the
+        counter and the current iteration); a script that reads a finished iteration, or
+        enumerates the output, is run again with the whole output (``whole``, assembled
+        from the body tasks outside the lock): the key names the same evaluation, as the
+        finished iterations are fixed by the counter."""
         digest = evaluation.key(evaluation.JS, None, condition, bindings)
+        lean = whole = None
+        if params.loop_missing_iterations(task):
+            lean = tuple(dict.fromkeys((task.reference_task_name, params.strip_iteration(task.reference_task_name))))
+            tasks, stored = d.wf.tasks, task.output_data
+            probe = _Snapshot(task, stored)
+
+            def whole() -> dict:
+                output = params.loop_output(probe, tasks, nested)
+                return {name: output for name in lean}
         due = (task.evaluation_key != digest or d.redispatch_evaluations
                or d.now >= evaluation.redispatch_at(task.update_time, evaluation.JS, d.config))
         newly = due and task.task_id not in d.asked
-        result = d.evaluation_result(task, evaluation.JS, condition, bindings, ask=due, digest=digest)
+        result = d.evaluation_result(task, evaluation.JS, condition, bindings, ask=due, digest=digest,
+                                     lean=lean, whole=whole)
         if result is not None:
             task.evaluation_key = ""
             return result, False
@@ -244,7 +286,14 @@ class DoWhile(TaskType):
         return None, newly
 
     @staticmethod
-    def _done(d, task: TaskState, status: str) -> bool:
+    def _whole_output(d, task: TaskState) -> dict:
+        return params.loop_output(task, d.wf.tasks, d.blueprint.nested_refs(d.workflow_task_of(task)["taskReferenceName"]))
+
+    def cancel(self, d, task: TaskState) -> None:
+        task.output_data = self._whole_output(d, task)  # the loop ends: its output is written whole
+
+    def _done(self, d, task: TaskState, status: str) -> bool:
+        task.output_data = self._whole_output(d, task)  # the loop ends: its output is written whole
         task.status = status
         task.end_time = d.now
         task.update_time = d.now
@@ -252,8 +301,8 @@ class DoWhile(TaskType):
 
     def _drop_old_iterations(self, d, task: TaskState, nested: set[str], up_to: int) -> None:
         own = params.loop_scope(task)
-        for k in range(1, up_to + 1):
-            task.output_data.pop(str(k), None)
+        for k in [k for k in task.output_data if params.iteration_key(k) and int(k) <= up_to]:
+            task.output_data.pop(k)
         old_scopes = tuple(f"{own}__{k}" for k in range(1, up_to + 1))
         doomed = [t for t in d.wf.tasks if params.strip_iteration(t.reference_task_name) in nested and
                   any(params.ref_suffix(t.reference_task_name) == s or
