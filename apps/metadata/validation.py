@@ -11,6 +11,8 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from apps.core.fields import name_errors
+
 TASK_TIMEOUT_POLICIES = ("RETRY", "TIME_OUT_WF", "ALERT_ONLY")
 WORKFLOW_TIMEOUT_POLICIES = ("TIME_OUT_WF", "ALERT_ONLY")
 RETRY_LOGICS = ("FIXED", "EXPONENTIAL_BACKOFF", "LINEAR_BACKOFF")
@@ -234,6 +236,7 @@ def validate_task_def(task_def: Any, path: str = "taskDef") -> list[dict]:
     name = task_def.get("name")
     if not isinstance(name, str) or not name.strip():
         errors.append(_err(f"{path}.name", "TaskDef name cannot be null or empty"))
+    errors += name_errors(name, "metadata.TaskDef.name", f"{path}.name")
     name = name if isinstance(name, str) else ""
     for key in TASK_DEF_INT_FIELDS:
         value = task_def.get(key)
@@ -383,6 +386,7 @@ def validate_workflow_def(workflow_def: Any, path: str = "workflowDef") -> list[
     name = workflow_def.get("name")
     if not isinstance(name, str) or not name.strip():
         errors.append(_err(f"{path}.name", "WorkflowDef name cannot be null or empty"))
+    errors += name_errors(name, "metadata.WorkflowDef.name", f"{path}.name")
     tasks = workflow_def.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         errors.append(_err(f"{path}.tasks", "WorkflowTask list cannot be empty"))
