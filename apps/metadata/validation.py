@@ -11,7 +11,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from apps.core.fields import name_errors
+from apps.core.fields import length_errors, name_errors
 
 TASK_TIMEOUT_POLICIES = ("RETRY", "TIME_OUT_WF", "ALERT_ONLY")
 WORKFLOW_TIMEOUT_POLICIES = ("TIME_OUT_WF", "ALERT_ONLY")
@@ -82,6 +82,12 @@ _TASK_STRING_FIELDS = ("name", "taskReferenceName", "type", "description", "eval
                        "caseValueParam", "caseExpression", "scriptExpression", "loopCondition",
                        "dynamicTaskNameParam", "dynamicForkTasksParam", "dynamicForkTasksInputParamName",
                        "dynamicForkJoinTasksParam", "sink")
+
+
+# WorkflowTask fields each task execution stores in a column (apps.engine's TaskExecution)
+_TASK_COLUMNS = (("name", "engine.TaskExecution.task_def_name"),
+                 ("taskReferenceName", "engine.TaskExecution.reference_task_name"),
+                 ("type", "engine.TaskExecution.task_type"))
 
 
 def _err(path: str, message: str, invalid: Any = None) -> dict:
@@ -427,6 +433,9 @@ def validate_workflow_def(workflow_def: Any, path: str = "workflowDef") -> list[
         tpath = f"{path}.tasks[{index}]"
         if not task.get("name"):
             errors.append(_err(f"{tpath}.name", "WorkflowTask name cannot be empty or null"))
+        # stored in the columns of every task execution: too long here would fail each start
+        for key, column in _TASK_COLUMNS:
+            errors += length_errors(task.get(key), column, f"{tpath}.{key}")
         ref = task.get("taskReferenceName")
         if not ref:
             errors.append(_err(f"{tpath}.taskReferenceName", "WorkflowTask taskReferenceName name cannot be empty or null"))
