@@ -119,7 +119,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # first: chunked request bodies get their length before anything parses them
     "apps.api.middleware.ChunkedBodyMiddleware",
-    # /api paths and query strings without NUL characters (PostgreSQL cannot hold them)
+    # paths, query strings and UI form fields without NUL characters or lone surrogates
+    # (PostgreSQL cannot hold them): 400 (Conductor's body under /api, a page elsewhere)
     "apps.api.middleware.TextGateMiddleware",
     # then: /api calls carry a token from POST /api/token (apps/api/auth.py)
     "apps.api.middleware.ApiAuthMiddleware",

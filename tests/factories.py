@@ -194,6 +194,14 @@ class Api:
         assert resp.status_code == status, (resp.status_code, resp.content[:2000])
         return resp
 
+    @staticmethod
+    def refused(resp, status: int = 400) -> dict:
+        """The Conductor error body of a refused call (``status`` and ``message`` set)."""
+        assert resp.status_code == status, (resp.status_code, resp.content[:500])
+        body = resp.json()
+        assert body["status"] == status and body["message"], body
+        return body
+
     def register_task_defs(self, *defs: dict) -> None:
         self.ok(self.post("/metadata/taskdefs", list(defs)))
 

@@ -32,6 +32,7 @@ from apps.api.parsers import check_body_size, check_text, parse_json
 from apps.api.shapes import check_task_result
 from apps.core import lifecycle
 from apps.core.errors import InvalidInput, PayloadTooLarge
+from apps.core.fields import check_length
 from apps.engine import executor, history, queue
 from apps.engine.representation import task_json
 
@@ -85,14 +86,18 @@ def _json_object(body: bytes, what: str) -> dict:
 
 def poll_params(query: dict, single: bool) -> tuple[str | None, str | None, int, int]:
     """``(workerid, domain, count, timeout ms)`` of a poll (``query`` maps each parameter
-    to its values); InvalidInput for a parameter holding a NUL character or an integer
-    that is not one (``queue.poll`` refuses a timeout past ``MAX_LONG_POLL_MS``)."""
+    to its values); InvalidInput for a parameter holding a NUL character, a workerid or
+    domain longer than its column, or an integer that is not one (``queue.poll`` refuses a timeout past ``MAX_LONG_POLL_MS``)."""
     for name, values in query.items():
         for value in values:
             check_text(value, f"Query parameter '{name}'")
     count = 1 if single else max(1, _qint(query, "count", 1))
     timeout_ms = 100 if single else max(0, _qint(query, "timeout", 100))
-    return _q(query, "workerid"), _q(query, "domain"), count, timeout_ms
+    worker_id, domain = _q(query, "workerid"), _q(query, "domain")
+    # both are stored (PollData, the claimed task): longer than their columns is a 400
+    check_length(worker_id, "engine.PollData.worker_id", "workerid")
+    check_length(domain, "engine.PollData.domain", "domain")
+    return worker_id, domain, count, timeout_ms
 
 
 async def poll_answer(task_type: str, query: dict, single: bool, *,
@@ -103,6 +108,7 @@ async def poll_answer(task_type: str, query: dict, single: bool, *,
     answer with it: the fast path below and, with ``in_caller_thread``, the Django views."""
     try:
         check_text(task_type, "The task type")
+        check_length(task_type, "engine.PollData.queue_name", "taskType")
         worker_id, domain, count, timeout_ms = poll_params(query, single)
         tasks = await queue.poll(task_type=task_type, worker_id=worker_id, domain=domain, count=count,
                                       timeout_ms=timeout_ms, in_caller_thread=in_caller_thread)

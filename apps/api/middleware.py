@@ -38,28 +38,47 @@ class ChunkedBodyMiddleware:
 
 
 class TextGateMiddleware:
-    """An /api request whose path or query string holds a NUL character answers 400 with
-    Conductor's error body before any view runs: PostgreSQL cannot store or compare such
-    text, so the same request would pass on SQLite and fail with a 500 on PostgreSQL."""
+    """A request whose path, query string (names and values) or form fields hold a NUL
+    character or a lone UTF-16 surrogate answers 400 before any view runs: PostgreSQL
+    cannot store or compare such text, so the same request would pass on SQLite and fail
+    with a 500 on PostgreSQL. /api paths get Conductor's error body, every other path (the
+    UI, the admin) the ``400.html`` page with the reason."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path.startswith("/api/"):
-            from apps.api.exceptions import error_response
-            from apps.api.parsers import check_text
-            from apps.core.errors import InvalidInput
+        from apps.core.errors import InvalidInput
 
-            try:
-                check_text(request.path, "The path")
-                for name, values in request.GET.lists():
-                    check_text(name, "A query parameter name")
-                    for value in values:
-                        check_text(value, f"Query parameter '{name}'")
-            except InvalidInput as exc:
+        try:
+            self.check(request)
+        except InvalidInput as exc:
+            if request.path.startswith("/api/"):
+                from apps.api.exceptions import error_response
+
                 return error_response(exc)
+            from django.template.response import SimpleTemplateResponse
+
+            page = SimpleTemplateResponse("400.html", {"message": exc.message}, status=400)
+            return page.render()
         return self.get_response(request)
+
+    @staticmethod
+    def check(request) -> None:
+        """InvalidInput naming the first part of ``request`` that holds such text."""
+        from apps.api.parsers import check_text
+
+        check_text(request.path, "The path")
+        fields = [("Query parameter", request.GET)]
+        if not request.path.startswith("/api/") and request.method == "POST" and request.content_type in (
+                "application/x-www-form-urlencoded", "multipart/form-data"):  # as CsrfViewMiddleware reads it
+            fields.append(("Form field", request.POST))
+        for kind, data in fields:
+            for name, values in data.lists():
+                check_text(name, f"A {kind.lower()} name")
+                for value in values:
+                    if isinstance(value, str):
+                        check_text(value, f"{kind} '{name}'")
 
 
 class ApiAuthMiddleware:

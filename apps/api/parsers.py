@@ -114,10 +114,12 @@ def parse_json(raw: bytes | str):
 
 def check_text(value: str, what: str) -> str:
     """``value`` unchanged, or InvalidInput (400) naming ``what`` when it holds a NUL
-    character, which PostgreSQL cannot store or compare (paths, query parameters, raw
-    text bodies)."""
+    character, which PostgreSQL cannot store or compare, or a lone UTF-16 surrogate, which
+    is not Unicode text (paths, query parameters, form fields, raw text bodies)."""
     if _NUL in value:
         raise InvalidInput(f"{what} holds a NUL character (\\u0000), which is not accepted")
+    if _SURROGATE.search(value):
+        raise InvalidInput(f"{what} holds a lone UTF-16 surrogate (not valid Unicode), which is not accepted")
     return value
 
 

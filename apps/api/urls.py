@@ -11,7 +11,8 @@ urlpatterns = [
     path("health/ready", health.ReadyApi.as_view()),
     # --- metadata
     path("metadata/taskdefs", metadata.TaskDefsApi.as_view()),
-    path("metadata/taskdefs/<str:name>", metadata.TaskDefApi.as_view()),
+    # <path:name>: a name with '/' (refused since, but possibly stored before) can be read and deleted
+    path("metadata/taskdefs/<path:name>", metadata.TaskDefApi.as_view()),
     path("metadata/workflow", metadata.WorkflowDefsApi.as_view()),
     path("metadata/workflow/validate", metadata.WorkflowDefValidateApi.as_view()),
     path("metadata/workflow/latest-versions", metadata.WorkflowDefLatestApi.as_view()),
@@ -19,7 +20,7 @@ urlpatterns = [
     path("metadata/workflow/names-and-versions", metadata.WorkflowNamesAndVersionsApi.as_view()),
     path("metadata/workflow/<str:name>/versions", metadata.WorkflowVersionsApi.as_view()),
     path("metadata/workflow/<str:name>", metadata.WorkflowDefApi.as_view()),
-    path("metadata/workflow/<str:name>/<int:version>", metadata.WorkflowDefVersionApi.as_view()),
+    path("metadata/workflow/<path:name>/<int:version>", metadata.WorkflowDefVersionApi.as_view()),
     # --- search, bulk, metrics (before the catch-all workflow/<x> and tasks/<id> routes)
     path("workflow/search", search.WorkflowSearchApi.as_view()),
     path("workflow/search-v2", search.WorkflowSearchV2Api.as_view()),

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from random import Random
 from typing import Any
 
+from apps.core.fields import max_length
 from apps.engine import evaluation, params
 from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
@@ -174,7 +175,22 @@ class Decider:
             workflow_task=workflow_task if (store_workflow_task or self.blueprint.get(
                 workflow_task.get("taskReferenceName", "")) is not workflow_task) else {},
         )
+        self._check_columns(task, task_def_name=task.task_def_name, reference_task_name=task.reference_task_name,
+                            task_type=task.task_type)
         return task
+
+    def _check_columns(self, task: TaskState, **values: str | None) -> None:
+        """End the workflow FAILED with a reason naming the field when a task value known
+        only at run time (a DYNAMIC task's name, a dynamic fork's names and references,
+        a domain prefixed to the queue) is longer than the TaskExecution column it is
+        stored in (``apps.core.fields``): PostgreSQL would refuse the row, SQLite would
+        keep it; either way the workflow would be stuck."""
+        for field, value in values.items():
+            limit = max_length(f"engine.TaskExecution.{field}")
+            if isinstance(value, str) and limit is not None and len(value) > limit:
+                raise TerminateWorkflow(
+                    f"Task {(task.reference_task_name or '')[:80]!r} cannot be scheduled: its {field} is "
+                    f"{len(value)} characters long, at most {limit} are allowed", "FAILED")
 
     def tasks_to_schedule(self, workflow_task: dict, retry_count: int = 0) -> list[TaskState]:
         """Map one WorkflowTask to the task executions it creates (Conductor's TaskMapper
@@ -233,6 +249,7 @@ class Decider:
         domain = self._domain_for(task)
         task.domain = domain
         task.queue_name = f"{domain}:{task.task_def_name}" if domain else task.task_def_name
+        self._check_columns(task, queue_name=task.queue_name)
 
     def _domain_for(self, task: TaskState) -> str | None:
         mapping = self.wf.task_to_domain or {}

@@ -29,6 +29,7 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
+from apps.core.fields import length_errors
 from apps.core.ids import new_id
 from apps.core.logs import log_context
 from apps.engine import effects, evaluation, event_queue, history, jobqueue, notify, queue, retention, store
@@ -259,6 +260,8 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
         raise validation_failed([{"path": "startWorkflow.arg0.priority", "message": "0 is the minimum priority value", "invalidValue": priority}])
     if priority > 99:
         raise validation_failed([{"path": "startWorkflow.arg0.priority", "message": "99 is the maximum priority value", "invalidValue": priority}])
+    check_columns(correlation_id=correlation_id, idempotency_key=idempotency_key, created_by=created_by,
+                   event=event, task_to_domain=task_to_domain)
     definition = populate_task_definitions(_resolve_definition(name, version, workflow_def, not_found))
     wf_input = dict(definition.get("inputTemplate") or {})
     wf_input.update(input)
@@ -307,6 +310,23 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
         if existing:
             return existing
         raise
+
+
+def check_columns(*, correlation_id=None, idempotency_key=None, created_by=None, event=None,
+                   task_to_domain=None) -> None:
+    """InvalidInput (400) naming each StartWorkflowRequest string longer than the
+    column that stores it (``apps.core.fields``: the same answer on SQLite, which would
+    store it, and PostgreSQL, which would fail with "value too long"). ``task_to_domain``
+    values are domains (``{task name: domain}``)."""
+    errors = []
+    for value, column, field in ((correlation_id, "correlation_id", "correlationId"),
+                                 (idempotency_key, "idempotency_key", "idempotencyKey"),
+                                 (created_by, "created_by", "createdBy"), (event, "event", "event")):
+        errors += length_errors(value, f"engine.WorkflowExecution.{column}", f"startWorkflow.arg0.{field}")
+    for task_name, domain in (task_to_domain.items() if isinstance(task_to_domain, dict) else ()):
+        errors += length_errors(domain, "engine.TaskExecution.domain", f"startWorkflow.arg0.taskToDomain.{task_name}")
+    if errors:
+        raise validation_failed(errors)
 
 
 def _idempotent_existing(name: str, key: str, strategy: str | None) -> str | None:
@@ -537,6 +557,7 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
         errors.append({"path": "updateTask.arg0.workflowInstanceId", "message": "Workflow Id cannot be null or empty"})
     if not task_id:
         errors.append({"path": "updateTask.arg0.taskId", "message": "Task ID cannot be null or empty"})
+    errors += length_errors(task_result.get("workerId"), "engine.TaskExecution.worker_id", "updateTask.arg0.workerId")
     if errors:
         raise validation_failed(errors)
     status = task_result.get("status")

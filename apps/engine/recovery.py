@@ -18,7 +18,7 @@ from apps.engine import executor, history, notify, params, store
 from apps.engine.blueprint import Blueprint
 from apps.engine.decider import Decider
 from apps.engine.models import TaskExecution
-from apps.engine.outcome import DeciderOutcome
+from apps.engine.outcome import DeciderOutcome, TerminateWorkflow
 from apps.engine.state import TaskState, WorkflowState
 from apps.engine.status import RETRY_FROM_STATUSES, TERMINAL_WORKFLOW
 from apps.engine.task_types import get_type
@@ -211,7 +211,8 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
     that task is scheduled again (input replaced by ``task_input`` when given) and the
     workflow is RUNNING with its failure information cleared. Returns the workflow id.
     Errors: NotFound; Conflict ``Workflow: %s is not in terminal state, unable to rerun.``;
-    InvalidInput ``Task %s not found``."""
+    InvalidInput ``Task %s not found`` or a ``correlation_id`` longer than its column."""
+    executor.check_columns(correlation_id=correlation_id)
     if rerun_from_task_id:
         owner = TaskExecution.objects.filter(pk=rerun_from_task_id).values_list("workflow_id", flat=True).first()
         if owner is None:
@@ -320,8 +321,11 @@ def task_skip(*, workflow_id: str, task_reference_name: str, task_input: dict | 
                 raise IllegalState(f"The task referenced {task_reference_name} has already been processed, "
                                    "cannot be skipped")
             loaded.note("skip", taskReferenceName=task_reference_name)
-            skipped = decider.new_task(workflow_task, task_type=workflow_task.get("name"), input_data=task_input or {},
-                                       status="SKIPPED")
+            try:
+                skipped = decider.new_task(workflow_task, task_type=workflow_task.get("name"),
+                                           input_data=task_input or {}, status="SKIPPED")
+            except TerminateWorkflow as exc:  # a name longer than the task type column
+                raise InvalidInput(exc.reason) from None
             skipped.output_data = task_output or {}
             skipped.start_time = skipped.end_time = decider.now
             skipped.executed = True

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, InvalidInput, NotFound, validation_failed
+from apps.core.fields import length_errors
 from apps.metadata.models import EventHandler
 
 # Conductor's EventHandler.Action.Type.
@@ -55,6 +56,10 @@ def validate_event_handler(handler: Any, path: str) -> list[dict]:
             errors.append(error)
         elif not isinstance(value, str):
             raise InvalidInput(f"EventHandler {key} must be a string")
+        else:
+            errors += length_errors(value, f"metadata.EventHandler.{key}", f"{path}.{key}")
+    errors += length_errors(handler.get("evaluatorType"), "metadata.EventHandler.evaluator_type",
+                            f"{path}.evaluatorType")
     actions = handler.get("actions", [])
     if actions is None:
         errors.append({"path": f"{path}.actions", "message": "must not be null"})

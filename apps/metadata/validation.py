@@ -11,6 +11,8 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from apps.core.fields import length_errors, name_errors
+
 TASK_TIMEOUT_POLICIES = ("RETRY", "TIME_OUT_WF", "ALERT_ONLY")
 WORKFLOW_TIMEOUT_POLICIES = ("TIME_OUT_WF", "ALERT_ONLY")
 RETRY_LOGICS = ("FIXED", "EXPONENTIAL_BACKOFF", "LINEAR_BACKOFF")
@@ -80,6 +82,12 @@ _TASK_STRING_FIELDS = ("name", "taskReferenceName", "type", "description", "eval
                        "caseValueParam", "caseExpression", "scriptExpression", "loopCondition",
                        "dynamicTaskNameParam", "dynamicForkTasksParam", "dynamicForkTasksInputParamName",
                        "dynamicForkJoinTasksParam", "sink")
+
+
+# WorkflowTask fields each task execution stores in a column (apps.engine's TaskExecution)
+_TASK_COLUMNS = (("name", "engine.TaskExecution.task_def_name"),
+                 ("taskReferenceName", "engine.TaskExecution.reference_task_name"),
+                 ("type", "engine.TaskExecution.task_type"))
 
 
 def _err(path: str, message: str, invalid: Any = None) -> dict:
@@ -234,6 +242,7 @@ def validate_task_def(task_def: Any, path: str = "taskDef") -> list[dict]:
     name = task_def.get("name")
     if not isinstance(name, str) or not name.strip():
         errors.append(_err(f"{path}.name", "TaskDef name cannot be null or empty"))
+    errors += name_errors(name, "metadata.TaskDef.name", f"{path}.name")
     name = name if isinstance(name, str) else ""
     for key in TASK_DEF_INT_FIELDS:
         value = task_def.get(key)
@@ -383,6 +392,7 @@ def validate_workflow_def(workflow_def: Any, path: str = "workflowDef") -> list[
     name = workflow_def.get("name")
     if not isinstance(name, str) or not name.strip():
         errors.append(_err(f"{path}.name", "WorkflowDef name cannot be null or empty"))
+    errors += name_errors(name, "metadata.WorkflowDef.name", f"{path}.name")
     tasks = workflow_def.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         errors.append(_err(f"{path}.tasks", "WorkflowTask list cannot be empty"))
@@ -423,6 +433,9 @@ def validate_workflow_def(workflow_def: Any, path: str = "workflowDef") -> list[
         tpath = f"{path}.tasks[{index}]"
         if not task.get("name"):
             errors.append(_err(f"{tpath}.name", "WorkflowTask name cannot be empty or null"))
+        # stored in the columns of every task execution: too long here would fail each start
+        for key, column in _TASK_COLUMNS:
+            errors += length_errors(task.get(key), column, f"{tpath}.{key}")
         ref = task.get("taskReferenceName")
         if not ref:
             errors.append(_err(f"{tpath}.taskReferenceName", "WorkflowTask taskReferenceName name cannot be empty or null"))

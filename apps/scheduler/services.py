@@ -27,6 +27,7 @@ from django.db.models import Q
 
 from apps.core.clock import now_ms
 from apps.core.errors import ConductorError, InvalidInput, NotFound, validation_failed
+from apps.core.fields import name_errors
 from apps.scheduler import cron
 from apps.scheduler.models import ScheduleExecution, SchedulerSwitch, WorkflowSchedule
 
@@ -107,9 +108,9 @@ def normalise(body: Any) -> dict:
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise validation_failed([{"path": "name", "message": "Schedule name cannot be null or empty"}])
-    if "/" in name or len(name) > 255:
-        raise validation_failed([{"path": "name", "message": "must be at most 255 characters, without '/'",
-                                  "invalidValue": name}])
+    errors = name_errors(name, "scheduler.WorkflowSchedule.name", "name")
+    if errors:
+        raise validation_failed(errors)
     data["zoneId"] = cron.validate_zone(data.get("zoneId"))
     entries = data.get("cronSchedules")
     if entries is None:

@@ -32,9 +32,10 @@ urlpatterns = [
     path("definitions/new", views.definition_new, name="definition_new"),
     path("definitions/check/<str:kind>", views.definition_check, name="definition_check"),
     path("definitions/save/<str:kind>", views.definition_save, name="definition_save"),
-    path("definitions/<str:name>/<int:version>", views.definition, name="definition"),
-    path("definitions/<str:name>/<int:version>/edit", views.definition_edit, name="definition_edit"),
-    path("definitions/<str:name>/diff", views.definition_diff, name="definition_diff"),
+    # <path:name>: a name with '/' (refused since, but possibly stored before) still has pages
+    path("definitions/<path:name>/<int:version>", views.definition, name="definition"),
+    path("definitions/<path:name>/<int:version>/edit", views.definition_edit, name="definition_edit"),
+    path("definitions/<path:name>/diff", views.definition_diff, name="definition_diff"),
     path("queues/", views.queues, name="queues"),
     path("start/", views.start, name="start"),
     path("audit/", views.audit, name="audit"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import Api, FakeClock
+from tests.factories import Api, FakeClock, simple_task, task_def, unique, workflow_def
 
 
 @pytest.fixture
@@ -15,3 +15,12 @@ def api(db) -> Api:
 def clock(monkeypatch) -> FakeClock:
     """Freeze the engine's clock at the real time; ``clock.advance(seconds)`` moves it."""
     return FakeClock().install(monkeypatch)
+
+
+@pytest.fixture
+def flow(api) -> tuple[str, str]:
+    """``(workflow name, task type)`` of a registered one-SIMPLE-task workflow (ref t1)."""
+    name, task = unique("flow_wf"), unique("flow_task")
+    api.register_task_defs(task_def(task))
+    api.register_workflow(workflow_def(name, [simple_task(task, "t1")]))
+    return name, task

@@ -6,24 +6,12 @@ import json
 
 import pytest
 
-from tests.factories import simple_task, task_def, unique, workflow_def
+from tests.factories import Api, simple_task, task_def, unique, workflow_def
 
 pytestmark = pytest.mark.django_db
 
 
-def error(resp, status):
-    assert resp.status_code == status, (resp.status_code, resp.content[:500])
-    body = resp.json()
-    assert body["status"] == status and body["message"], body
-    return body
-
-
-@pytest.fixture
-def flow(api):
-    name, task = unique("ab_wf"), unique("ab_task")
-    api.register_task_defs(task_def(task))
-    api.register_workflow(workflow_def(name, [simple_task(task, "t1")]))
-    return name, task
+error = Api.refused
 
 
 def test_decision_cases_not_an_object(api):
