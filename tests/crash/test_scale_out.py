@@ -77,6 +77,8 @@ SDK_FLEETS = ("py-a", "py-b", "ts-a", "ts-b")  # SDK (Python, TypeScript) x serv
 KILL_AFTER_STARTS = 80           # the kills land mid-run
 SERVER_DOWN_SECONDS = 1.5
 HTTP_DELAY_SECONDS = 0.2         # the stub answers after this: kills catch calls in flight
+HTTP_TIMEOUT_MS = 60_000         # the HTTP task's connect/read timeouts: a bound, not a speed (the
+                                 # stub in this process took over 5 s to answer at load 45, #14)
 HANDOVER_WAIT_SECONDS = 120      # a bound; measured ~1-6 s (a 5 s lease), printed
 SLOW_HTTP_SECONDS = 40           # HTTP spans this long are listed in the report (not a failure)
 STARTS_SECONDS = 90
@@ -103,7 +105,7 @@ def workflow_defs(stub_url: str) -> list[dict]:
             {"name": "pause", "taskReferenceName": "pause", "type": "WAIT", "inputParameters": {"duration": "1s"}},
             {"name": "call", "taskReferenceName": "call", "type": "HTTP",
              "inputParameters": {"http_request": {"uri": f"{stub_url}/hit/${{workflow.workflowId}}", "method": "GET",
-                                                  "connectionTimeOut": 2000, "readTimeOut": 5000}}},
+                                                  "connectionTimeOut": HTTP_TIMEOUT_MS, "readTimeOut": HTTP_TIMEOUT_MS}}},
             {"name": "child", "taskReferenceName": "child", "type": "SUB_WORKFLOW",
              "subWorkflowParam": {"name": CHILD_NAME, "version": 1}, "inputParameters": {"v": "${a.output.value}"}},
             {"name": "crash_b", "taskReferenceName": "b", "type": "SIMPLE", "inputParameters": {"fromA": "${a.output.value}"}},
