@@ -87,11 +87,14 @@ def _json_object(body: bytes, what: str) -> dict:
 def poll_params(query: dict, single: bool) -> tuple[str | None, str | None, int, int]:
     """``(workerid, domain, count, timeout ms)`` of a poll (``query`` maps each parameter
     to its values); InvalidInput for a parameter holding a NUL character, a workerid or
-    domain longer than its column, or an integer that is not one (``queue.poll`` refuses a timeout past ``MAX_LONG_POLL_MS``)."""
+    domain longer than its column, an integer that is not one, or a ``count`` below 1
+    (``queue.poll`` refuses a timeout past ``MAX_LONG_POLL_MS``)."""
     for name, values in query.items():
         for value in values:
             check_text(value, f"Query parameter '{name}'")
-    count = 1 if single else max(1, _qint(query, "count", 1))
+    count = 1 if single else _qint(query, "count", 1)
+    if count < 1:
+        raise InvalidInput(f"Invalid value for query parameter 'count': {count} (must be at least 1)")
     timeout_ms = 100 if single else max(0, _qint(query, "timeout", 100))
     worker_id, domain = _q(query, "workerid"), _q(query, "domain")
     # both are stored (PollData, the claimed task): longer than their columns is a 400

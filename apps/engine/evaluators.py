@@ -142,6 +142,24 @@ def _evaluate(expression: str, bindings: Any, partial: dict[str, dict] | None):
     return value
 
 
+def syntax_error(expression: str) -> str | None:
+    """The JavaScript syntax error of ``expression`` (a script or expression as
+    ``evaluate_js`` runs it), or None when it parses. Compiles without running it (in a
+    fresh, bounded context): nothing of the script executes."""
+    ctx = quickjs.Context()
+    ctx.set_time_limit(TIME_LIMIT_SECONDS)
+    ctx.set_memory_limit(MEMORY_LIMIT_BYTES)
+    ctx.set_max_stack_size(STACK_LIMIT_BYTES)
+    try:
+        ctx.set("__conductor_expr", expression)
+        ctx.eval("new Function(__conductor_expr); 0")
+    except quickjs.JSException as exc:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+    except quickjs.StackOverflow:
+        return "InternalError: stack overflow"
+    return None
+
+
 def _out_of_memory(ctx) -> bool:
     """Whether the context used (nearly) all of ``MEMORY_LIMIT_BYTES`` or cannot allocate
     any more (checked after a script threw a bare ``null``)."""

@@ -22,12 +22,14 @@ import random
 from django.conf import settings
 
 from apps.core.clock import now_ms
-from apps.core.errors import InvalidInput, NotFound
+from apps.core.errors import InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
 from apps.engine import params
 from apps.engine.decider import decide
 from apps.engine.evaluation import decide_in_memory
 from apps.engine.representation import workflow_json
+from apps.engine.status import TASK_RESULT_STATUSES
+from apps.metadata.validation import MAX_INT
 from apps.engine.state import WorkflowState
 from apps.engine.status import ACTIVE_WORKFLOW
 from apps.engine.task_types import get_type
@@ -68,6 +70,25 @@ def _hidden_until(task) -> int:
     return task.timer_at or 0
 
 
+def _check_mock(mock: dict, path: str) -> None:
+    """A TaskMock ``{status?, output?, queueWaitTime?, executionTime?}``: ``status`` one
+    of TaskResult's statuses (Conductor's ``TaskResult.Status``), ``output`` an object,
+    the times (ms) integers from 0 to 2^31-1. Errors: InvalidInput naming the field."""
+    errors = []
+    status = mock.get("status")
+    if status is not None and status not in TASK_RESULT_STATUSES:
+        errors.append({"path": f"{path}.status", "message": f"must be one of {', '.join(TASK_RESULT_STATUSES)}",
+                       **({"invalidValue": status} if isinstance(status, str) else {})})
+    if mock.get("output") is not None and not isinstance(mock["output"], dict):
+        errors.append({"path": f"{path}.output", "message": "must be a JSON object"})
+    for key in ("queueWaitTime", "executionTime"):
+        value = mock.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT):
+            errors.append({"path": f"{path}.{key}", "message": f"must be an integer from 0 to {MAX_INT} (ms)"})
+    if errors:
+        raise validation_failed(errors)
+
+
 def workflow_test(req: dict) -> dict:
     """Simulate one execution of the requested workflow; return its Workflow JSON.
     Errors: InvalidInput for a malformed request, NotFound for an unknown definition."""
@@ -80,6 +101,8 @@ def workflow_test(req: dict) -> dict:
     for ref, items in mocks.items():
         if not all(isinstance(m, dict) for m in items):
             raise InvalidInput(f"taskRefToMockOutput.{ref} must be a list of TaskMock objects")
+        for i, mock in enumerate(items):
+            _check_mock(mock, f"taskRefToMockOutput.{ref}[{i}]")
     for key in ("input", "subWorkflowTestRequest"):
         if req.get(key) is not None and not isinstance(req[key], dict):
             raise InvalidInput(f"{key} must be a JSON object")

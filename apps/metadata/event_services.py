@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, InvalidInput, NotFound, validation_failed
 from apps.core.fields import length_errors
+from apps.engine.evaluators import syntax_error
 from apps.metadata.models import EventHandler
 
 # Conductor's EventHandler.Action.Type.
@@ -60,6 +61,7 @@ def validate_event_handler(handler: Any, path: str) -> list[dict]:
             errors += length_errors(value, f"metadata.EventHandler.{key}", f"{path}.{key}")
     errors += length_errors(handler.get("evaluatorType"), "metadata.EventHandler.evaluator_type",
                             f"{path}.evaluatorType")
+    errors += condition_errors(handler.get("condition"), handler.get("evaluatorType"), f"{path}.condition")
     actions = handler.get("actions", [])
     if actions is None:
         errors.append({"path": f"{path}.actions", "message": "must not be null"})
@@ -76,6 +78,23 @@ def validate_event_handler(handler: Any, path: str) -> list[dict]:
             if kind is not None and kind not in ACTION_TYPES:
                 raise InvalidInput(f"Invalid action: {kind}. Must be one of {', '.join(ACTION_TYPES)}")
     return errors
+
+
+def condition_errors(condition: Any, evaluator_type: Any, path: str) -> list[dict]:
+    """A handler's ``condition`` must be a string and, unless ``evaluatorType`` is
+    ``value-param`` (a key, not a script), a JavaScript expression that parses: one that
+    does not would fail every message of the event (``evaluators.syntax_error``)."""
+    if condition is None or condition == "":
+        return []
+    if not isinstance(condition, str):
+        return [{"path": path, "message": "condition must be a string"}]
+    if isinstance(evaluator_type, str) and evaluator_type.lower() == "value-param":
+        return []
+    problem = syntax_error(condition)
+    if problem:
+        return [{"path": path, "message": f"condition is not a valid expression: {problem}",
+                 "invalidValue": condition[:200]}]
+    return []
 
 
 def _pick(value: Any, keys: tuple[str, ...], defaults: dict | None = None) -> Any:

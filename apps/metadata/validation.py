@@ -11,6 +11,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from apps.core.clock import parse_duration_seconds, parse_until_ms
 from apps.core.fields import length_errors, name_errors
 
 TASK_TIMEOUT_POLICIES = ("RETRY", "TIME_OUT_WF", "ALERT_ONLY")
@@ -374,6 +375,29 @@ def _validate_task_type(task: dict, path: str) -> list[dict]:
     elif ttype == "WAIT":
         if params.get("duration") and params.get("until"):
             errors.append(_err(path, "Both 'duration' and 'until' specified. Please provide only one input"))
+        errors += _wait_constant_errors(params, path)
+    return errors
+
+
+def _wait_constant_errors(params: dict, path: str) -> list[dict]:
+    """A WAIT's ``duration`` (``"1h 30m"``, ``"10s"``, ``"2 days"``) or ``until``
+    (``yyyy-MM-dd HH:mm[ z]``, ``yyyy-MM-dd``) given as a constant must parse, as it would
+    fail the task at every run otherwise (Conductor's messages). Values with ``${...}``
+    are known only at run time and are not checked."""
+    errors = []
+    for key, parse, message in (
+            ("duration", parse_duration_seconds, "Unable to parse the duration {}"),
+            ("until", parse_until_ms, "Invalid/Unsupported Wait Until format.  Provided: {}")):
+        value = params.get(key)
+        if value is None or value == "" or (isinstance(value, str) and "${" in value):
+            continue
+        if isinstance(value, (dict, list, bool)):
+            errors.append(_err(f"{path}.inputParameters.{key}", f"{key} must be a string"))
+            continue
+        try:
+            parse(value)
+        except ValueError:
+            errors.append(_err(f"{path}.inputParameters.{key}", message.format(value), str(value)))
     return errors
 
 

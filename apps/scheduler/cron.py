@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from croniter.croniter import CroniterBadDateError, CroniterError
 
+from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
 
 MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
@@ -39,15 +40,18 @@ def _checked(expression: str) -> str:
     return text.lower() if text.startswith("@") else text
 
 
-def validate_cron(expression, field: str = "cronExpression") -> str:
+def validate_cron(expression, field: str = "cronExpression", *, must_fire: bool = True) -> str:
     """The expression, stripped, if Spring would parse it; else InvalidInput (400)
     ``Invalid cron expression: <expr>`` with a validation error on ``field`` (Spring
-    requires exactly six fields: a five-field Unix expression is refused)."""
+    requires exactly six fields: a five-field Unix expression is refused). An expression
+    that matches no date from now on (``0 0 0 30 2 *``; Spring's has no year field, so
+    it never will) is refused too, unless ``must_fire`` is false: ``Cron expression never
+    fires: <expr>``."""
     if not isinstance(expression, str) or not expression.strip():
         raise InvalidInput(f"{field} cannot be empty",
                            validation_errors=[{"path": field, "message": "cron expression cannot be empty"}])
     try:
-        return _checked(expression)
+        checked = _checked(expression)
     except ValueError:
         raise InvalidInput(
             f"Invalid cron expression: {expression}",
@@ -55,6 +59,12 @@ def validate_cron(expression, field: str = "cronExpression") -> str:
                                                           "(second minute hour day-of-month month day-of-week) "
                                                           "or a macro such as @daily",
                                 "invalidValue": expression}]) from None
+    if must_fire and next_after(checked, "UTC", now_ms()) is None:
+        raise InvalidInput(
+            f"Cron expression never fires: {expression}",
+            validation_errors=[{"path": field, "message": "matches no date (e.g. February 30): the schedule would "
+                                                          "never start a workflow", "invalidValue": expression}])
+    return checked
 
 
 @lru_cache(maxsize=256)

@@ -420,7 +420,7 @@ def next_few(cron_expression: str | None, schedule_start_time: int | None = None
     a missing or invalid expression."""
     if not cron_expression:
         raise InvalidInput("Required request parameter 'cronExpression' for method parameter type String is not present")
-    expression = cron.validate_cron(cron_expression, "cronExpression")
+    expression = cron.validate_cron(cron_expression, "cronExpression", must_fire=False)  # [] if it never fires
     data = {"scheduleStartTime": schedule_start_time, "scheduleEndTime": schedule_end_time}
     zone_id = _conf("SCHEDULER_TIME_ZONE", "UTC")
     now = last = now_ms()

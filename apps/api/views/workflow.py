@@ -323,7 +323,8 @@ class RerunWorkflowApi(ConductorApi):
     """``POST /workflow/{id}/rerun`` with a RerunWorkflowRequest -> the id as text."""
 
     def post(self, request, workflow_id):
-        req = require_json(request.data) or {}
+        req = require_json(request.data)
+        req = {} if req is None else req  # an empty body is an empty request; [] or 0 is not one
         if not isinstance(req, dict):
             raise InvalidInput("RerunWorkflowRequest must be a JSON object")
         return text(recovery.workflow_rerun(

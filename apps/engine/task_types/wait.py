@@ -10,54 +10,10 @@ Source: Conductor Wait / WaitTaskMapper (``duration`` like ``10s``, ``1m 30s``,
 """
 from __future__ import annotations
 
-import re
-from datetime import datetime, timezone
-from zoneinfo import ZoneInfo
-
+from apps.core.clock import parse_duration_seconds, parse_until_ms
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import SystemTask, finish
-
-_UNITS = {
-    "d": 86400, "day": 86400, "days": 86400,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-}
-_PART = re.compile(r"(\d+)\s*([a-zA-Z]+)")
-
-
-def parse_duration_seconds(text: str) -> int:
-    """``"1m 30s"`` -> 90. Raises ValueError for anything else."""
-    text = str(text).strip()
-    if re.fullmatch(r"\d+", text):
-        return int(text)
-    parts = _PART.findall(text)
-    if not parts or _PART.sub("", text).strip():
-        raise ValueError(text)
-    total = 0
-    for amount, unit in parts:
-        if unit.lower() not in _UNITS:
-            raise ValueError(text)
-        total += int(amount) * _UNITS[unit.lower()]
-    return total
-
-
-def parse_until_ms(text: str) -> int:
-    """``yyyy-MM-dd HH:mm[ z]`` or ``yyyy-MM-dd`` (UTC unless a zone is given) -> epoch ms."""
-    text = str(text).strip()
-    for fmt in ("%Y-%m-%d %H:%M", "%Y-%m-%d"):
-        try:
-            return int(datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp() * 1000)
-        except ValueError:
-            pass
-    m = re.fullmatch(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\s+(\S+)", text)
-    if m:
-        dt = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M")
-        zone = m.group(2)
-        tz = timezone.utc if zone.upper() in ("UTC", "GMT", "Z") else ZoneInfo(zone)
-        return int(dt.replace(tzinfo=tz).timestamp() * 1000)
-    raise ValueError(text)
 
 
 @register
