@@ -42,7 +42,7 @@ def asgi_request(method: str, path: str, body, *, query: str = "", content_type:
             out += msg.get("body", b"")
             if not msg.get("more_body"):
                 break
-        await comm.wait(timeout=5)
+        await comm.wait(timeout=30)  # a bound: the application ends once it has answered
         return start["status"], out
 
     return async_to_sync(run)()

@@ -61,7 +61,7 @@ def ai_settings(settings, llm, mcp, mcp_sse):
         "PROVIDERS": {"openai": {"kind": "openai", "base_url": llm.origin + "/v1", "api_key": API_KEY},
                       "local": {"kind": "ollama", "base_url": llm.origin, "api_key": ""}},
         "ALLOWED_ORIGINS": [mcp.origin, mcp_sse.origin],
-        "TIMEOUT_SECONDS": 5,
+        "TIMEOUT_SECONDS": 60,  # a bound: a loaded machine can keep the in-process stubs waiting (#14)
     }
     return settings.CONDUCTOR_AI
 

@@ -119,10 +119,10 @@ def test_an_sse_stream_left_open_is_read_up_to_the_answer(api, cluster, ai_setti
 
     stub = MCPStub(_tools(), sse=True, keep_open=True)
     try:
-        settings.CONDUCTOR_AI = {**ai_settings, "ALLOWED_ORIGINS": [stub.origin], "TIMEOUT_SECONDS": 3}
+        settings.CONDUCTOR_AI = {**ai_settings, "ALLOWED_ORIGINS": [stub.origin], "TIMEOUT_SECONDS": 30}
         wf = run(api, cluster, [mcp_task("call", "CALL_MCP_TOOL", stub.origin + "/mcp", method="echo",
                                          arguments={"text": "hi"})])
-        # had the client waited for the stream's end it would have timed out after 3 s
+        # had the client waited for the stream's end it would have timed out after 30 s
         assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
         assert only(wf, "call")["outputData"]["content"][0]["text"] == "hi"
     finally:

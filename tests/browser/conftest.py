@@ -131,7 +131,7 @@ def chromium():
 def page(chromium):
     context = chromium.new_context(viewport={"width": 1440, "height": 1000})
     pg = context.new_page()
-    pg.set_default_timeout(15_000)
+    pg.set_default_timeout(60_000)  # a bound on each wait, not a speed: the machine may be loaded
     try:
         yield pg
     finally:

@@ -22,6 +22,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Call to deprecated function:DeprecationWarning"),
 ]
 TTL_SECONDS = 3
+EXPIRY_WAIT_SECONDS = 60  # a bound (a loaded machine answers slowly), not the TTL's precision
 
 
 @pytest.fixture
@@ -44,15 +45,15 @@ def short_token_server(tmp_path, monkeypatch):
 
 
 def _wait_until_expired(server, token: str) -> None:
-    """Until ``token`` answers 401 EXPIRED_TOKEN (bounded: 5 x the TTL)."""
-    deadline = time.monotonic() + 5 * TTL_SECONDS
+    """Until ``token`` answers 401 EXPIRED_TOKEN (bounded: EXPIRY_WAIT_SECONDS)."""
+    deadline = time.monotonic() + EXPIRY_WAIT_SECONDS
     while time.monotonic() < deadline:
-        resp = httpx.get(f"{server.url}/metadata/taskdefs", headers={"X-Authorization": token}, timeout=10)
+        resp = httpx.get(f"{server.url}/metadata/taskdefs", headers={"X-Authorization": token}, timeout=30)
         if resp.status_code == 401:
             assert resp.json()["error"] == "EXPIRED_TOKEN"
             return
         time.sleep(0.2)
-    pytest.fail(f"a {TTL_SECONDS}s token still worked after {5 * TTL_SECONDS}s")
+    pytest.fail(f"a {TTL_SECONDS}s token still worked after {EXPIRY_WAIT_SECONDS}s")
 
 
 def test_an_sdk_worker_keeps_working_across_token_expiry(short_token_server):

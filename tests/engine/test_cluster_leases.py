@@ -23,7 +23,8 @@ from tests.factories import unique, workflow_def
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WAIT_LIMIT_SECONDS = 20  # generous bound for a loaded machine; the hand-over takes ~1 s
+WAIT_LIMIT_SECONDS = 60  # generous bound for a loaded machine; the hand-over takes ~1 s
+LONG_LEASE_MS = 120_000  # longer than any stall of a loaded machine
 
 
 def _until(predicate, limit: float = WAIT_LIMIT_SECONDS) -> bool:
@@ -45,7 +46,7 @@ def _lease():
     return SweeperLease.objects.filter(name=cluster.LEASE_NAME).values("holder", "expires_at").first()
 
 
-def test_a_standby_takes_over_from_a_dead_holder(short_leases):
+def test_a_standby_takes_over_from_a_dead_holder(short_leases, monkeypatch):
     """A holder that dies without releasing (SIGKILL) is replaced once its lease expires;
     while a live holder renews, the standby only watches."""
     SweeperLease.acquire(cluster.LEASE_NAME, "dead-host:1", settings.CONDUCTOR["SWEEPER_LEASE_MS"])
@@ -54,11 +55,17 @@ def test_a_standby_takes_over_from_a_dead_holder(short_leases):
     try:
         assert _until(lambda: standby.holding and standby.ticks > 0)
         assert _lease()["holder"] == "survivor"
-        # a second candidate stays on standby while the survivor renews
+        # a second candidate stays on standby while the survivor renews. The lease is made
+        # long first (read at each renewal): with 0.8 s a loaded machine could stall the
+        # survivor past its lease and let the other in (issue #14).
+        monkeypatch.setitem(settings.CONDUCTOR, "SWEEPER_LEASE_MS", LONG_LEASE_MS)
+        assert _until(lambda: _lease()["expires_at"] > now_ms() + LONG_LEASE_MS // 2)
         other = cluster.SweeperThread(holder="other")
         other.start()
         try:
-            time.sleep(3 * settings.CONDUCTOR["SWEEPER_LEASE_MS"] / 1000)
+            renewed = _lease()["expires_at"]
+            assert _until(lambda: _lease()["expires_at"] > renewed)  # the survivor keeps renewing
+            time.sleep(5 * settings.CONDUCTOR["SWEEPER_STANDBY_SECONDS"])  # the other looks a few times
             assert not other.holding and other.ticks == 0
             assert _lease()["holder"] == "survivor"
             # a stopping holder releases its lease: the other takes over at its next look
@@ -136,7 +143,12 @@ def test_the_running_job_renews_its_lease(monkeypatch):
     monkeypatch.setitem(settings.CONDUCTOR, "SYSTEM_TASK_LEASE_RENEW_SECONDS", 0.05)
     SweeperLease.acquire("task:renewed", "me", settings.CONDUCTOR["SYSTEM_TASK_LEASE_MS"])
     first = SweeperLease.objects.get(name="task:renewed").expires_at
-    assert jobs._renewing("task:renewed", "me", lambda: time.sleep(0.5) or "done") == "done"
+
+    def job():  # runs until it sees a renewal (not for a fixed time a loaded machine may not honour)
+        assert _until(lambda: SweeperLease.objects.get(name="task:renewed").expires_at > first)
+        return "done"
+
+    assert jobs._renewing("task:renewed", "me", job) == "done"
     assert SweeperLease.objects.get(name="task:renewed").expires_at > first
 
 

@@ -20,6 +20,14 @@ from tests.ui.conftest import make_user, register_chain
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# Waits are bounded polls for a condition, never a measure of speed: a loaded machine may
+# take many seconds for what takes milliseconds alone (issue #14).
+WAIT_SECONDS = 60
+# The consumer's own polling when a test proves that something else (the after-commit
+# wake-up through the channel layer) brought the message: far longer than WAIT_SECONDS, so
+# polling cannot explain a message that arrives within the wait.
+POLL_NEVER_SECONDS = 3600
+
 
 @pytest.fixture(autouse=True)
 def fresh_layer(settings):
@@ -34,7 +42,7 @@ def ui_settings(settings, **values):
 async def connect(workflow_id: str, user) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/executions/{workflow_id}/")
     comm.scope["user"] = user
-    connected, _ = await comm.connect(timeout=5)
+    connected, _ = await comm.connect(timeout=WAIT_SECONDS)
     assert connected
     return comm
 
@@ -47,7 +55,8 @@ def setup(n_refs=("a", "b")):
     return user, name, wf_id
 
 
-async def receive(comm, kind=None, timeout=3.0):
+async def receive(comm, kind=None, timeout=WAIT_SECONDS):
+    """The next message (of type ``kind`` if given), waiting at most ``timeout`` seconds."""
     msg = await comm.receive_json_from(timeout=timeout)
     if kind:
         assert msg["type"] == kind, msg
@@ -59,12 +68,13 @@ async def test_anonymous_and_unprivileged_users_are_refused():
     for who in (AnonymousUser(), await database_sync_to_async(make_user)("plain")):
         comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/executions/{wf_id}/")
         comm.scope["user"] = who
-        connected, code = await comm.connect(timeout=5)
+        connected, code = await comm.connect(timeout=WAIT_SECONDS)
         assert not connected and code == 4403
         await comm.disconnect()
 
 
-async def test_snapshot_then_delta_on_an_action():
+async def test_snapshot_then_delta_on_an_action(settings):
+    ui_settings(settings, LIVE_POLL_SECONDS=POLL_NEVER_SECONDS)  # the delta comes from the wake-up
     user, name, wf_id = await setup()
     comm = await connect(wf_id, user)
     snap = await receive(comm, "snapshot")
@@ -74,10 +84,8 @@ async def test_snapshot_then_delta_on_an_action():
     assert [r["ref"] for r in data["tasks"]] == ["a"]
     assert {n["id"] for n in data["graph"]["nodes"]} >= {"a", "b", "__start", "__end"}
 
-    started = time.monotonic()
     await database_sync_to_async(executor.workflow_pause)(workflow_id=wf_id)
     delta = await receive(comm, "delta")
-    assert time.monotonic() - started < 1.5
     assert delta["seq"] == 2
     assert delta["data"]["header"]["status"] == "PAUSED"
     assert delta["data"]["header"]["allowedActions"] == ["resume", "terminate"]
@@ -100,7 +108,7 @@ async def test_node_changes_colour_when_a_worker_completes_its_task():
 
     await work()
     state = first
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:
         msg = await receive(comm, "delta")
         state = live.apply_delta(state, msg["data"])
@@ -119,7 +127,7 @@ async def test_node_changes_colour_when_a_worker_completes_its_task():
 
 async def test_changes_from_another_process_are_seen_by_polling(settings):
     """No in-process notification at all: a direct database write (as another process
-    would make) is picked up by the consumer's polling within about a second."""
+    would make) is picked up by the consumer's polling (every 0.3 s here)."""
     ui_settings(settings, LIVE_POLL_SECONDS=0.3)
     user, name, wf_id = await setup()
     comm = await connect(wf_id, user)
@@ -130,25 +138,21 @@ async def test_changes_from_another_process_are_seen_by_polling(settings):
         wf = WorkflowExecution.objects.get(pk=wf_id)
         WorkflowExecution.objects.filter(pk=wf_id).update(status="PAUSED", update_time=wf.update_time + 1)
 
-    started = time.monotonic()
     await other_process_write()
-    delta = await receive(comm, "delta", timeout=3)
+    delta = await receive(comm, "delta")
     assert delta["data"]["header"]["status"] == "PAUSED"
-    assert time.monotonic() - started < 1.2
     await comm.disconnect()
 
 
 async def test_in_process_changes_wake_the_consumer_at_once(settings):
-    """With polling slowed to 30 s, the engine's after-commit hook still brings the
-    delta at once through the channel layer."""
-    ui_settings(settings, LIVE_POLL_SECONDS=30)
+    """With polling slowed past the wait, the engine's after-commit hook still brings the
+    delta through the channel layer."""
+    ui_settings(settings, LIVE_POLL_SECONDS=POLL_NEVER_SECONDS)
     user, name, wf_id = await setup()
     comm = await connect(wf_id, user)
     await receive(comm, "snapshot")
-    started = time.monotonic()
     await database_sync_to_async(executor.workflow_terminate)(workflow_id=wf_id, reason="stop")
-    delta = await receive(comm, "delta", timeout=3)
-    assert time.monotonic() - started < 1.0
+    delta = await receive(comm, "delta")
     assert delta["data"]["header"]["status"] == "TERMINATED"
     assert {r["status"] for r in delta["data"]["tasks"]} == {"CANCELED"}
     await comm.disconnect()
@@ -157,14 +161,14 @@ async def test_in_process_changes_wake_the_consumer_at_once(settings):
 async def test_a_poll_wakes_the_consumer(settings):
     """A task handed to a worker by a poll (SCHEDULED -> IN_PROGRESS) reaches the live
     page through the after-commit hook, not only through the page's own polling
-    (slowed to 30 s here)."""
-    ui_settings(settings, LIVE_POLL_SECONDS=30)
+    (slowed past the wait here)."""
+    ui_settings(settings, LIVE_POLL_SECONDS=POLL_NEVER_SECONDS)
     user, name, wf_id = await setup()
     comm = await connect(wf_id, user)
     await receive(comm, "snapshot")
     polled = await database_sync_to_async(queue.task_poll)(task_type=f"{name}_a", worker_id="w-live")
     assert [t.workflow_id for t in polled] == [wf_id]
-    delta = await receive(comm, "delta", timeout=5)
+    delta = await receive(comm, "delta")
     rows = {r["ref"]: r for r in delta["data"]["tasks"]}
     assert rows["a"]["status"] == "IN_PROGRESS" and rows["a"]["workerId"] == "w-live"
     await comm.disconnect()
@@ -197,7 +201,7 @@ async def test_removed_execution_is_reported_gone(settings):
     comm = await connect(wf_id, user)
     await receive(comm, "snapshot")
     await database_sync_to_async(executor.workflow_remove)(workflow_id=wf_id, archive=False)
-    msg = await receive(comm, "gone", timeout=3)
+    msg = await receive(comm, "gone")
     assert msg["seq"] == 2
     await comm.disconnect()
 

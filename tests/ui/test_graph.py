@@ -2,9 +2,9 @@
 forks, and an execution of 2,000 tasks."""
 from __future__ import annotations
 
-import time
-
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.engine.state import TaskState
 from apps.ui.graph import build_graph, node_index, scope_key
@@ -193,10 +193,11 @@ def test_an_execution_of_2000_tasks_stays_small_and_fast():
         if WorkflowExecution.objects.get(pk=wf_id).status != "RUNNING":
             break
         executor.workflow_decide(wf_id)
-    started = time.monotonic()
-    snap = live.build_snapshot(wf_id)
-    elapsed = time.monotonic() - started
+    # fast without timing it (issue #14): a handful of queries whatever the number of tasks
+    # (5 today; one per task would be 2,001)
+    with CaptureQueriesContext(connection) as queries:
+        snap = live.build_snapshot(wf_id)
     assert len(snap["tasks"]) == 2001 and snap["header"]["status"] == "COMPLETED"
     assert len(snap["graph"]["nodes"]) == 2 + 3 + 4  # start/end, loop group/node/end, body
     assert len(node_index(snap["graph"])["loop"]["scopes"]) == 500
-    assert elapsed < 5, elapsed
+    assert len(queries.captured_queries) <= 10, [q["sql"][:80] for q in queries.captured_queries]

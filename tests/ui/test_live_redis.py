@@ -1,6 +1,8 @@
 """Live updates across processes through channels-redis (the scaled-out set-up): a change
 committed by another process reaches this process's WebSocket consumer through Redis,
-with the consumer's own polling slowed to 30 s so only the channel layer can explain it.
+with the consumer's own polling slowed far past the (generous) wait so only the channel
+layer can explain the message. No assertion on how fast: the other process's start-up
+alone took 17 s on a loaded machine (issue #14).
 Needs Debian's redis-server (``make test`` installs it) and the ``redis`` extra."""
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,17 @@ from django.db import connection
 
 from conductor_web.settings import redis_channel_layer
 from tests.redis_server import have_redis_server, start_redis, stop_redis
-from tests.ui.test_consumer import connect, receive, setup, ui_settings
+from tests.ui.test_consumer import POLL_NEVER_SECONDS, connect, receive, setup, ui_settings
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.skipif(not have_redis_server(), reason="needs redis-server")]
 
 ROOT = Path(__file__).resolve().parents[2]
+# Bound on the other process (interpreter and Django start-up, one transaction) and then
+# on the message reaching the consumer; both end as soon as the thing happens.
+OTHER_PROCESS_SECONDS = 120
+DELIVERY_SECONDS = 120
+assert DELIVERY_SECONDS + OTHER_PROCESS_SECONDS < POLL_NEVER_SECONDS  # polling cannot explain a delta
 
 
 @pytest.fixture
@@ -46,27 +52,33 @@ def _terminate_elsewhere(db_url: str, redis_url: str, wf_id: str) -> None:
            "DJANGO_SETTINGS_MODULE": "conductor_web.settings"}
     script = ("import django; django.setup(); from apps.engine import executor; "
               f"executor.workflow_terminate(workflow_id={wf_id!r}, reason='from another process')")
-    subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, check=True,
+                   timeout=OTHER_PROCESS_SECONDS)
 
 
 async def _watching(settings, redis_url):
-    """A consumer on the Redis layer with its own polling slowed to 30 s, past its
-    snapshot: (communicator, workflow id, database URL for another process)."""
+    """A consumer on the Redis layer with its own polling slowed past every wait here,
+    ready: (communicator, workflow id, database URL for another process).
+
+    Ready means subscribed: the consumer joins the execution's group in Redis before it
+    sends its snapshot, so once the snapshot is here a group message from any process
+    reaches it (channels-redis keeps it in the channel's list until read); a ping
+    answered shows its receive loop is running."""
     settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
-    ui_settings(settings, LIVE_POLL_SECONDS=30)
+    ui_settings(settings, LIVE_POLL_SECONDS=POLL_NEVER_SECONDS)
     user, name, wf_id = await setup()
     comm = await connect(wf_id, user)
-    await receive(comm, "snapshot")
+    assert (await receive(comm, "snapshot"))["seq"] == 1
+    await comm.send_json_to({"type": "ping"})
+    assert (await receive(comm, "pong"))["seq"] == 1
     return comm, wf_id, await database_sync_to_async(_database_url)()
 
 
 async def test_a_change_in_another_process_arrives_through_redis(settings, redis_url):
     comm, wf_id, db_url = await _watching(settings, redis_url)
-    started = time.monotonic()
     await asyncio.to_thread(_terminate_elsewhere, db_url, redis_url, wf_id)
-    delta = await receive(comm, "delta", timeout=5)
+    delta = await receive(comm, "delta", timeout=DELIVERY_SECONDS)
     assert delta["data"]["header"]["status"] == "TERMINATED"
-    assert time.monotonic() - started < 15  # the subprocess's own start-up dominates; polling is 30 s
     await comm.disconnect()
 
 
@@ -80,8 +92,8 @@ async def test_an_idle_consumer_survives_and_still_hears_changes(settings, redis
     comm, wf_id, db_url = await _watching(settings, redis_url)
     assert await comm.receive_nothing(timeout=IDLE_SECONDS, interval=0.5)
     await comm.send_json_to({"type": "ping"})
-    assert (await receive(comm, "pong", timeout=5))["seq"] == 1
+    assert (await receive(comm, "pong"))["seq"] == 1
     await asyncio.to_thread(_terminate_elsewhere, db_url, redis_url, wf_id)
-    delta = await receive(comm, "delta", timeout=10)
+    delta = await receive(comm, "delta", timeout=DELIVERY_SECONDS)
     assert delta["data"]["header"]["status"] == "TERMINATED"
     await comm.disconnect()
