@@ -57,16 +57,16 @@ def _reject_constant(name: str):
     raise InvalidInput(f"Invalid JSON body: {name} is not a JSON number")
 
 
-def _check_tree(data, max_depth: int) -> None:
+def _check_tree(data, max_depth: int, what: str = "JSON body") -> None:
     """Walk parsed JSON iteratively: depth and lone surrogates in keys and strings."""
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
         if isinstance(value, str):
             if _SURROGATE.search(value):
-                raise InvalidInput("Invalid JSON body: a string holds a lone UTF-16 surrogate (not valid Unicode)")
+                raise InvalidInput(f"Invalid {what}: a string holds a lone UTF-16 surrogate (not valid Unicode)")
             if _NUL in value:
-                raise InvalidInput("Invalid JSON body: a string holds a NUL character (\\u0000), which cannot be stored")
+                raise InvalidInput(f"Invalid {what}: a string holds a NUL character (\\u0000), which cannot be stored")
             continue
         if isinstance(value, dict):
             items = value.items()
@@ -75,12 +75,12 @@ def _check_tree(data, max_depth: int) -> None:
         else:
             continue
         if depth > max_depth:
-            raise InvalidInput(f"Invalid JSON body: nested deeper than {max_depth} levels")
+            raise InvalidInput(f"Invalid {what}: nested deeper than {max_depth} levels")
         for key, item in items:
             if key is not None and _SURROGATE.search(key):
-                raise InvalidInput("Invalid JSON body: a key holds a lone UTF-16 surrogate (not valid Unicode)")
+                raise InvalidInput(f"Invalid {what}: a key holds a lone UTF-16 surrogate (not valid Unicode)")
             if key is not None and _NUL in key:
-                raise InvalidInput("Invalid JSON body: a key holds a NUL character (\\u0000), which cannot be stored")
+                raise InvalidInput(f"Invalid {what}: a key holds a NUL character (\\u0000), which cannot be stored")
             if isinstance(item, (dict, list, str)):
                 stack.append((item, depth + 1))
 
@@ -101,14 +101,27 @@ def parse_json(raw: bytes | str):
             raise InvalidInput("Invalid JSON body: not UTF-8") from None
     if not raw.strip():
         return None
-    max_depth = int(settings.CONDUCTOR.get("MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH))
     try:
         data = json.loads(raw, parse_constant=_reject_constant)
     except RecursionError:
-        raise InvalidInput(f"Invalid JSON body: nested deeper than {max_depth} levels") from None
+        raise InvalidInput(f"Invalid JSON body: nested deeper than {_max_depth()} levels") from None
     except ValueError as exc:
         raise NotJson(f"Invalid JSON body: {exc}") from None
-    _check_tree(data, max_depth)
+    check_json(data)
+    return data
+
+
+def _max_depth() -> int:
+    return int(settings.CONDUCTOR.get("MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH))
+
+
+def check_json(data, what: str = "JSON body"):
+    """``data`` (already parsed JSON: dict, list, str, number, bool or None) unchanged, or
+    InvalidInput (400) naming ``what`` when it holds what ``parse_json`` refuses: nesting
+    deeper than ``CONDUCTOR["MAX_JSON_DEPTH"]``, a lone UTF-16 surrogate or a NUL character
+    in a key or string. For JSON that reached the server another way than as a request body
+    (a UI form field, the definitions editor's text), so it meets the same rule."""
+    _check_tree(data, _max_depth(), what)
     return data
 
 

@@ -208,14 +208,20 @@ def encode_marker(values: list) -> str:
 
 def decode_marker(text: str, size: int) -> list | None:
     """``encode_marker``'s text -> its ``size`` values (strings or integers), or None when
-    malformed."""
+    malformed: not JSON, not a list of ``size`` strings/integers, an integer outside 64
+    bits, or a string the API's JSON rule refuses (a NUL or lone surrogate, which
+    PostgreSQL cannot compare: a 500 there for a hand-made marker)."""
+    from apps.api.parsers import check_json
+    from apps.core.errors import InvalidInput
+
     text = (text or "").strip()
     try:
-        values = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-    except (ValueError, TypeError):
+        values = check_json(json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))), "marker")
+    except (ValueError, TypeError, InvalidInput):
         return None
     if not isinstance(values, list) or len(values) != size or any(
-            isinstance(v, bool) or not isinstance(v, (str, int)) for v in values):
+            isinstance(v, bool) or not isinstance(v, (str, int)) or (isinstance(v, int) and not -2**63 <= v < 2**63)
+            for v in values):
         return None
     return values
 

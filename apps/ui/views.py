@@ -50,14 +50,33 @@ def _json_download(value, filename: str) -> HttpResponse:
     return resp
 
 
+def _strict_loads(text: str, what: str):
+    """``text`` parsed as JSON by the API's rule (``apps.api.parsers.check_json``): NaN and
+    Infinity, nesting deeper than the limit, NUL characters and lone surrogates (written as
+    escapes) are refused. Errors: ValueError for text that is not JSON; InvalidInput (400)
+    naming ``what`` for JSON that could not be stored (PostgreSQL cannot hold NUL)."""
+    from apps.api.parsers import check_json
+    from apps.core.errors import InvalidInput
+
+    def constant(name: str):
+        raise InvalidInput(f"Invalid {what}: {name} is not a JSON number")
+
+    return check_json(json.loads(text, parse_constant=constant), what)
+
+
 def _parse_json_field(text: str | None, label: str, *, default=None, want_object: bool = True):
-    """Parse a JSON form field; raises ValueError with a message for the operator."""
+    """Parse a JSON form field; raises ValueError with a message for the operator (text
+    that is not JSON, not an object when one is wanted, or JSON the API would refuse)."""
+    from apps.core.errors import InvalidInput
+
     if text is None or not text.strip():
         return default
     try:
-        value = json.loads(text)
+        value = _strict_loads(text, label)
     except ValueError as exc:
         raise ValueError(f"{label} is not valid JSON: {exc}") from None
+    except InvalidInput as exc:
+        raise ValueError(exc.message) from None
     if want_object and not isinstance(value, dict):
         raise ValueError(f"{label} must be a JSON object")
     return value
@@ -641,8 +660,8 @@ def _editor_body(request) -> dict:
     from apps.core.errors import InvalidInput
 
     try:
-        body = json.loads(request.body or b"{}")
-    except ValueError:
+        body = _strict_loads((request.body or b"{}").decode("utf-8"), "request body")
+    except ValueError:  # UnicodeDecodeError included
         raise InvalidInput("The request body must be JSON") from None
     if not isinstance(body, dict) or not isinstance(body.get("text"), str):
         raise InvalidInput("The request body must be {\"text\": \"<definition JSON>\"}")
@@ -650,11 +669,12 @@ def _editor_body(request) -> dict:
 
 
 def _parse_definition(text: str):
-    """The editor's text as JSON, or Conductor's 400 naming where the syntax breaks."""
+    """The editor's text as JSON, or Conductor's 400 naming where the syntax breaks (or
+    what the API's JSON rule refuses: NUL or lone surrogate escapes, NaN, too deep)."""
     from apps.core.errors import validation_failed
 
     try:
-        return json.loads(text)
+        return _strict_loads(text, "definition")
     except json.JSONDecodeError as exc:
         raise validation_failed([{"path": f"line {exc.lineno}, column {exc.colno}",
                                   "message": f"invalid JSON: {exc.msg}"}]) from None
@@ -798,15 +818,20 @@ def queues(request):
 
 # --- start a workflow ------------------------------------------------------------------------
 
-def _field_value(text: str):
+def _field_value(text: str, label: str):
     """A form value: JSON numbers, booleans, null, objects and arrays keep their type;
-    anything else is a string."""
+    anything else is a string. ValueError (a message for the operator) for JSON the API
+    would refuse (a NUL or lone surrogate escape, NaN, too deep)."""
+    from apps.core.errors import InvalidInput
+
     stripped = text.strip()
     if stripped and (stripped[0] in "{[-0123456789" or stripped in ("true", "false", "null")):
         try:
-            return json.loads(stripped)
+            return _strict_loads(stripped, label)
         except ValueError:
             pass
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
     return text
 
 
@@ -835,13 +860,13 @@ def start(request):
         return _render(request, "ui/start.html", context, status=400)
     try:
         wf_input = _parse_json_field(context["input_json"], "Input JSON", default={})
+        for p in params:
+            value = context["values"][p]
+            if value != "":
+                wf_input[p] = _field_value(value, f"input field '{p}'")
     except ValueError as exc:
         messages.error(request, str(exc))
         return _render(request, "ui/start.html", context, status=400)
-    for p in params:
-        value = context["values"][p]
-        if value != "":
-            wf_input[p] = _field_value(value)
     result = actions.perform(request.user, "start", name, {
         "name": name, "version": version, "input": wf_input, "correlation_id": context["correlation_id"].strip(),
         "created_by": request.user.get_username()})
