@@ -373,21 +373,23 @@ def _validate_task_type(task: dict, path: str) -> list[dict]:
             errors.append(_err(path, "terminate task must have an terminationStatus parameter and must be set to "
                                      f"COMPLETED or FAILED, taskName: {task.get('name')}"))
     elif ttype == "WAIT":
-        if params.get("duration") and params.get("until"):
+        if params.get("duration") and (params.get("until") or params.get("wait_until")):
             errors.append(_err(path, "Both 'duration' and 'until' specified. Please provide only one input"))
         errors += _wait_constant_errors(params, path)
     return errors
 
 
 def _wait_constant_errors(params: dict, path: str) -> list[dict]:
-    """A WAIT's ``duration`` (``"1h 30m"``, ``"10s"``, ``"2 days"``) or ``until``
-    (``yyyy-MM-dd HH:mm[ z]``, ``yyyy-MM-dd``) given as a constant must parse, as it would
+    """A WAIT's ``duration`` (``"1h 30m"``, ``"10s"``, ``"2 days"``) or ``until`` (or its
+    alias ``wait_until``, which the WAIT task also reads; ``yyyy-MM-dd HH:mm[ z]``,
+    ``yyyy-MM-dd``) given as a constant must parse, as it would
     fail the task at every run otherwise (Conductor's messages). Values with ``${...}``
     are known only at run time and are not checked."""
     errors = []
     for key, parse, message in (
             ("duration", parse_duration_seconds, "Unable to parse the duration {}"),
-            ("until", parse_until_ms, "Invalid/Unsupported Wait Until format.  Provided: {}")):
+            ("until", parse_until_ms, "Invalid/Unsupported Wait Until format.  Provided: {}"),
+            ("wait_until", parse_until_ms, "Invalid/Unsupported Wait Until format.  Provided: {}")):
         value = params.get(key)
         if value is None or value == "" or (isinstance(value, str) and "${" in value):
             continue

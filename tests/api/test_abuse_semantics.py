@@ -44,7 +44,8 @@ def wait_def(name, **params):
 
 @pytest.mark.parametrize("params", [{"duration": "bogus"}, {"duration": "10 parsecs"}, {"duration": "1h 30"},
                                     {"until": "tomorrow"}, {"until": "2030-13-45 10:00"},
-                                    {"until": "2030-01-01 10:00 Not/AZone"}, {"duration": {"s": 1}}])
+                                    {"until": "2030-01-01 10:00 Not/AZone"}, {"duration": {"s": 1}},
+                                    {"wait_until": "soon"}])
 def test_wait_constants_that_cannot_parse_are_refused(api, params):
     name = unique("sem_wait")
     body = error(api.post("/metadata/workflow", wait_def(name, **params)))
@@ -53,10 +54,18 @@ def test_wait_constants_that_cannot_parse_are_refused(api, params):
     assert not WorkflowDef.objects.filter(name=name).exists()
 
 
+@pytest.mark.parametrize("until_key", ["until", "wait_until"])
+def test_wait_with_both_duration_and_until_is_refused(api, until_key):
+    name = unique("sem_wait")
+    body = error(api.post("/metadata/workflow", wait_def(name, duration="10s", **{until_key: "2030-01-01 10:00"})))
+    assert any("Both 'duration' and 'until'" in e["message"] for e in body["validationErrors"]), body
+    assert not WorkflowDef.objects.filter(name=name).exists()
+
+
 @pytest.mark.parametrize("params", [{"duration": "1h 30m"}, {"duration": "10s"}, {"duration": "2 days"},
                                     {"duration": "${workflow.input.d}"}, {"until": "2030-01-01 10:00"},
                                     {"until": "2030-01-01 10:00 Europe/Paris"}, {"until": "2030-01-01 10:00 UTC"},
-                                    {"until": "${workflow.input.u}"}, {}])
+                                    {"until": "${workflow.input.u}"}, {"wait_until": "2030-01-01 10:00 UTC"}, {}])
 def test_wait_constants_of_conductor_formats_are_accepted(api, params):
     api.register_workflow(wait_def(unique("sem_wait"), **params))
 
