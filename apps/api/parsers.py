@@ -10,7 +10,8 @@ not JSON, leaving each view to decide what it accepts.
 path alike). It refuses, with Conductor's error body, what JSON parsers commonly accept
 but nothing downstream can store or walk:
 
-* ``NaN``, ``Infinity``, ``-Infinity`` (not JSON; Jackson refuses them too) -> 400;
+* ``NaN``, ``Infinity``, ``-Infinity`` (not JSON; Jackson refuses them too) -> 400, and
+  numbers beyond a double (``1e999``, which Python reads as infinity) -> 400;
 * nesting deeper than ``CONDUCTOR["MAX_JSON_DEPTH"]`` (default 64) -> 400;
 * lone UTF-16 surrogates (``"\\ud800"``: not encodable as UTF-8, so not storable) and
   bytes that are not UTF-8 -> 400;
@@ -21,6 +22,7 @@ but nothing downstream can store or walk:
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from django.conf import settings
@@ -58,10 +60,15 @@ def _reject_constant(name: str):
 
 
 def _check_tree(data, max_depth: int, what: str = "JSON body") -> None:
-    """Walk parsed JSON iteratively: depth and lone surrogates in keys and strings."""
+    """Walk parsed JSON iteratively: depth, numbers that are not finite, NUL characters and
+    lone surrogates in keys and strings."""
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):  # 1e999 parses to infinity: no JSON number, no column holds it
+                raise InvalidInput(f"Invalid {what}: a number is out of range (not a finite double)")
+            continue
         if isinstance(value, str):
             if _SURROGATE.search(value):
                 raise InvalidInput(f"Invalid {what}: a string holds a lone UTF-16 surrogate (not valid Unicode)")
@@ -81,7 +88,7 @@ def _check_tree(data, max_depth: int, what: str = "JSON body") -> None:
                 raise InvalidInput(f"Invalid {what}: a key holds a lone UTF-16 surrogate (not valid Unicode)")
             if key is not None and _NUL in key:
                 raise InvalidInput(f"Invalid {what}: a key holds a NUL character (\\u0000), which cannot be stored")
-            if isinstance(item, (dict, list, str)):
+            if isinstance(item, (dict, list, str, float)):
                 stack.append((item, depth + 1))
 
 

@@ -17,6 +17,17 @@ pytestmark = pytest.mark.django_db
 ESCAPES = [r"\u0000", r"\ud800"]
 
 
+@pytest.mark.parametrize("field", ["input_json", "input.x"])
+def test_start_page_refuses_a_number_beyond_a_double(operator_client, chain, field):
+    """``1e999`` (infinity to Python) started the workflow with null, then failed the audit
+    row's JSON check: a 500 after the action had happened."""
+    value = '{"x": 1e999}' if field == "input_json" else "1e999"
+    resp = operator_client.post("/start/", {"name": chain, "version": "1", field: value})
+    assert resp.status_code == 400, (resp.status_code, resp.content[:300])
+    assert "out of range" in resp.content.decode()
+    assert not WorkflowExecution.objects.exists()
+
+
 @pytest.mark.parametrize("escape", ESCAPES)
 @pytest.mark.parametrize("field", ["input_json", "input.x"])
 def test_start_page_refuses_bad_text_inside_json(operator_client, chain, escape, field):
