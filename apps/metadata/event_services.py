@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, InvalidInput, NotFound, validation_failed
-from apps.core.fields import length_errors
+from apps.core.fields import length_errors, name_errors
 from apps.engine.evaluators import syntax_error
 from apps.metadata.models import EventHandler
 
@@ -57,8 +57,9 @@ def validate_event_handler(handler: Any, path: str) -> list[dict]:
             errors.append(error)
         elif not isinstance(value, str):
             raise InvalidInput(f"EventHandler {key} must be a string")
-        else:
-            errors += length_errors(value, f"metadata.EventHandler.{key}", f"{path}.{key}")
+        else:  # a name is one URL path segment (DELETE /api/event/{name}), as for definitions
+            check = name_errors if key == "name" else length_errors
+            errors += check(value, f"metadata.EventHandler.{key}", f"{path}.{key}")
     errors += length_errors(handler.get("evaluatorType"), "metadata.EventHandler.evaluator_type",
                             f"{path}.evaluatorType")
     errors += condition_errors(handler.get("condition"), handler.get("evaluatorType"), f"{path}.condition")

@@ -27,7 +27,7 @@ from django.db.models import Q
 
 from apps.core.clock import now_ms
 from apps.core.errors import ConductorError, InvalidInput, NotFound, validation_failed
-from apps.core.fields import name_errors
+from apps.core.fields import length_errors, name_errors
 from apps.scheduler import cron
 from apps.scheduler.models import ScheduleExecution, SchedulerSwitch, WorkflowSchedule
 
@@ -48,13 +48,23 @@ def not_found(name: str) -> NotFound:
 
 # --- validation ----------------------------------------------------------------------------
 
+# the instants a schedule can name (epoch ms): 1970 up to the end of year 9999, what a
+# datetime holds; later ones answered 500 ("year 33658 is out of range")
+MAX_EPOCH_MS = 253_402_300_799_999
+
+
 def _opt_int(data: dict, key: str) -> int | None:
+    """``data[key]`` as epoch milliseconds in ``0..MAX_EPOCH_MS``, or None when absent.
+    Errors: InvalidInput (400) naming ``key`` for another type or a value out of range."""
     value = data.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise validation_failed([{"path": key, "message": "must be epoch milliseconds (an integer)",
                                   "invalidValue": value}])
+    if not 0 <= value <= MAX_EPOCH_MS:
+        raise validation_failed([{"path": key, "message": f"must be epoch milliseconds from 0 to {MAX_EPOCH_MS} "
+                                                          "(the end of year 9999)", "invalidValue": str(value)}])
     return value
 
 
@@ -94,6 +104,18 @@ def _start_request(value: Any) -> dict:
                                   "invalidValue": priority}])
     if req.get("taskToDomain") is not None and not isinstance(req["taskToDomain"], dict):
         raise validation_failed([{"path": f"{path}.taskToDomain", "message": "must be a JSON object"}])
+    # checked now, as at a start: a value its column cannot hold failed every slot later
+    errors = []
+    for key, column in (("correlationId", "correlation_id"), ("idempotencyKey", "idempotency_key"),
+                        ("createdBy", "created_by")):
+        value = req.get(key)
+        if value is not None and not isinstance(value, str):
+            errors.append({"path": f"{path}.{key}", "message": "must be a string", "invalidValue": str(value)[:80]})
+        errors += length_errors(value, f"engine.WorkflowExecution.{column}", f"{path}.{key}")
+    for task_name, domain in (req.get("taskToDomain") or {}).items():
+        errors += length_errors(domain, "engine.TaskExecution.domain", f"{path}.taskToDomain.{task_name}")
+    if errors:
+        raise validation_failed(errors)
     return req
 
 
@@ -422,6 +444,8 @@ def next_few(cron_expression: str | None, schedule_start_time: int | None = None
         raise InvalidInput("Required request parameter 'cronExpression' for method parameter type String is not present")
     expression = cron.validate_cron(cron_expression, "cronExpression", must_fire=False)  # [] if it never fires
     data = {"scheduleStartTime": schedule_start_time, "scheduleEndTime": schedule_end_time}
+    for key in data:
+        _opt_int(data, key)
     zone_id = _conf("SCHEDULER_TIME_ZONE", "UTC")
     now = last = now_ms()
     out: list[int] = []

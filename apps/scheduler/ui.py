@@ -91,4 +91,18 @@ def schedule_action(request, name: str, action: str):
         messages.error(request, f"Schedule {name}: {exc.message}")
     AuditLog.objects.create(user=request.user, username=request.user.get_username(), action=f"schedule_{action}",
                             target=name, params={"reason": reason} if reason else {}, ok=ok, message=message)
-    return redirect(request.POST.get("next") or "scheduler:schedules")
+    return redirect(_next_page(request))
+
+
+def _next_page(request) -> str:
+    """Where a pause/resume returns: the form's ``next`` when it is a page of this site
+    (a path on this host), the schedules list otherwise (no open redirect, and no 500 for
+    a ``next`` such as ``javascript:...``, which ``redirect`` took for a view name)."""
+    from django.urls import reverse
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    target = request.POST.get("next") or ""
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                                                   require_https=request.is_secure()):
+        return target
+    return reverse("scheduler:schedules")

@@ -1,4 +1,4 @@
-"""Names are one URL path segment (issue #10): a WorkflowDef, TaskDef or schedule name with
+"""Names are one URL path segment (issue #10): a WorkflowDef, TaskDef, schedule or event handler name with
 '/' is refused with a 400 naming the field wherever it can be registered (the API, the
 UI's editor, the admin, start-with-definition, /workflow/test), by the one rule of
 ``apps.core.fields.name_errors``; rows stored before the rule keep working pages in the UI
@@ -54,6 +54,18 @@ def test_task_def_name_with_a_slash_is_refused(api):
     names_the_field(error(api.post("/metadata/taskdefs", [task_def(name)])))
     names_the_field(error(api.put("/metadata/taskdefs", task_def(name))))
     assert not TaskDef.objects.filter(name=name).exists()
+
+
+@pytest.mark.parametrize("verb", ["post", "put"])
+def test_event_handler_name_with_a_slash_is_refused(api, verb):
+    """DELETE /api/event/{name} could not reach such a handler (404 'No endpoint')."""
+    from apps.metadata.models import EventHandler
+
+    name = unique("nm_eh") + "/x"
+    handler = {"name": name, "event": "conductor:x:y", "active": True,
+               "actions": [{"action": "start_workflow", "start_workflow": {"name": "x"}}]}
+    names_the_field(error(getattr(api, verb)("/event", handler)))
+    assert not EventHandler.objects.filter(name=name).exists()
 
 
 @pytest.mark.parametrize("model", ["workflow", "taskdef"])

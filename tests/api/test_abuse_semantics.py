@@ -88,6 +88,20 @@ def test_rerun_body_must_be_an_object(api, flow, body):
     assert api.workflow(wid)["status"] == "TERMINATED"
 
 
+@pytest.mark.parametrize("field,value", [("taskInput", "x"), ("taskInput", [1, 2]), ("workflowInput", []),
+                                         ("workflowInput", 1), ("correlationId", {"a": 1})])
+def test_rerun_inputs_must_be_objects(api, flow, field, value):
+    """A list or text as taskInput reached the worker as the task's inputData (or failed a
+    WAIT with a 500); as workflowInput it became the execution's input."""
+    name, _ = flow
+    wid = api.start(name)
+    api.ok(api.delete(f"/workflow/{wid}"))
+    task_id = api.workflow(wid)["tasks"][0]["taskId"]
+    body = error(api.post(f"/workflow/{wid}/rerun", {"reRunFromTaskId": task_id, field: value}))
+    assert [e["path"] for e in body["validationErrors"]] == [field], body
+    assert api.workflow(wid)["status"] == "TERMINATED"
+
+
 @pytest.mark.parametrize("count", [-1, 0])
 def test_batch_poll_count_below_one(api, flow, count):
     name, task = flow

@@ -75,6 +75,15 @@ def test_operators_pause_and_resume_with_an_audit_record(api, clock, operator_cl
     assert audit == [("schedule_pause", True), ("schedule_resume", True)]
 
 
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/", "javascript:alert(1)", "schedules"])
+def test_pause_returns_only_to_a_page_of_this_site(api, clock, operator_client, target):
+    name, _wf = setup_schedule(api, clock)
+    resp = operator_client.post(f"/schedules/{name}/pause", {"next": target})
+    assert (resp.status_code, resp["Location"]) == (302, "/schedules/")
+    resp = operator_client.post(f"/schedules/{name}/resume", {"next": f"/schedules/{name}"})
+    assert (resp.status_code, resp["Location"]) == (302, f"/schedules/{name}")
+
+
 def test_definition_page_shows_the_listener_settings(api, clock, viewer_client, settings):
     _name, wf = setup_schedule(api, clock)
     settings.CONDUCTOR = {**settings.CONDUCTOR, "WORKFLOW_STATUS_LISTENER": "workflow_publisher",

@@ -69,6 +69,16 @@ def test_list_filters_by_workflow_name(api, clock):
       "startWorkflowRequest": {"name": "w"}}, "cronSchedules[1].cronExpression"),
     ({"name": "x", "cronExpression": "0 * * * * *", "scheduleStartTime": "soon", "startWorkflowRequest": {"name": "w"}},
      "scheduleStartTime"),
+    # beyond what a date holds: 500 "year 33658 is out of range" / OSError before
+    ({"name": "x", "cronExpression": "0 * * * * *", "scheduleStartTime": 10**15, "startWorkflowRequest": {"name": "w"}},
+     "scheduleStartTime"),
+    ({"name": "x", "cronExpression": "0 * * * * *", "scheduleEndTime": 2**70, "startWorkflowRequest": {"name": "w"}},
+     "scheduleEndTime"),
+    # too long for its column: every slot failed later with no field named
+    ({"name": "x", "cronExpression": "0 * * * * *", "startWorkflowRequest": {"name": "w", "correlationId": "c" * 300}},
+     "startWorkflowRequest.correlationId"),
+    ({"name": "x", "cronExpression": "0 * * * * *", "startWorkflowRequest": {"name": "w", "correlationId": 7}},
+     "startWorkflowRequest.correlationId"),
 ])
 def test_bad_schedules_are_400_naming_the_field_and_store_nothing(api, body, path):
     resp = api.post("/scheduler/schedules", body)
@@ -144,6 +154,8 @@ def test_next_few_schedules_in_the_server_zone_capped_at_five(api, clock):
     bad = api.get("/scheduler/nextFewSchedules", {"cronExpression": "* * *"})
     assert bad.status_code == 400 and "Invalid cron expression" in bad.json()["message"]
     assert api.get("/scheduler/nextFewSchedules").status_code == 400
+    far = api.get("/scheduler/nextFewSchedules", {"cronExpression": "0 0 9 * * *", "scheduleStartTime": 10**15})
+    assert far.status_code == 400 and far.json()["validationErrors"][0]["path"] == "scheduleStartTime"
 
 
 def test_search_schedules(api, clock):
