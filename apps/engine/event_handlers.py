@@ -452,10 +452,7 @@ class PayloadDocument(params.Document):
     __slots__ = ("payload",)
 
     def __init__(self, payload: Any):
-        self.wf = None
-        self.env = os.environ
-        self._cache = {}
-        self._refs = None
+        super().__init__(None, os.environ)  # no workflow: every entry is read from the payload
         self.payload = payload if isinstance(payload, dict) else {}
 
     def entry(self, head: str) -> Any:
