@@ -9,7 +9,7 @@
   beside Conductor's error body; a role too weak for the call answers 403.
 * Roles (``models.ROLES``, each including the ones before it): read-only (every GET but
   polls), worker (polls and task updates), operator (starts and lifecycle actions), admin
-  (definitions and event handlers).
+  (definitions, event handlers and ``/api/admin``).
 
 Auth is on unless ``CONDUCTOR_API_AUTH=off`` (``settings.CONDUCTOR["API_AUTH"]``);
 ``/api/health`` and ``/api/health/ready`` stay open. When auth is off, ``/api/token`` answers 404, which the SDKs
@@ -75,7 +75,8 @@ def required_role(method: str, path: str) -> str:
 
     if path.startswith("/api/tasks/poll"):
         return ROLE_WORKER
-    if path.startswith("/api/scheduler/admin/"):  # GETs that stop all firing or requeue
+    # the scheduler's GETs that stop all firing or requeue; Conductor's AdminResource
+    if path.startswith(("/api/scheduler/admin/", "/api/admin/")):
         return ROLE_ADMIN
     if _SCHEDULE_SWITCH.match(path):  # pause/resume answer GET too (the Orkes dialect)
         return ROLE_OPERATOR

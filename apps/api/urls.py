@@ -68,6 +68,7 @@ urlpatterns = [
     path("tasks/queue/sizes", tasks.QueueSizesApi.as_view()),
     path("tasks/queue/size", tasks.QueueSizeApi.as_view()),
     path("tasks/queue/all", tasks.QueueAllApi.as_view()),
+    path("tasks/queue/all/verbose", tasks.QueueAllVerboseApi.as_view()),
     path("tasks/queue/polldata", tasks.PollDataApi.as_view()),
     path("tasks/queue/polldata/all", tasks.PollDataAllApi.as_view()),
     path("tasks/queue/requeue/<str:task_type>", tasks.RequeuePendingApi.as_view()),
@@ -90,4 +91,15 @@ urlpatterns += [
     path("queue/size", events.QueueSizeApi.as_view()),
     path("queue/update/<str:workflow_id>/task/<str:task_id>/<str:status>", events.QueueUpdateByTaskIdApi.as_view()),
     path("queue/update/<str:workflow_id>/<str:task_ref_name>/<str:status>", events.QueueUpdateByRefApi.as_view()),
+]
+
+# --- admin (Conductor's AdminResource; the admin role)
+from apps.api.views import admin  # noqa: E402
+
+urlpatterns += [
+    path("admin/config", admin.ConfigApi.as_view()),
+    path("admin/queues", admin.EventQueuesApi.as_view()),
+    path("admin/task/<str:task_type>", admin.PendingTasksApi.as_view()),
+    path("admin/sweep/requeue/<str:workflow_id>", admin.RequeueSweepApi.as_view()),
+    path("admin/consistency/verifyAndRepair/<str:workflow_id>", admin.VerifyAndRepairApi.as_view()),
 ]

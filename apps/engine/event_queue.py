@@ -107,3 +107,20 @@ def default_queue_sizes() -> dict[str, int]:
 def default_queue_names() -> dict[str, str]:
     """``GET /api/queue/``: ``{status: queue name}`` of the default queues."""
     return {s: default_queue_event(s) for s in DEFAULT_QUEUE_STATUSES}
+
+
+def event_queues(verbose: bool = False) -> dict:
+    """``GET /api/admin/queues``: the queues the active event handlers listen on, as
+    Conductor's ``EventQueueManager``: ``{event: queue name}``, or with ``verbose``
+    ``{event: {queue name: pending messages}}``. Here a handler's queue is the internal
+    one named by its ``event`` (pending = ``EventMessage`` rows not yet processed)."""
+    from django.db.models import Count
+
+    from apps.metadata.models import EventHandler
+
+    events = sorted(set(EventHandler.objects.filter(active=True).values_list("event", flat=True)))
+    if not verbose:
+        return {e: e for e in events}
+    pending = dict(EventMessage.objects.filter(event__in=events, processed_time__isnull=True)
+                   .values("event").annotate(n=Count("message_id")).values_list("event", "n"))
+    return {e: {e: pending.get(e, 0)} for e in events}

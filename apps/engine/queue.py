@@ -254,6 +254,36 @@ def all_queue_sizes() -> dict[str, int]:
     return {r["queue_name"]: r["n"] for r in rows}
 
 
+def all_queue_details_verbose() -> dict[str, dict[str, dict[str, int]]]:
+    """``GET /api/tasks/queue/all/verbose``: ``{queueName: {"a": {"size": n, "uacked": m}}}``
+    for every worker queue with a SCHEDULED or IN_PROGRESS task. ``size`` counts the
+    SCHEDULED tasks (waiting for a poll), ``uacked`` the IN_PROGRESS ones (handed to a
+    worker, not yet updated). One shard, ``"a"``, as Conductor's SQL QueueDAO answers."""
+    from django.db.models import Count
+
+    rows = (TaskExecution.objects.filter(status__in=("SCHEDULED", "IN_PROGRESS")).exclude(queue_name="")
+            .values("queue_name", "status").annotate(n=Count("task_id")).order_by("queue_name"))
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for r in rows:
+        shard = out.setdefault(r["queue_name"], {"a": {"size": 0, "uacked": 0}})["a"]
+        shard["size" if r["status"] == "SCHEDULED" else "uacked"] = r["n"]
+    return out
+
+
+def pending_tasks(task_type: str, start: int = 0, count: int = 100) -> list[TaskState]:
+    """``GET /api/admin/task/{tasktype}``: the SCHEDULED and IN_PROGRESS tasks of
+    ``task_type`` (a worker task's name, or a system task's type), oldest scheduled first
+    (then by task id), ``count`` of them from ``start`` (Conductor's
+    ``AdminService.getListOfPendingTask``: a start past the end gives ``[]``)."""
+    columns = ", ".join(TASK_FIELDS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM engine_task_execution WHERE status IN ('SCHEDULED', 'IN_PROGRESS') "
+            "AND (task_type = %s OR (task_type = 'SIMPLE' AND task_def_name = %s)) "
+            "ORDER BY scheduled_time, task_id LIMIT %s OFFSET %s", [task_type, task_type, count, start])
+        return [task_from_row(r) for r in cursor.fetchall()]
+
+
 def poll_data(task_type: str | None = None) -> list[dict]:
     """Conductor ``PollData`` list (``queueName``, ``domain``, ``workerId``, ``lastPollTime``)."""
     qs = PollData.objects.all().order_by("queue_name", "domain", "-last_poll_time", "worker_id")

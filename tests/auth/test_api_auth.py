@@ -227,3 +227,21 @@ def test_a_chunked_token_request_signs_in(auth_on, transactional_db):
     status, out = asgi_request("GET", "/api/token/userInfo", b"", headers=[(b"x-authorization", token.encode())])
     assert status == 200, out
     assert json.loads(out)["id"] == key_id
+
+
+def test_admin_resource_needs_the_admin_role(as_role):
+    """``/api/admin`` (Conductor's AdminResource) reads configuration and repairs
+    executions: admin only, reads included; ``/tasks/queue/all/verbose`` is a plain read."""
+    reader, operator, admin = as_role("read_only"), as_role("operator"), as_role("admin")
+    reader.ok(reader.get("/tasks/queue/all/verbose"))
+    for api in (reader, operator):
+        assert api.get("/admin/config").status_code == 403
+        assert api.get("/admin/queues").status_code == 403
+        assert api.get("/admin/task/x").status_code == 403
+        assert api.post("/admin/sweep/requeue/w").status_code == 403
+        assert api.post("/admin/consistency/verifyAndRepair/w").status_code == 403
+    admin.ok(admin.get("/admin/config"))
+    admin.ok(admin.get("/admin/queues"))
+    assert admin.ok(admin.get("/admin/task/x")).json() == []
+    assert admin.ok(admin.post("/admin/sweep/requeue/w")).content == b"false.w"
+    assert admin.post("/admin/consistency/verifyAndRepair/w").status_code == 404

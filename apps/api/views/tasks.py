@@ -185,6 +185,14 @@ class QueueAllApi(ConductorApi):
         return Response(queue.all_queue_sizes())
 
 
+class QueueAllVerboseApi(ConductorApi):
+    """``GET /tasks/queue/all/verbose`` -> ``{queueName: {"a": {"size": n, "uacked": m}}}``
+    (``queue.all_queue_details_verbose``)."""
+
+    def get(self, request):
+        return Response(queue.all_queue_details_verbose())
+
+
 class PollDataApi(ConductorApi):
     def get(self, request):
         task_type = qstr(request.query_params, "taskType")
