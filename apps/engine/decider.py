@@ -23,8 +23,9 @@ from apps.engine import evaluation, params
 from apps.engine.blueprint import Blueprint
 from apps.engine.outcome import Action, DeciderOutcome, TerminateWorkflow
 from apps.engine.retries import expected_retry_count, retry_delay_ms
-from apps.engine.state import BUILT_IN_TYPES, TaskState, WorkflowState, active_tasks, attempts_of, max_seq
-from apps.engine.status import RETRIABLE_TASK, TERMINAL_TASK
+from apps.engine.state import (BUILT_IN_TYPES, TaskState, WorkflowState, active_tasks, attempts_of, last_task, matching,
+                               max_seq, outputs_of)
+from apps.engine.status import RETRIABLE_TASK, SUCCESSFUL_TASK, TERMINAL_TASK
 from apps.engine.task_types import get_type
 
 # Rounds of the decide loop before giving up for this call (a sync system task loop that
@@ -47,8 +48,12 @@ class Decider:
                  task_def_lookup: TaskDefLookup | None = None,
                  domain_selector: Callable[[str, list[str]], str | None] | None = None,
                  env: Mapping[str, str] | None = None, config: Mapping | None = None,
-                 evaluated: Mapping[str, evaluation.Evaluated] | None = None, redispatch_evaluations: bool = False):
+                 evaluated: Mapping[str, evaluation.Evaluated] | None = None, redispatch_evaluations: bool = False,
+                 speculative: bool = False):
         self.wf = wf
+        # a decide of a snapshot that is never saved (the evaluations' run-ahead): what
+        # only a saved state needs (a DO_WHILE's whole output at its end) is left out
+        self.speculative = speculative
         self.evaluated = evaluated if evaluated is not None else {}
         self.redispatch_evaluations = redispatch_evaluations
         self.asked: set[str] = set()  # task ids whose evaluation this decide asked for
@@ -311,6 +316,11 @@ class Decider:
         execution reads finished tasks by reference instead of holding all of them)."""
         return attempts_of(self.wf.tasks, refs)
 
+    def outputs_of(self, refs) -> dict[str, list]:
+        """``attempts_of`` for a reader that changes none of them (``state.outputs_of``:
+        many references are read as narrow read-only rows)."""
+        return outputs_of(self.wf.tasks, refs)
+
     def active_tasks(self) -> list[TaskState]:
         """The tasks that may still change (``state.active_tasks``), in seq order."""
         return active_tasks(self.wf.tasks)
@@ -413,8 +423,13 @@ class Decider:
         """A workflow about to complete fails instead when the latest attempt of a
         permissive (non-optional) task ended unsuccessfully; the reason names each such
         task (DeciderService.decide: permissiveTasksTerminalNonSuccessful)."""
+        # only a reference with an unsuccessful permissive attempt can fail it: read those
+        unsuccessful = matching(self.wf.tasks, statuses=TERMINAL_TASK - SUCCESSFUL_TASK)
+        refs = {t.reference_task_name for t in unsuccessful if self._permissive(t)}
+        if not refs:
+            return
         latest: dict[str, TaskState] = {}
-        for task in self.wf.tasks:
+        for task in sorted((t for found in self.attempts_of(refs).values() for t in found), key=lambda t: t.seq):
             if self._permissive(task):
                 known = latest.get(task.reference_task_name)
                 if known is None or task.retry_count >= known.retry_count:
@@ -552,14 +567,14 @@ class Decider:
     # --- completion ----------------------------------------------------------------------
 
     def _successful_terminate(self) -> TaskState | None:
-        for task in self.wf.tasks:
-            if task.task_type == "TERMINATE" and task.status == "COMPLETED":
-                return task
-        return None
+        done = matching(self.wf.tasks, statuses=frozenset({"COMPLETED"}), task_type="TERMINATE")
+        return done[0] if done else None
 
     def check_for_completion(self) -> bool:
         """Conductor's checkForWorkflowCompletion: every task terminal, every top-level
-        WorkflowTask has a successful terminal task, and nothing is left to schedule."""
+        WorkflowTask has a successful terminal task, and nothing is left to schedule.
+        Reads only the tasks of the definition's references (the loaded ones hold every
+        task that is not terminal; a task of another reference has no successor)."""
         if any(not t.terminal for t in active_tasks(self.wf.tasks)):
             return False  # the common answer, from the loaded tasks alone
         if not self.wf.tasks:
@@ -568,26 +583,23 @@ class Decider:
         top = self.attempts_of(wt.get("taskReferenceName") for wt in self.blueprint.tasks)
         if any(not top[wt.get("taskReferenceName")] for wt in self.blueprint.tasks):
             return False
-        statuses: dict[str, str] = {}
-        for task in self.wf.tasks:
-            if not task.terminal:
-                return False
-            statuses[task.reference_task_name] = task.status
         for workflow_task in self.blueprint.tasks:
-            status = statuses.get(workflow_task.get("taskReferenceName"))
-            if status is None:
-                return False
+            status = top[workflow_task.get("taskReferenceName")][-1].status
             if status not in ("COMPLETED", "COMPLETED_WITH_ERRORS", "SKIPPED") and not (
                     status in TERMINAL_TASK and workflow_task.get("permissive") and not workflow_task.get("optional")):
                 return False
-        for task in self.wf.tasks:
-            if task.retried or task.iteration:
-                continue  # loop bodies are settled by their DO_WHILE
-            if not self._continues(task):
-                continue
-            nxt = self.blueprint.next_task(task.reference_task_name)
-            if nxt is not None and nxt.get("taskReferenceName") not in statuses:
-                return False
+        # a finished task whose successor never ran (only references of the definition
+        # have one: ``Blueprint.next_task``)
+        found = self.attempts_of(self.blueprint.by_ref)
+        for attempts in found.values():
+            for task in attempts:
+                if task.retried or task.iteration:
+                    continue  # loop bodies are settled by their DO_WHILE
+                if not self._continues(task):
+                    continue
+                nxt = self.blueprint.next_task(task.reference_task_name)
+                if nxt is not None and not found.get(nxt.get("taskReferenceName")):
+                    return False
         return True
 
     def _continues(self, task: TaskState) -> bool:
@@ -604,7 +616,7 @@ class Decider:
             return params.resolve_value(output_parameters, self.document())
         if not self.wf.tasks:
             return {}
-        task = last or self.wf.tasks[-1]
+        task = last or last_task(self.wf.tasks)
         return task.output_data or {}
 
     def note_failed_tasks(self) -> None:
@@ -613,7 +625,7 @@ class Decider:
         ``failedTaskNames``, as Conductor does when a workflow completes or is terminated
         (WorkflowExecutorOps.completeWorkflow / terminateWorkflow)."""
         wf = self.wf
-        failed = [t for t in wf.tasks if t.status in ("FAILED", "FAILED_WITH_TERMINAL_ERROR")]
+        failed = matching(wf.tasks, statuses=frozenset({"FAILED", "FAILED_WITH_TERMINAL_ERROR"}))
         wf.failed_reference_task_names = sorted(set(wf.failed_reference_task_names or [])
                                                 | {t.reference_task_name for t in failed})
         wf.failed_task_names = sorted(set(wf.failed_task_names or []) | {t.task_def_name for t in failed})

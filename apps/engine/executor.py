@@ -154,7 +154,7 @@ def _run_ahead(workflow_id: str, results: dict[str, evaluation.Evaluated], budge
     if wf is None:
         return budget
     while budget > 0 and not wf.terminal:
-        outcome = new_decider(wf, now_ms(), evaluated=results).run()
+        outcome = new_decider(wf, now_ms(), evaluated=results, speculative=True).run()
         requests = [a.data["request"] for a in outcome.actions
                     if a.kind == "evaluate" and a.data["request"].key not in results]
         if not requests:
@@ -406,17 +406,19 @@ def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
 
 def new_decider(wf: WorkflowState, now: int, *, domains: bool = True,
                 evaluated: dict[str, evaluation.Evaluated] | None = None,
-                redispatch_evaluations: bool = False) -> Decider:
+                redispatch_evaluations: bool = False, speculative: bool = False) -> Decider:
     """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
     (UUID v4) for new tasks, a fresh random source for retry jitter, the process
     environment (``${workflow.env.X}``), ``settings.CONDUCTOR``, registered TaskDefs
     and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
     (operator actions schedule with the list's last domain, as before); ``evaluated``
     the results computed outside the lock; ``redispatch_evaluations`` asks again for
-    every evaluation still waiting (an explicit decide)."""
+    every evaluation still waiting (an explicit decide); ``speculative`` a decide whose
+    state is thrown away (``Decider.speculative``)."""
     return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
                    domain_selector=active_domain if domains else None, env=os.environ,
-                   config=settings.CONDUCTOR, evaluated=evaluated, redispatch_evaluations=redispatch_evaluations)
+                   config=settings.CONDUCTOR, evaluated=evaluated, redispatch_evaluations=redispatch_evaluations,
+                   speculative=speculative)
 
 
 def decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:

@@ -24,7 +24,7 @@ from typing import Any
 
 import jsonpath
 
-from apps.engine.state import TaskList, TaskState, WorkflowState, attempts_of
+from apps.engine.state import TaskList, TaskState, WorkflowState, attempts_of, outputs_of
 
 _NOT_FOUND = object()
 
@@ -135,7 +135,7 @@ def loop_output(loop: TaskState, tasks, body_refs: set[str]) -> dict:
     missing = [k for k in _finished_range(loop) if str(k) not in out]
     own = loop_scope(loop)
     refs = [f"{r}{own}__{k}" for k in missing for r in sorted(body_refs)]
-    found = attempts_of(tasks, refs)
+    found = outputs_of(tasks, refs)  # narrow rows when many: only their outputs are read
     whole = {k: v for k, v in out.items() if not iteration_key(k)}
     stored = {int(k): v for k, v in out.items() if iteration_key(k)}
     for k in missing:

@@ -141,6 +141,19 @@ class TaskSource(Protocol):
     def max_seq(self) -> int:
         """The highest ``seq`` stored (0 when none)."""
 
+    def matching(self, statuses: frozenset[str] | None, task_type: str | None) -> list[TaskState]:
+        """Every task whose status is one of ``statuses`` (any when None) and whose type
+        is ``task_type`` (any when None)."""
+
+    def last(self) -> TaskState | None:
+        """The task with the highest ``seq``, or None."""
+
+    def outputs(self) -> list:
+        """Every task as a narrow read-only row (``store.NarrowTask``: ``task_id``,
+        ``reference_task_name``, ``seq``, ``retry_count``, ``iteration``, ``status``,
+        ``task_def_name``, ``task_type``, ``reason_for_incompletion``, ``output_data``,
+        ``workflow_task``, ``terminal``, ``successful``), for a reader of many outputs."""
+
 
 class TaskList:
     """The tasks of a locked execution (ordered by ``seq``), loaded on demand.
@@ -245,6 +258,61 @@ class TaskList:
             self._db_max_seq = self._source.max_seq()
         return max(self._db_max_seq, max((t.seq for t in self._new), default=0))
 
+    def _loaded_and_new(self) -> Iterator[TaskState]:
+        for t in self._objects.values():
+            if t.task_id not in self._removed:
+                yield t
+
+    def matching(self, *, statuses: frozenset[str] | None = None, task_type: str | None = None) -> list[TaskState]:
+        """The tasks (in seq order) whose status is one of ``statuses`` and whose type is
+        ``task_type`` (None: any), as they are now: the rows that match in the database
+        and the loaded or new tasks that match in memory (a loaded task changed by this
+        decide is judged by its new status). Reads only the matching rows."""
+        def fits(t: TaskState) -> bool:
+            return (statuses is None or t.status in statuses) and (task_type is None or t.task_type == task_type)
+
+        if self._complete:
+            return [t for t in self._items if fits(t)]
+        found = {t.task_id: t for t in (self._adopt(r) for r in self._source.matching(statuses, task_type))
+                 if t.task_id not in self._removed}
+        for t in self._loaded_and_new():
+            found.setdefault(t.task_id, t)
+        return sorted((t for t in found.values() if fits(t)), key=lambda t: t.seq)
+
+    def last(self) -> TaskState | None:
+        """The task with the highest seq (``list[-1]``), reading one row."""
+        if self._complete or self._removed:
+            return self._items[-1] if self.materialize() else None
+        stored = self._source.last()
+        candidates = [t for t in self._loaded_and_new()]
+        if stored is not None:
+            candidates.append(self._adopt(stored))
+        return max(candidates, key=lambda t: t.seq, default=None)
+
+    def outputs_of(self, refs: Iterable[str]) -> dict[str, list]:
+        """``{ref: attempts in seq order}`` like ``attempts_of``, for a reader that does not
+        change them (``params.loop_output``, a JOIN that ends): beyond ``LOOKUP_LIMIT``
+        references the execution's tasks are read as narrow rows (``TaskSource.outputs``)
+        instead of whole ones; a task loaded (or new) is given as its object, as changed
+        in memory."""
+        refs = list(dict.fromkeys(refs))
+        if self._complete or len(refs) <= self.LOOKUP_LIMIT:
+            return self.attempts_of(refs)
+        out: dict[str, list] = {r: [] for r in refs}
+        seen: set[str] = set()
+        for row in self._source.outputs():
+            seen.add(row.task_id)
+            if row.task_id in self._removed:
+                continue
+            found = out.get(row.reference_task_name)
+            if found is not None:
+                found.append(self._objects.get(row.task_id, row))
+        for t in self._new:
+            if t.task_id not in seen and t.task_id not in self._removed and t.reference_task_name in out:
+                out[t.reference_task_name].append(t)
+                out[t.reference_task_name].sort(key=lambda x: x.seq)
+        return out
+
     # --- the list protocol (what is not answered above loads everything) --------------------
 
     def append(self, task: TaskState) -> None:
@@ -324,6 +392,31 @@ def task_by_id(tasks: list[TaskState] | TaskList, task_id: str) -> TaskState | N
     if isinstance(tasks, TaskList):
         return tasks.by_id(task_id)
     return next((t for t in tasks if t.task_id == task_id), None)
+
+
+def matching(tasks: list[TaskState] | TaskList, *, statuses: frozenset[str] | None = None,
+             task_type: str | None = None) -> list[TaskState]:
+    """The tasks (seq order) with a status in ``statuses`` and of type ``task_type`` (None:
+    any); a ``TaskList`` reads only the matching rows (``TaskList.matching``)."""
+    if isinstance(tasks, TaskList):
+        return tasks.matching(statuses=statuses, task_type=task_type)
+    return [t for t in tasks if (statuses is None or t.status in statuses)
+            and (task_type is None or t.task_type == task_type)]
+
+
+def last_task(tasks: list[TaskState] | TaskList) -> TaskState | None:
+    """The task with the highest seq (the list's last), or None when there is none."""
+    if isinstance(tasks, TaskList):
+        return tasks.last()
+    return tasks[-1] if tasks else None
+
+
+def outputs_of(tasks: list[TaskState] | TaskList, refs: Iterable[str]) -> dict[str, list]:
+    """``attempts_of`` for a reader that changes none of them (``TaskList.outputs_of`` may
+    answer with narrow read-only rows, see ``TaskSource.outputs``)."""
+    if isinstance(tasks, TaskList):
+        return tasks.outputs_of(refs)
+    return attempts_of(tasks, refs)
 
 
 def max_seq(tasks: list[TaskState] | TaskList) -> int:

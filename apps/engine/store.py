@@ -103,6 +103,12 @@ def _sql(vendor: str) -> dict[str, str]:
                         "AND reference_task_name IN ",
         "task_by_id": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE task_id = %s AND workflow_id = %s",
         "max_seq": f"SELECT MAX(seq) FROM {TASK_TABLE} WHERE workflow_id = %s",
+        "last_task": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s ORDER BY seq DESC LIMIT 1",
+        "matching": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s",
+        "outputs": "SELECT task_id, reference_task_name, seq, retry_count, iteration, status, task_def_name, "
+                   "task_type, reason_for_incompletion, "
+                   + ", ".join(f"{f}::text" if vendor == "postgresql" else f for f in ("output_data", "workflow_task"))
+                   + f" FROM {TASK_TABLE} WHERE workflow_id = %s ORDER BY seq",
         "insert_task_row": f"({task_ph})",
         "insert_task": f"INSERT INTO {TASK_TABLE} ({task_cols}) VALUES ",
         "update_task": f"UPDATE {TASK_TABLE} SET {task_set} WHERE task_id = %s AND status = %s",
@@ -311,6 +317,42 @@ def workflow_summary(workflow_id: str) -> dict | None:
         return _summaries(cursor, [workflow_id]).get(workflow_id)
 
 
+class NarrowTask:
+    """A task row read for its output (``TaskSource.outputs``): the fields a reader of
+    many finished tasks needs (``params.loop_output``, a JOIN that ends), its JSON columns
+    decoded on first access. Read-only: nothing saves it."""
+
+    __slots__ = ("task_id", "reference_task_name", "seq", "retry_count", "iteration", "status", "task_def_name",
+                 "task_type", "reason_for_incompletion", "_output", "_workflow_task")
+
+    def __init__(self, task_id, reference_task_name, seq, retry_count, iteration, status, task_def_name,
+                 task_type, reason_for_incompletion, output, workflow_task):
+        self.task_id = task_id
+        self.reference_task_name = reference_task_name
+        self.seq = seq
+        self.retry_count = retry_count
+        self.iteration = iteration
+        self.status = status
+        self.task_def_name = task_def_name
+        self.task_type = task_type
+        self.reason_for_incompletion = reason_for_incompletion
+        self._output = output
+        self._workflow_task = workflow_task
+
+    @property
+    def output_data(self):
+        value = self._output = _load_json(self._output)
+        return value
+
+    @property
+    def workflow_task(self):
+        value = self._workflow_task = _load_json(self._workflow_task)
+        return value
+
+    terminal = TaskState.terminal
+    successful = TaskState.successful
+
+
 class _RowSource:
     """The ``state.TaskSource`` of one locked execution: reads its task rows on demand."""
 
@@ -336,6 +378,27 @@ class _RowSource:
 
     def all(self) -> list[TaskState]:
         return self._rows(_s()["tasks"], [self.workflow_id])
+
+    def matching(self, statuses: frozenset[str] | None, task_type: str | None) -> list[TaskState]:
+        if statuses is not None and not statuses:
+            return []
+        sql, args = _s()["matching"], [self.workflow_id]
+        if statuses is not None:
+            sql += " AND status IN (" + ", ".join(["%s"] * len(statuses)) + ")"
+            args += sorted(statuses)
+        if task_type is not None:
+            sql += " AND task_type = %s"
+            args.append(task_type)
+        return self._rows(sql + " ORDER BY seq", args)
+
+    def last(self) -> TaskState | None:
+        rows = self._rows(_s()["last_task"], [self.workflow_id])
+        return rows[0] if rows else None
+
+    def outputs(self) -> list[NarrowTask]:
+        with connection.cursor() as cursor:
+            cursor.execute(_s()["outputs"], [self.workflow_id])
+            return [NarrowTask(*r) for r in cursor.fetchall()]
 
     def max_seq(self) -> int:
         with connection.cursor() as cursor:

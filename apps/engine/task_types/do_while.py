@@ -287,6 +287,10 @@ class DoWhile(TaskType):
 
     @staticmethod
     def _whole_output(d, task: TaskState) -> dict:
+        if d.speculative:
+            # the run-ahead's snapshot is never saved: a later evaluation that binds this
+            # loop's output gets a key the locked decide does not match, and is asked again
+            return task.output_data
         return params.loop_output(task, d.wf.tasks, d.blueprint.nested_refs(d.workflow_task_of(task)["taskReferenceName"]))
 
     def cancel(self, d, task: TaskState) -> None:

@@ -66,7 +66,7 @@ class Join(TaskType):
             return False
         forked_tasks: list[tuple[str, TaskState | None]] = []
         all_done = True
-        attempts = d.attempts_of(runtime_refs)
+        attempts = d.outputs_of(runtime_refs)  # read only: narrow rows when many
         for ref, runtime_ref in zip(join_on, runtime_refs):
             found = attempts[runtime_ref]
             forked = found[-1] if found else None  # the latest attempt wins
