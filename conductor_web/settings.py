@@ -218,6 +218,12 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
             "timeout": 30,
         }
     _db["OPTIONS"].setdefault("application_name", os.environ.get("DB_APPLICATION_NAME", "conductor-web"))
+    # The engine's hot statements (apps.engine.store.sql_cursor) bind their parameters on
+    # the server and are prepared once a connection has run them this many times.
+    # DB_PREPARE_THRESHOLD=off for a pooler in transaction mode that cannot keep
+    # prepared statements (Django's ORM cursors never prepare).
+    _prepare = os.environ.get("DB_PREPARE_THRESHOLD", "5").strip().lower()
+    _db["OPTIONS"]["prepare_threshold"] = None if _prepare in ("off", "none", "") else int(_prepare)
     # DB_SYNCHRONOUS_COMMIT=off trades durability of the last few hundred ms of commits
     # after a PostgreSQL crash (a task is then re-delivered, as at-least-once allows) for
     # commits that do not wait for the WAL flush. Default: PostgreSQL's own (on).

@@ -269,7 +269,15 @@ def _acting(principal, path: str, fn):
     return call
 
 
-_run_authorize = sync_to_async(_authorize_guarded, thread_sensitive=False)
+_authorize_in_pool = sync_to_async(_authorize_guarded, thread_sensitive=False)
+
+
+async def _run_authorize(method: str, path: str, token: str | None):
+    """``_authorize_guarded``; in a pool thread only when API auth is on (it may read the
+    database), answered at once when it is off."""
+    if not auth.enabled():
+        return None, None
+    return await _authorize_in_pool(method, path, token)
 
 
 def _header(scope, name: bytes) -> str | None:
