@@ -498,7 +498,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CONDUCTOR_MAX_REQUEST_BODY_BYTES", 16 * 10
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "apps.core.logs.ContextFilter"}},
+    "filters": {"context": {"()": "apps.core.logs.ContextFilter"},
+                "no_traceback": {"()": "apps.core.logs.NoTraceback"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
                    "json": {"()": "apps.core.logs.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["context"],
@@ -507,6 +508,8 @@ LOGGING = {
     "loggers": {
         "apps": {"level": os.environ.get("APP_LOG_LEVEL", "INFO"), "propagate": True},
         "django.request": {"level": "ERROR"},
+        # a Host header not in ALLOWED_HOSTS: 400 and one line, not a traceback
+        "django.security.DisallowedHost": {"level": "ERROR", "filters": ["no_traceback"]},
     },
 }
 
