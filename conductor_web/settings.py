@@ -218,6 +218,12 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
             "timeout": 30,
         }
     _db["OPTIONS"].setdefault("application_name", os.environ.get("DB_APPLICATION_NAME", "conductor-web"))
+    # The engine's hot statements (apps.engine.store.sql_cursor) bind their parameters on
+    # the server and are prepared once a connection has run them this many times.
+    # DB_PREPARE_THRESHOLD=off for a pooler in transaction mode that cannot keep
+    # prepared statements (Django's ORM cursors never prepare).
+    _prepare = os.environ.get("DB_PREPARE_THRESHOLD", "5").strip().lower()
+    _db["OPTIONS"]["prepare_threshold"] = None if _prepare in ("off", "none", "") else int(_prepare)
     # DB_SYNCHRONOUS_COMMIT=off trades durability of the last few hundred ms of commits
     # after a PostgreSQL crash (a task is then re-delivered, as at-least-once allows) for
     # commits that do not wait for the WAL flush. Default: PostgreSQL's own (on).
@@ -492,7 +498,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("CONDUCTOR_MAX_REQUEST_BODY_BYTES", 16 * 10
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "apps.core.logs.ContextFilter"}},
+    "filters": {"context": {"()": "apps.core.logs.ContextFilter"},
+                "no_traceback": {"()": "apps.core.logs.NoTraceback"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
                    "json": {"()": "apps.core.logs.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["context"],
@@ -501,6 +508,8 @@ LOGGING = {
     "loggers": {
         "apps": {"level": os.environ.get("APP_LOG_LEVEL", "INFO"), "propagate": True},
         "django.request": {"level": "ERROR"},
+        # a Host header not in ALLOWED_HOSTS: 400 and one line, not a traceback
+        "django.security.DisallowedHost": {"level": "ERROR", "filters": ["no_traceback"]},
     },
 }
 

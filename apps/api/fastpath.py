@@ -28,7 +28,7 @@ from django.db import close_old_connections
 
 from apps.api import audit, auth
 from apps.api.exceptions import logged_body_for_exception
-from apps.api.parsers import check_body_size, check_text, parse_json
+from apps.api.parsers import check_body_size, check_text, check_urlencoded, parse_json
 from apps.api.shapes import check_task_result
 from apps.core import lifecycle
 from apps.core.errors import InvalidInput, PayloadTooLarge
@@ -269,7 +269,15 @@ def _acting(principal, path: str, fn):
     return call
 
 
-_run_authorize = sync_to_async(_authorize_guarded, thread_sensitive=False)
+_authorize_in_pool = sync_to_async(_authorize_guarded, thread_sensitive=False)
+
+
+async def _run_authorize(method: str, path: str, token: str | None):
+    """``_authorize_guarded``; in a pool thread only when API auth is on (it may read the
+    database), answered at once when it is off."""
+    if not auth.enabled():
+        return None, None
+    return await _authorize_in_pool(method, path, token)
 
 
 def _header(scope, name: bytes) -> str | None:
@@ -346,7 +354,14 @@ def worker_fast_path(django_app):
                 if refused:
                     await _respond(send, *refused)
                     return
-                query = parse_qs(scope.get("query_string", b"").decode(), keep_blank_values=True)
+                raw_query = scope.get("query_string", b"")
+                try:
+                    check_urlencoded(raw_query, "Query parameter")  # as TextGateMiddleware does
+                except InvalidInput as exc:
+                    status, error = logged_body_for_exception(exc)
+                    await _respond(send, status, JSON, _dumps(error))
+                    return
+                query = parse_qs(raw_query.decode(), keep_blank_values=True)
                 await _respond(send, *await poll_answer(m.group(1), query, single=m.re is _SINGLE))
                 return
         elif method == "POST" and path in ("/api/tasks", "/api/tasks/update-v2", "/api/workflow"):

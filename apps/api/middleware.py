@@ -41,7 +41,8 @@ class TextGateMiddleware:
     """A request whose path, query string (names and values) or form fields hold a NUL
     character or a lone UTF-16 surrogate answers 400 before any view runs: PostgreSQL
     cannot store or compare such text, so the same request would pass on SQLite and fail
-    with a 500 on PostgreSQL. /api paths get Conductor's error body, every other path (the
+    with a 500 on PostgreSQL. So does a query string or form body whose percent-escapes
+    are not UTF-8 (``%FF``, ``%ED%A0%80``), which Django would read as U+FFFD. /api paths get Conductor's error body, every other path (the
     UI, the admin) the ``400.html`` page with the reason."""
 
     def __init__(self, get_response):
@@ -66,12 +67,15 @@ class TextGateMiddleware:
     @staticmethod
     def check(request) -> None:
         """InvalidInput naming the first part of ``request`` that holds such text."""
-        from apps.api.parsers import check_text
+        from apps.api.parsers import check_text, check_urlencoded
 
         check_text(request.path, "The path")
+        check_urlencoded(request.META.get("QUERY_STRING", ""), "Query parameter")
         fields = [("Query parameter", request.GET)]
         if not request.path.startswith("/api/") and request.method == "POST" and request.content_type in (
                 "application/x-www-form-urlencoded", "multipart/form-data"):  # as CsrfViewMiddleware reads it
+            if request.content_type == "application/x-www-form-urlencoded":
+                check_urlencoded(request.body, "Form field")
             fields.append(("Form field", request.POST))
         for kind, data in fields:
             for name, values in data.lists():

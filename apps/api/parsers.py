@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from rest_framework.parsers import BaseParser
@@ -141,6 +142,25 @@ def check_text(value: str, what: str) -> str:
     if _SURROGATE.search(value):
         raise InvalidInput(f"{what} holds a lone UTF-16 surrogate (not valid Unicode), which is not accepted")
     return value
+
+
+def check_urlencoded(raw: str | bytes, kind: str) -> None:
+    """InvalidInput (400) naming the first field of ``raw``, a query string or a form body
+    (``application/x-www-form-urlencoded``), whose name or value does not decode as UTF-8
+    once its percent-escapes are undone (``%FF``, ``%ED%A0%80``: a surrogate in UTF-8):
+    Django would read them as U+FFFD and go on with text the client never sent. ``kind``
+    is ``Query parameter`` or ``Form field``."""
+    data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw
+    for pair in data.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        name, value = (unquote_to_bytes(part.replace(b"+", b" ")) for part in (name, value))
+        for part in (name, value):
+            try:
+                part.decode("utf-8")
+            except UnicodeDecodeError:
+                shown = name.decode("utf-8", "replace")
+                raise InvalidInput(f"{kind} '{shown}' is not valid UTF-8 once its percent-escapes are decoded, "
+                                   "which is not accepted") from None
 
 
 class LenientJSONParser(BaseParser):

@@ -28,7 +28,7 @@ Commands (JSON on stdout unless noted)::
     conductor task queues                                {queueName: size}
     conductor schedule list [-w WORKFLOW] / get NAME / create FILE.json / delete NAME...
     conductor schedule pause NAME... [--reason TEXT] / resume NAME...
-    conductor schedule next CRON [-n N] [--start T] [--end T]   next slots (epoch ms and UTC)
+    conductor schedule next CRON [-n N] [--start T] [--end T]   next slots (epoch ms and UTC; exit 1 if none)
     conductor schedule executions [NAME...] [-s STATE] [-c COUNT]  runs, newest first
 
 Actions on executions (pause, resume, retry, ...) print one JSON line per id,
@@ -459,7 +459,11 @@ def _cmd_schedule_next(c: Client, a) -> int:
         "cronExpression": a.cron, "limit": a.count,
         "scheduleStartTime": parse_time(a.start) if a.start else None,
         "scheduleEndTime": parse_time(a.end) if a.end else None})
-    for t in times or []:
+    if not times:  # a cron that matches no date (February 30), or none in the window
+        window = " between --start and --end" if a.start or a.end else ""
+        print(f"no slot: {a.cron!r} never fires{window}", file=sys.stderr)
+        return 1
+    for t in times:
         print(json.dumps({"time": t, "utc": datetime.fromtimestamp(t / 1000, tz=timezone.utc).isoformat()}))
     return 0
 

@@ -45,6 +45,17 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class NoTraceback(logging.Filter):
+    """Drop the traceback of a record: for loggers whose message says it all, such as
+    ``django.security.DisallowedHost`` (a request with a Host header not in
+    ALLOWED_HOSTS: a client's mistake or a scanner, answered 400, one line logged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: time (UTC, ms), level, logger, message, the context
     fields present on the record, and ``exc`` (the formatted traceback) if any."""

@@ -368,9 +368,11 @@ def _check_input_schema(definition: dict, wf_input: dict) -> None:
         raise InvalidInput(f"The workflow's inputSchema cannot be applied: {reason}") from None
     for e in violations:
         base = "input" + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path)
-        if e.validator == "required" and isinstance(e.instance, dict):
-            entries += [{"path": f"{base}.{k}", "message": f"'{k}' is a required property"}
-                        for k in e.validator_value if k not in e.instance]
+        # jsonschema gives one ``required`` violation per missing property, on the object
+        missing = [k for k in e.validator_value if k not in e.instance and e.message == f"{k!r} is a required property"] \
+            if e.validator == "required" and isinstance(e.instance, dict) else []
+        if missing:
+            entries += [{"path": f"{base}.{k}", "message": f"'{k}' is a required property"} for k in missing]
         else:
             entries.append({"path": base, "message": e.message})
     if entries:

@@ -171,6 +171,10 @@ def fill_loop_outputs(wf: WorkflowState, blueprint=None) -> None:
         t.output_data = loop_output(t, wf.tasks, loop_body_refs(t, blueprint))
 
 
+# A definite path of plain names (``a.b.c``): evaluated without JSONPath.
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+
+
 @lru_cache(maxsize=4096)
 def _compile(path: str):
     """Compile ``a.b[0].c`` as ``$.a.b[0].c``; names that RFC 9535 shorthand refuses
@@ -199,6 +203,14 @@ def evaluate_path(path: str, document: dict) -> Any:
     Returns the value of a definite path (None if missing), or the list of matches of an
     indefinite path. Never raises (Conductor suppresses JSONPath exceptions).
     """
+    if _DOTTED.match(path):
+        # the common ``ref.output.key``: plain key look-ups, the value JSONPath gives
+        value: Any = document
+        for name in path.split("."):
+            if not isinstance(value, dict) or name not in value:
+                return None
+            value = value[name]
+        return value
     compiled = _compile(path)
     if compiled is None:
         return None

@@ -35,7 +35,7 @@ from apps.core.errors import InvalidInput
 from apps.engine import history, limits, notify
 from apps.engine.models import PollData, TaskExecution
 from apps.engine.state import TASK_FIELDS, TaskState
-from apps.engine.store import task_from_row
+from apps.engine.store import sql_cursor, task_from_row
 
 
 
@@ -67,8 +67,9 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
               "WHERE queue_name = %s AND status = 'SCHEDULED' AND visible_at <= %s "
               "ORDER BY workflow_priority DESC, visible_at LIMIT %s")
     nested = connection.in_atomic_block  # inside a caller's transaction (update-v2)
-    with transaction.atomic():
-        with connection.cursor() as cursor:
+    # no savepoint inside a caller's transaction: a failed claim fails the caller anyway
+    with transaction.atomic(savepoint=False):
+        with sql_cursor() as cursor:
             if connection.vendor == "postgresql":
                 # A locking CTE is evaluated exactly once; "IN (SELECT ... LIMIT n SKIP LOCKED)"
                 # may be re-run by the planner and claim more than n rows.
@@ -131,7 +132,7 @@ def has_pollable(queue_name: str, now: int) -> bool:
 def next_visible(queue_name: str) -> int | None:
     """Epoch ms at which the earliest SCHEDULED task of this queue becomes pollable (in
     the past when one is pollable now), or None when the queue is empty (index task_poll)."""
-    with connection.cursor() as cursor:  # an idle long poll's one statement: no ORM query building
+    with sql_cursor() as cursor:  # an idle long poll's one statement: no ORM query building
         cursor.execute("SELECT MIN(visible_at) FROM engine_task_execution WHERE queue_name = %s AND status = 'SCHEDULED'",
                        [queue_name])
         row = cursor.fetchone()
@@ -152,7 +153,14 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
         if now - last < settings.CONDUCTOR["POLL_DATA_RESOLUTION_MS"]:
             return
         _poll_seen[key] = now
-    updated = PollData.objects.filter(queue_name=key[0], domain=key[1], worker_id=key[2]).update(last_poll_time=now)
+    own_commit = not connection.in_atomic_block  # a caller's commit must stay durable
+    with transaction.atomic(), sql_cursor() as cursor:
+        if own_commit and connection.vendor == "postgresql":
+            # a last-poll time lost in a database crash is harmless: no WAL flush to wait for
+            cursor.execute("SET LOCAL synchronous_commit = off")
+        cursor.execute("UPDATE engine_poll_data SET last_poll_time = %s "
+                       "WHERE queue_name = %s AND domain = %s AND worker_id = %s", [now, *key])
+        updated = cursor.rowcount
     if not updated:
         PollData.objects.get_or_create(queue_name=key[0], domain=key[1], worker_id=key[2],
                                        defaults={"last_poll_time": now})
@@ -164,25 +172,35 @@ def poll_once(task_type: str, worker_id: str | None, domain: str | None, count: 
     return _attempt(task_type, worker_id, domain, count)[0]
 
 
-def _attempt(task_type: str, worker_id: str | None, domain: str | None, count: int) -> tuple[list[TaskState], int | None]:
+def _attempt(task_type: str, worker_id: str | None, domain: str | None, count: int,
+             woken: bool = False) -> tuple[list[TaskState], int | None]:
     """``poll_once`` plus, when nothing was handed out, when the queue's next task becomes
-    visible (epoch ms, or None for an empty queue): how long a long poll may sleep."""
+    visible (epoch ms, or None for an empty queue): how long a long poll may sleep.
+    ``woken``: tasks were just queued on the queue, so claim without looking first (a
+    poll that another one beat to them then looks, to sleep as long as it may)."""
     now = now_ms()
     record_poll(task_type, domain, worker_id, now)
     queue_name = queue_name_for(task_type, domain)
-    at = next_visible(queue_name)
-    if at is None or at > now:
-        return [], at
+    if not woken:
+        at = next_visible(queue_name)
+        if at is None or at > now:
+            return [], at
     tasks = claim(queue_name, count, worker_id)
-    return tasks, (None if tasks else now)
+    if tasks:
+        return tasks, None
+    if woken:
+        at = next_visible(queue_name)
+        if at is None or at > now:
+            return [], at
+    return [], now
 
 
 def _poll_once_in_pool(task_type: str, worker_id: str | None, domain: str | None,
-                       count: int) -> tuple[list[TaskState], int | None]:
+                       count: int, woken: bool = False) -> tuple[list[TaskState], int | None]:
     """``_attempt`` in a pool thread, whose database connection is then closed or given
     back to the pool, as Django does at the end of a request."""
     try:
-        return _attempt(task_type, worker_id, domain, count)
+        return _attempt(task_type, worker_id, domain, count, woken)
     finally:
         close_old_connections()
 
@@ -203,6 +221,9 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     queue listener (``notify.start_queue_listener``) for tasks other processes queued; it
     also ends when the queue's next delayed task becomes visible. On SQLite, or while the
     listener is not connected, it re-checks the database every ``LONG_POLL_RECHECK_MS``.
+    Woken, it claims at once; a wait that lasts to the timeout answers ``[]`` without a
+    last look (on SQLite, tasks another process queued in that last re-check interval go
+    to the next poll).
 
     Errors: InvalidInput ``Long Poll Timeout value cannot be more than 5 seconds`` above
     ``MAX_LONG_POLL_MS``. Side effects: claimed tasks become IN_PROGRESS (TaskDef rate and
@@ -216,9 +237,10 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     recheck_s = settings.CONDUCTOR["LONG_POLL_RECHECK_MS"] / 1000
     queue_name = queue_name_for(task_type, domain)
     deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+    woken = False
     while True:
         with notify.queue_waiter(queue_name) as waiter:
-            tasks, next_at = await attempt(task_type, worker_id, domain, count)
+            tasks, next_at = await attempt(task_type, worker_id, domain, count, woken)
             remaining = deadline - time.monotonic()
             if tasks or remaining <= 0:
                 return tasks
@@ -229,7 +251,9 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
                 # a delayed task becomes visible (or one was there but not handed out:
                 # a limit, a concurrent claim): look again then, never in a hot loop
                 wait = min(wait, max((next_at - now_ms()) / 1000 + 0.001, recheck_s if next_at <= now_ms() else 0))
-            await waiter.wait(wait)
+            woken = await waiter.wait(wait)
+            if not woken and wait >= remaining:
+                return []  # waited the whole timeout for a wake-up that did not come
 
 
 def task_poll(*, task_type: str, worker_id: str | None = None, domain: str | None = None, count: int = 1,
@@ -276,7 +300,7 @@ def pending_tasks(task_type: str, start: int = 0, count: int = 100) -> list[Task
     (then by task id), ``count`` of them from ``start`` (Conductor's
     ``AdminService.getListOfPendingTask``: a start past the end gives ``[]``)."""
     columns = ", ".join(TASK_FIELDS)
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(
             f"SELECT {columns} FROM engine_task_execution WHERE status IN ('SCHEDULED', 'IN_PROGRESS') "
             "AND (task_type = %s OR (task_type = 'SIMPLE' AND task_def_name = %s)) "

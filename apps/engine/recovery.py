@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from apps.core.clock import now_ms
-from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
+from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, validation_failed
 from apps.engine import executor, history, notify, params, store
 from apps.engine.blueprint import Blueprint
 from apps.engine.decider import Decider
@@ -211,7 +211,11 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
     that task is scheduled again (input replaced by ``task_input`` when given) and the
     workflow is RUNNING with its failure information cleared. Returns the workflow id.
     Errors: NotFound; Conflict ``Workflow: %s is not in terminal state, unable to rerun.``;
-    InvalidInput ``Task %s not found`` or a ``correlation_id`` longer than its column."""
+    InvalidInput ``Task %s not found``, a ``correlation_id`` longer than its column, or
+    (Conductor's validation 400, one entry per field) a ``task_input``/``workflow_input``
+    that is not an object (``must be a JSON object``) or a ``correlation_id`` that is not a
+    string (``must be a string``)."""
+    _check_rerun_fields(task_input=task_input, workflow_input=workflow_input, correlation_id=correlation_id)
     executor.check_columns(correlation_id=correlation_id)
     if rerun_from_task_id:
         owner = TaskExecution.objects.filter(pk=rerun_from_task_id).values_list("workflow_id", flat=True).first()
@@ -259,6 +263,20 @@ def workflow_rerun(*, workflow_id: str, rerun_from_task_id: str | None = None, t
             _reopen_parents(wf, now)
             return workflow_id
     return executor.with_retries(run)
+
+
+def _check_rerun_fields(*, task_input, workflow_input, correlation_id) -> None:
+    """The RerunWorkflowRequest fields' types, for every caller (API, UI, CLI, event
+    actions): a list or text as ``taskInput`` reached the worker as its inputData (a WAIT
+    failed with a 500), as ``workflowInput`` it became the execution's input. Errors:
+    InvalidInput (400, Conductor's validation body naming each field)."""
+    errors = [{"path": key, "message": "must be a JSON object", "invalidValue": str(value)[:80]}
+              for key, value in (("taskInput", task_input), ("workflowInput", workflow_input))
+              if value is not None and not isinstance(value, dict)]
+    if correlation_id is not None and not isinstance(correlation_id, str):
+        errors.append({"path": "correlationId", "message": "must be a string", "invalidValue": str(correlation_id)[:80]})
+    if errors:
+        raise validation_failed(errors)
 
 
 def _is_descendant(candidate_id: str, ancestor_id: str) -> bool:

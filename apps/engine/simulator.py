@@ -25,6 +25,7 @@ from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput, NotFound, validation_failed
 from apps.core.ids import new_id
 from apps.engine import params
+from apps.engine.blueprint import Blueprint
 from apps.engine.decider import decide
 from apps.engine.evaluation import decide_in_memory
 from apps.engine.representation import workflow_json
@@ -89,12 +90,30 @@ def _check_mock(mock: dict, path: str) -> None:
         raise validation_failed(errors)
 
 
+def _check_mocked_refs(definition: dict, mocks: dict) -> None:
+    """Every mocked reference names a task of ``definition`` (``ref`` or a loop
+    iteration's ``ref__N``): a mock for a reference that is not there would never be used
+    and the simulation would silently run without it. A definition with a
+    FORK_JOIN_DYNAMIC makes its branch references at run time: its mocks are not checked.
+    Errors: InvalidInput (400) naming each unknown reference."""
+    blueprint = Blueprint(definition)
+    if any(t.get("type") == "FORK_JOIN_DYNAMIC" for t in blueprint.by_ref.values()):
+        return
+    unknown = sorted(ref for ref in mocks
+                     if blueprint.get(ref) is None and blueprint.get(params.strip_iteration(ref)) is None)
+    if unknown:
+        raise validation_failed([{"path": f"taskRefToMockOutput.{ref}", "invalidValue": ref,
+                                  "message": "is not a taskReferenceName of the workflow definition"}
+                                 for ref in unknown])
+
+
 def workflow_test(req: dict) -> dict:
     """Simulate one execution of the requested workflow; return its Workflow JSON.
     Errors: InvalidInput for a malformed request, NotFound for an unknown definition."""
     if not isinstance(req, dict):
         raise InvalidInput("WorkflowTestRequest must be a JSON object")
-    raw_mocks = req.get("taskRefToMockOutput") or {}
+    raw_mocks = req.get("taskRefToMockOutput")
+    raw_mocks = {} if raw_mocks is None else raw_mocks  # [] is not a map of mocks
     if not isinstance(raw_mocks, dict):
         raise InvalidInput("taskRefToMockOutput must be a JSON object of taskReferenceName to TaskMock list")
     mocks = {ref: list(items) if isinstance(items, list) else [items] for ref, items in raw_mocks.items()}
@@ -108,6 +127,7 @@ def workflow_test(req: dict) -> dict:
             raise InvalidInput(f"{key} must be a JSON object")
     sub_requests = req.get("subWorkflowTestRequest") or {}
     definition = _definition(req)
+    _check_mocked_refs(definition, mocks)
     now = now_ms()
     wf = WorkflowState(workflow_id=new_id(), workflow_name=definition["name"],
                        workflow_version=int(definition.get("version") or 1), status="RUNNING", definition=definition,
@@ -181,6 +201,4 @@ def _decide(wf: WorkflowState, now: int) -> None:
 
 
 def definition_task(wf: WorkflowState, task) -> dict:
-    from apps.engine.blueprint import Blueprint
-
     return Blueprint(wf.definition).get(params.definition_ref(task)) or {}

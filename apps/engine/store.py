@@ -74,6 +74,60 @@ class Loaded:
                        "params": {k: v for k, v in params.items() if v is not None}}
 
 
+# --- cursors ---------------------------------------------------------------------------------
+
+class _BoundCursor:
+    """A cursor that sends its parameters apart from the SQL (PostgreSQL's extended
+    protocol, psycopg's ``Cursor``) on the connection and transaction Django uses, with
+    Django's error translation (``OperationalError``, ``IntegrityError``...). Django's
+    own cursors quote every parameter into the SQL text on the client, which is costly
+    for the large JSON values of the hot path and never lets PostgreSQL reuse a plan;
+    this one is prepared by psycopg after ``OPTIONS["prepare_threshold"]`` executions
+    of the same statement on a connection (settings). Only ``execute``,
+    ``executemany``, ``fetchone``, ``fetchall`` and ``rowcount``."""
+
+    __slots__ = ("_cursor",)
+
+    def __init__(self):
+        import psycopg
+
+        connection.ensure_connection()
+        self._cursor = psycopg.Cursor(connection.connection)
+
+    def __enter__(self) -> _BoundCursor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._cursor.close()
+
+    def execute(self, sql: str, params=None) -> None:
+        with connection.wrap_database_errors:
+            self._cursor.execute(sql, params)
+
+    def executemany(self, sql: str, seq_of_params) -> None:
+        with connection.wrap_database_errors:
+            self._cursor.executemany(sql, seq_of_params)
+
+    def fetchone(self):
+        return self._cursor.fetchone()
+
+    def fetchall(self):
+        return self._cursor.fetchall()
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+
+def sql_cursor():
+    """``with sql_cursor() as cursor:`` the cursor of the engine's hand-written SQL (``%s``
+    placeholders): on PostgreSQL parameters bound on the server and statements prepared
+    once per connection (``_BoundCursor``); elsewhere Django's cursor."""
+    if connection.vendor == "postgresql":
+        return _BoundCursor()
+    return connection.cursor()
+
+
 # --- SQL, built once per vendor ---------------------------------------------------------------
 
 def _placeholder(field: str, json_fields: frozenset) -> str:
@@ -313,7 +367,7 @@ def _attach_sub_workflows(wf: WorkflowState, cursor) -> None:
 def workflow_summary(workflow_id: str) -> dict | None:
     """``{workflow_id, status, output, reason_for_incompletion, workflow_name,
     workflow_version}`` of one execution (what a parent sees of its child), or None."""
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         return _summaries(cursor, [workflow_id]).get(workflow_id)
 
 
@@ -362,7 +416,7 @@ class _RowSource:
         self.workflow_id = workflow_id
 
     def _rows(self, sql: str, params: list) -> list[TaskState]:
-        with connection.cursor() as cursor:
+        with sql_cursor() as cursor:
             cursor.execute(sql, params)
             return [task_from_row(r) for r in cursor.fetchall()]
 
@@ -401,7 +455,7 @@ class _RowSource:
             return [NarrowTask(*r) for r in cursor.fetchall()]
 
     def max_seq(self) -> int:
-        with connection.cursor() as cursor:
+        with sql_cursor() as cursor:
             cursor.execute(_s()["max_seq"], [self.workflow_id])
             row = cursor.fetchone()
         return int(row[0] or 0) if row else 0
@@ -409,7 +463,7 @@ class _RowSource:
 
 def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True, lazy: bool = False) -> WorkflowState | None:
     sql = _s()
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(sql["lock"] if lock else sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])
         row = cursor.fetchone()
         if row is None:
@@ -457,7 +511,7 @@ def load_workflow(workflow_id: str, include_tasks: bool = True) -> WorkflowState
 def insert_workflow(wf: WorkflowState) -> None:
     """Insert a new workflow row (without its tasks; ``wf.tasks`` are the tasks the start
     inserts, handed with it to the transition recorders of ``events``)."""
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(_s()["insert_wf"], _workflow_params(wf, WORKFLOW_FIELDS))
         history.record_start(wf).write(cursor)
     notify.transitions(wf, None, [(t, None) for t in wf.tasks])
@@ -471,7 +525,7 @@ def insert_tasks(tasks: list[TaskState]) -> None:
     params: list = []
     for task in tasks:
         params.extend(_task_params(task, TASK_FIELDS))
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(sql["insert_task"] + ", ".join([sql["insert_task_row"]] * len(tasks)), params)
 
 
@@ -527,7 +581,7 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
     definition_replaced = wf.definition is not loaded.definition
     output_sizes: dict[str, int] = {}
     fields_before: dict[str, tuple] | None = None
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         # what a rerun/restart/retry overwrites is kept in the history (the rare paths only)
         prior = _prior_state(cursor, wf.workflow_id) if removed_ids or revived or definition_replaced else None
         removed = []
@@ -538,7 +592,7 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
             removed = sorted(cursor.fetchall(), key=lambda r: r[3])
     insert_tasks(outcome.new_tasks)
     out_at = _TASK_UPDATE_FIELDS.index("output_data")
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         for task_id, task in updated.items():
             if task_id in new_ids or task_id in removed_ids:
                 continue

@@ -17,11 +17,12 @@ from django.db import transaction
 from django.db.models import Q
 
 from apps.core.clock import now_ms
-from apps.core.errors import NotFound
-from apps.engine import executor, notify
-from apps.engine.models import TaskExecution, WorkflowExecution
+from apps.engine import executor, store
+from apps.engine.models import WorkflowExecution
+from apps.engine.outcome import DeciderOutcome
 from apps.engine.queue import queue_name_for
-from apps.engine.status import ACTIVE_WORKFLOW, TERMINAL_TASK
+from apps.engine.state import active_tasks
+from apps.engine.status import ACTIVE_WORKFLOW, TERMINAL_WORKFLOW
 
 log = logging.getLogger(__name__)
 
@@ -69,47 +70,70 @@ def sweep_once(now: int | None = None, limit: int = 200) -> int:
 
 
 def requeue_sweep(workflow_id: str) -> bool:
-    """``POST /api/admin/sweep/requeue/{workflowId}``: make the sweeper decide a RUNNING or
-    PAUSED execution on its next tick (``next_decide_at`` set to now, unless already due
-    sooner). Returns whether such an execution exists (Conductor answers whether it pushed
-    the id to its decider queue, ``pushIfNotExists``)."""
+    """``POST /api/admin/sweep/requeue/{workflowId}``: have the sweeper decide this
+    execution on its next tick. Returns whether the id was put on the sweeper's queue,
+    Conductor's ``queueDAO.pushIfNotExists(DECIDER_QUEUE, workflowId)``:
+
+    * a RUNNING or PAUSED execution whose decide is not due yet (``next_decide_at`` NULL
+      or later than now) gets it due now: True;
+    * one whose decide is already due is already queued: False, nothing changes;
+    * an unknown or finished workflow id: True, as Conductor pushes any id it is given
+      (its sweeper then finds nothing to decide and drops it); nothing is stored here.
+    """
     now = now_ms()
     active = WorkflowExecution.objects.filter(pk=workflow_id, status__in=ACTIVE_WORKFLOW)
-    active.filter(Q(next_decide_at__isnull=True) | Q(next_decide_at__gt=now)).update(next_decide_at=now)
-    return active.exists()
+    if active.filter(Q(next_decide_at__isnull=True) | Q(next_decide_at__gt=now)).update(next_decide_at=now):
+        return True
+    return not active.exists()
 
 
 def verify_and_repair(workflow_id: str) -> bool:
     """``POST /api/admin/consistency/verifyAndRepair/{workflowId}``: put right what the
-    engine can find wrong with one execution, in one transaction; returns whether anything
-    was repaired (Conductor's ``WorkflowRepairService.verifyAndRepairWorkflow``):
+    engine can find wrong with one execution; returns whether anything was repaired
+    (Conductor's ``WorkflowRepairService.verifyAndRepairWorkflow``):
 
     * a RUNNING execution with no task left to finish and no decide due
       (``next_decide_at`` NULL) is stuck: its decide is made due now, for the sweeper;
     * a SCHEDULED worker task (SIMPLE) never polled and on no queue (``queue_name`` empty)
       is put on ``[domain:]taskDefName`` and made pollable now. A polled one is left
-      alone, as Conductor does, so no worker runs it twice.
+      alone, as Conductor does, so no worker runs it twice;
+    * an IN_PROGRESS SUB_WORKFLOW task whose child workflow has ended (its "child ended"
+      decide was lost) mirrors the child now: the execution is decided, which gives the
+      task the child's status (TERMINATED -> CANCELED) and output, as Conductor's
+      ``repairSubWorkflowTask`` does, and moves the execution on.
 
+    The repair is one change saved by ``store.save`` under the workflow's lock, so it
+    leaves an ``action`` event ``verifyAndRepair`` in the execution's history (its params
+    name the tasks requeued and mirrored) and wakes the polls of the queues it filled
+    through ``executor.after_commit``, like every other change.
     Errors: NotFound (404) for an unknown workflow id.
     """
-    now = now_ms()
-    with transaction.atomic():
-        row = (WorkflowExecution.objects.select_for_update().filter(pk=workflow_id)
-               .values("status", "next_decide_at").first())
-        if row is None:
-            raise NotFound(f"No such workflow found by id: {workflow_id}")
-        repaired = False
-        tasks = TaskExecution.objects.filter(workflow_id=workflow_id)
-        if row["status"] == "RUNNING" and row["next_decide_at"] is None \
-                and not tasks.exclude(status__in=TERMINAL_TASK).exists():
-            WorkflowExecution.objects.filter(pk=workflow_id).update(next_decide_at=now)
-            repaired = True
-        lost = list(tasks.filter(status="SCHEDULED", task_type="SIMPLE", queue_name="", poll_count=0)
-                    .values_list("task_id", "task_def_name", "domain"))
-        for task_id, name, domain in lost:
-            TaskExecution.objects.filter(pk=task_id).update(queue_name=queue_name_for(name, domain), visible_at=now)
-        if lost:
-            names = {queue_name_for(name, domain) for _, name, domain in lost}
-            notify.publish_queued(names)
-            transaction.on_commit(lambda: notify.tasks_queued(names), robust=True)
-        return repaired or bool(lost)
+    def run() -> bool:
+        with transaction.atomic():
+            loaded = executor.locked(workflow_id)
+            wf = loaded.wf
+            now = now_ms()
+            pending = active_tasks(wf.tasks)
+            lost = [t for t in pending if t.status == "SCHEDULED" and t.task_type == "SIMPLE"
+                    and not t.queue_name and not t.poll_count]
+            ended = [t for t in pending if not wf.terminal and t.task_type == "SUB_WORKFLOW"
+                     and t.status == "IN_PROGRESS" and t.sub_workflow_id
+                     and (wf.sub_workflows.get(t.sub_workflow_id) or {}).get("status") in TERMINAL_WORKFLOW]
+            stuck = wf.status == "RUNNING" and wf.next_decide_at is None and all(t.terminal for t in pending)
+            if not (lost or ended or stuck):
+                return False
+            loaded.note("verifyAndRepair", requeued=[t.reference_task_name for t in lost] or None,
+                        subWorkflowTasks=[t.reference_task_name for t in ended] or None,
+                        decideDue=True if stuck else None)
+            for task in lost:
+                task.queue_name = queue_name_for(task.task_def_name, task.domain)
+                task.visible_at = now
+            outcome = executor.decide(wf, now) if ended else DeciderOutcome()
+            for task in lost:
+                outcome.updated_tasks.setdefault(task.task_id, task)
+            if stuck:
+                wf.next_decide_at = now
+            store.save(loaded, outcome, workflow_changed=True)
+            executor.after_commit(wf, outcome)
+            return True
+    return executor.with_retries(run)

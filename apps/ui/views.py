@@ -777,16 +777,20 @@ def compare(request):
 def definition_diff(request, name: str):
     """``/definitions/<name>/diff?from=1&to=3``: what changed between two versions, as a
     graph of ``to`` with added, changed and removed tasks marked and as a
-    text diff of the JSON. Defaults: ``to`` the latest version, ``from`` the one before."""
+    text diff of the JSON. Defaults: ``to`` the latest version, ``from`` the one before.
+    A ``from``/``to`` that is not a number is a 400 naming it; a version the definition
+    does not have, a 404."""
     versions = list(WorkflowDef.objects.filter(name=name).order_by("version").values_list("version", flat=True))
     if not versions:
         raise Http404(f"No such workflow found by name: {name}")
+    for key in ("to", "from"):
+        raw = request.GET.get(key) or ""
+        if raw and not raw.strip().lstrip("-").isdecimal():
+            return render(request, "400.html", {"message": f"Query parameter '{key}' must be a version number"},
+                          status=400)
 
     def version(key: str, default: int) -> int:
-        try:
-            value = int(request.GET.get(key) or default)
-        except ValueError:
-            raise Http404(f"{key} must be a version number") from None
+        value = int(request.GET.get(key) or default)
         if value not in versions:
             raise Http404(f"No such workflow found by name: {name}, version: {value}")
         return value
@@ -844,15 +848,18 @@ def start(request):
     data = request.POST if request.method == "POST" else request.GET
     name = data.get("name") or (names[0] if names else "")
     versions = list(WorkflowDef.objects.filter(name=name).order_by("-version").values_list("version", flat=True))
-    try:
-        version = int(data.get("version")) if data.get("version") else (versions[0] if versions else None)
-    except ValueError:
-        version = versions[0] if versions else None
-    row = WorkflowDef.objects.filter(name=name, version=version).first() if version is not None else None
+    given = (data.get("version") or "").strip()
+    bad_version = given and not given.isdecimal()  # a version that is not a number is not the latest
+    version = int(given) if given and not bad_version else (versions[0] if versions else None)
+    row = WorkflowDef.objects.filter(name=name, version=version).first() if version is not None and not bad_version \
+        else None
     params = [p for p in (row.definition.get("inputParameters") or []) if isinstance(p, str)] if row else []
     context = {"names": names, "name": name, "versions": versions, "version": version, "row": row,
                "params": params, "values": {p: data.get("input." + p, "") for p in params},
                "input_json": data.get("input_json", ""), "correlation_id": data.get("correlation_id", "")}
+    if bad_version:
+        messages.error(request, f"'version' must be a version number, not {given[:40]!r}")
+        return _render(request, "ui/start.html", context, status=400)
     if request.method == "GET":
         return _render(request, "ui/start.html", context)
     if row is None:

@@ -65,3 +65,9 @@ def test_callback_after_seconds_on_the_fast_path(value):
                                                       "callbackAfterSeconds": value})
     assert status == 400, out
     assert json.loads(out)["validationErrors"][0]["path"] == "updateTask.arg0.callbackAfterSeconds"
+
+
+def test_a_poll_query_that_is_not_utf8_is_a_400_on_the_fast_path():
+    status, out = asgi_request("GET", "/api/tasks/poll/batch/some_task", b"", query="workerid=w%FF")
+    assert status == 400, out
+    assert "'workerid' is not valid UTF-8" in json.loads(out)["message"]

@@ -70,6 +70,22 @@ def test_wait_constants_of_conductor_formats_are_accepted(api, params):
     api.register_workflow(wait_def(unique("sem_wait"), **params))
 
 
+def test_a_wait_failed_with_terminal_error_names_the_workflow_status(api):
+    """The tester expected FAILED_WITH_TERMINAL_ERROR in the workflow's reason; Conductor's
+    DeciderService.retry writes the workflow status there (CANCELED -> TERMINATED,
+    TIMED_OUT -> TIMED_OUT, anything else FAILED): this pins its wording."""
+    name = unique("sem_wait")
+    api.register_workflow(wait_def(name))
+    wid = api.start(name)
+    task_id = api.workflow(wid)["tasks"][0]["taskId"]
+    api.ok(api.post("/tasks", {"workflowInstanceId": wid, "taskId": task_id, "status": "FAILED_WITH_TERMINAL_ERROR",
+                               "reasonForIncompletion": "no way"}))
+    wf = api.workflow(wid)
+    assert wf["tasks"][0]["status"] == "FAILED_WITH_TERMINAL_ERROR"
+    assert (wf["status"], wf["reasonForIncompletion"]) == (
+        "FAILED", f"Task {task_id} failed with status: FAILED and reason: 'no way'")
+
+
 def test_an_unknown_zone_at_run_time_fails_the_task_with_a_reason(api):
     name = unique("sem_wait")
     api.register_workflow(wait_def(name, until="${workflow.input.u}"))
@@ -85,6 +101,51 @@ def test_rerun_body_must_be_an_object(api, flow, body):
     wid = api.start(name)
     api.ok(api.delete(f"/workflow/{wid}"))
     error(api.post(f"/workflow/{wid}/rerun", body), "RerunWorkflowRequest")
+    assert api.workflow(wid)["status"] == "TERMINATED"
+
+
+def test_workflow_test_mocks_must_be_a_map(api, flow):
+    name, _ = flow
+    error(api.post("/workflow/test", {"name": name, "taskRefToMockOutput": []}), "taskRefToMockOutput")
+
+
+def test_workflow_test_mocks_must_name_tasks_of_the_definition(api, flow):
+    """A mock for a reference the workflow does not have was never used, silently."""
+    name, _ = flow
+    body = error(api.post("/workflow/test", {"name": name, "taskRefToMockOutput": {
+        "t1": [{"status": "COMPLETED"}], "nope": [{"status": "COMPLETED"}], "t9__2": [{}]}}))
+    assert [e["path"] for e in body["validationErrors"]] == ["taskRefToMockOutput.nope", "taskRefToMockOutput.t9__2"]
+    # a loop iteration's runtime reference (ref__N) names its task
+    api.ok(api.post("/workflow/test", {"name": name, "taskRefToMockOutput": {"t1__1": [{}]}}))
+
+
+@pytest.mark.parametrize("raw", ["null", ""])
+def test_rerun_needs_a_body(api, flow, raw):
+    """Conductor's RerunWorkflowRequest is a required @RequestBody: none, or null, is no
+    request (it was taken as an empty one and reran the workflow from the start)."""
+    name, _ = flow
+    wid = api.start(name)
+    api.ok(api.delete(f"/workflow/{wid}"))
+    error(api.post(f"/workflow/{wid}/rerun", raw=raw), "RerunWorkflowRequest")
+    assert api.workflow(wid)["status"] == "TERMINATED"
+
+
+@pytest.mark.parametrize("field,value", [("taskInput", "x"), ("taskInput", [1, 2]), ("workflowInput", []),
+                                         ("workflowInput", 1), ("correlationId", {"a": 1})])
+def test_rerun_fields_are_checked_by_the_engine(api, flow, field, value):
+    """Every caller of the rerun (the UI, the CLI, event actions) meets the API's rule."""
+    from apps.core.errors import InvalidInput
+    from apps.engine import recovery
+
+    name, _ = flow
+    wid = api.start(name)
+    api.ok(api.delete(f"/workflow/{wid}"))
+    task_id = api.workflow(wid)["tasks"][0]["taskId"]
+    kwargs = {"taskInput": "task_input", "workflowInput": "workflow_input", "correlationId": "correlation_id"}
+    with pytest.raises(InvalidInput) as raised:
+        recovery.workflow_rerun(workflow_id=wid, rerun_from_task_id=task_id, **{kwargs[field]: value})
+    assert raised.value.status == 400
+    assert [e["path"] for e in raised.value.validation_errors] == [field]
     assert api.workflow(wid)["status"] == "TERMINATED"
 
 

@@ -1,9 +1,11 @@
 """Conductor's AdminResource (``/api/admin``) and ``/tasks/queue/all/verbose``."""
 from __future__ import annotations
 
+import pytest
+
 from apps.engine import sweeper
 from apps.engine.models import EventMessage, TaskExecution, WorkflowExecution
-from tests.factories import unique
+from tests.factories import unique, workflow_def
 
 
 def _task_row(wf_id: str) -> TaskExecution:
@@ -62,12 +64,24 @@ def test_sweep_requeue_makes_the_decide_due_now(api, flow):
     assert resp.content.decode() == f"true.{wf_id}"
     due = WorkflowExecution.objects.get(pk=wf_id).next_decide_at
     assert due is not None
+    # already on the sweeper's queue: Conductor's pushIfNotExists answers false
+    assert api.ok(api.post(f"/admin/sweep/requeue/{wf_id}")).content.decode() == f"false.{wf_id}"
+    assert WorkflowExecution.objects.get(pk=wf_id).next_decide_at == due
     assert sweeper.sweep_once(now=due) >= 1
     assert api.workflow(wf_id)["status"] == "RUNNING"
+
+
+def test_sweep_requeue_of_an_unknown_or_finished_workflow_is_true(api, flow):
+    """Conductor pushes any id onto its decider queue (its sweeper drops it): true.<id>."""
+    name, _ = flow
     unknown = unique("nope")
-    assert api.ok(api.post(f"/admin/sweep/requeue/{unknown}")).content.decode() == f"false.{unknown}"
+    assert api.ok(api.post(f"/admin/sweep/requeue/{unknown}")).content.decode() == f"true.{unknown}"
+    assert not WorkflowExecution.objects.filter(pk=unknown).exists()
+    wf_id = api.start(name)
     api.ok(api.delete(f"/workflow/{wf_id}"))
-    assert api.ok(api.post(f"/admin/sweep/requeue/{wf_id}")).content.decode() == f"false.{wf_id}"
+    assert api.ok(api.post(f"/admin/sweep/requeue/{wf_id}")).content.decode() == f"true.{wf_id}"
+    row = WorkflowExecution.objects.get(pk=wf_id)
+    assert (row.status, row.next_decide_at) == ("TERMINATED", None)
 
 
 def test_verify_and_repair_unknown_workflow_is_404(api):
@@ -90,6 +104,9 @@ def test_verify_and_repair_puts_a_lost_task_back_on_its_queue(api, flow):
     assert api.poll(task) == []
     assert api.ok(api.post(f"/admin/consistency/verifyAndRepair/{wf_id}")).content == b"true"
     assert _task_row(wf_id).queue_name == task
+    repairs = [e["data"] for e in api.ok(api.get(f"/workflow/{wf_id}/history")).json()["events"]
+               if e["kind"] == "action"]
+    assert repairs == [{"action": "verifyAndRepair", "by": "api", "params": {"requeued": ["t1"]}}]
     assert api.poll_one(task)["workflowInstanceId"] == wf_id
     # polled since: nothing more to repair
     assert api.ok(api.post(f"/admin/consistency/verifyAndRepair/{wf_id}")).content == b"false"
@@ -106,6 +123,36 @@ def test_verify_and_repair_gets_a_stuck_workflow_decided(api, flow):
     assert due is not None
     sweeper.sweep_once(now=due)
     assert api.workflow(wf_id)["status"] == "COMPLETED"
+    assert api.ok(api.post(f"/admin/consistency/verifyAndRepair/{wf_id}")).content == b"false"
+    repairs = [e["data"] for e in api.ok(api.get(f"/workflow/{wf_id}/history")).json()["events"]
+               if e["kind"] == "action"]
+    assert repairs == [{"action": "verifyAndRepair", "by": "api", "params": {"decideDue": True}}]
+
+
+@pytest.mark.parametrize("child_status,task_status", [("COMPLETED", "COMPLETED"), ("FAILED", "FAILED"),
+                                                      ("TERMINATED", "CANCELED"), ("TIMED_OUT", "TIMED_OUT")])
+def test_verify_and_repair_mirrors_a_sub_workflow_that_ended(api, flow, child_status, task_status):
+    """The child ended but the parent's decide was lost: the SUB_WORKFLOW task takes the
+    child's status and output (Conductor's WorkflowRepairService.repairSubWorkflowTask)."""
+    child, _ = flow
+    parent = unique("parent")
+    api.register_workflow(workflow_def(parent, [
+        {"name": child, "taskReferenceName": "sub", "type": "SUB_WORKFLOW",
+         "subWorkflowParam": {"name": child, "version": 1}}]))
+    wf_id = api.start(parent)
+    sub = api.workflow(wf_id)["tasks"][0]
+    assert sub["status"] == "IN_PROGRESS"
+    WorkflowExecution.objects.filter(pk=sub["subWorkflowId"]).update(status=child_status, output={"r": 7})
+    WorkflowExecution.objects.filter(pk=wf_id).update(next_decide_at=None)
+    assert api.ok(api.post(f"/admin/consistency/verifyAndRepair/{wf_id}")).content == b"true"
+    wf = api.workflow(wf_id)
+    assert wf["tasks"][0]["status"] == task_status
+    assert wf["tasks"][0]["outputData"]["r"] == 7
+    assert wf["status"] != "RUNNING"  # and the parent moved on
+    events = api.ok(api.get(f"/workflow/{wf_id}/history")).json()["events"]
+    at = next(i for i, e in enumerate(events) if e["kind"] == "action")
+    assert events[at]["data"] == {"action": "verifyAndRepair", "by": "api", "params": {"subWorkflowTasks": ["sub"]}}
+    assert (events[at + 1]["taskId"], events[at + 1]["data"]["to"]) == (sub["taskId"], task_status)
     assert api.ok(api.post(f"/admin/consistency/verifyAndRepair/{wf_id}")).content == b"false"
 
 

@@ -77,6 +77,16 @@ def test_nul_in_paths_queries_and_log_lines_is_a_400(api, flow):
     assert api.get(f"/tasks/{task_id}/log").status_code == 204  # nothing stored
 
 
+@pytest.mark.parametrize("escape", ["%FF", "%ED%A0%80"])
+def test_query_escapes_that_are_not_utf8_are_a_400(api, flow, escape):
+    """They were read as U+FFFD: a search for text nobody sent, a poll by a workerid nobody has."""
+    _, task = flow
+    for path, query in (("/workflow/search", f"freeText=a{escape}"), (f"/tasks/poll/batch/{task}", f"workerid=w{escape}")):
+        resp = api.client.get(f"/api{path}?{query}")
+        assert resp.status_code == 400, (path, resp.content)
+        assert "not valid UTF-8" in _message(resp) and query.split("=")[0] in _message(resp)
+
+
 # --- a TaskResult for another workflow ----------------------------------------------------------
 
 def test_a_task_result_naming_another_workflow_changes_nothing(api, flow):
@@ -163,3 +173,12 @@ def test_task_def_integers_are_stored_as_integers(api):
     resp = api.post("/metadata/taskdefs", [task_def(unique("int_td"), retryCount="three")])
     assert resp.status_code == 400
     assert resp.json()["validationErrors"][0]["path"].endswith("retryCount")
+
+
+def test_input_schema_errors_are_listed_once(api):
+    name = unique("schema_twice")
+    api.register_workflow(_with_schema(name, {"type": "object", "required": ["a", "b"]}))
+    resp = api.post("/workflow", {"name": name, "input": {}})
+    assert resp.status_code == 400
+    assert resp.json()["validationErrors"] == [{"path": "input.a", "message": "'a' is a required property"},
+                                               {"path": "input.b", "message": "'b' is a required property"}]

@@ -243,5 +243,5 @@ def test_admin_resource_needs_the_admin_role(as_role):
     admin.ok(admin.get("/admin/config"))
     admin.ok(admin.get("/admin/queues"))
     assert admin.ok(admin.get("/admin/task/x")).json() == []
-    assert admin.ok(admin.post("/admin/sweep/requeue/w")).content == b"false.w"
+    assert admin.ok(admin.post("/admin/sweep/requeue/w")).content == b"true.w"  # Conductor pushes any id
     assert admin.post("/admin/consistency/verifyAndRepair/w").status_code == 404

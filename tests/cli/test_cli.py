@@ -276,3 +276,10 @@ def test_schedule_commands(cli, wf_file, tmp_path, monkeypatch):
     cli.ok("schedule", "delete", name)
     code, _out, err = cli("schedule", "get", name)
     assert code == 1 and f"Schedule '{name}' not found" in err
+
+
+def test_schedule_next_of_a_cron_that_never_fires_says_so(cli):
+    """February 30 matches no date: the command printed nothing and exited 0."""
+    code, out, err = cli("schedule", "next", "0 0 0 30 2 *")
+    assert (code, out) == (1, "")
+    assert "never fires" in err and "0 0 0 30 2 *" in err

@@ -106,3 +106,17 @@ def test_a_lone_surrogate_in_the_path_is_refused(path):
     status, body = async_to_sync(run)()
     assert status == 400, body[:300]
     assert b"surrogate" in body and b'id="error-page"' in body
+
+
+@pytest.mark.parametrize("escape", ["%FF", "%ED%A0%80"])
+def test_percent_escapes_that_are_not_utf8_are_refused(client, escape):
+    """``%FF`` and ``%ED%A0%80`` (a surrogate in UTF-8) were read as U+FFFD: the page
+    searched for, or the workflow was started with, text the browser never sent."""
+    client.force_login(make_user("bad_utf8_op", superuser=True))
+    for resp in (client.get(f"/executions/?q=a{escape}"),
+                 client.post("/start/", f"name=x&correlation_id=c{escape}",
+                             content_type="application/x-www-form-urlencoded")):
+        assert resp.status_code == 400, resp.content[:300]
+        page = resp.content.decode()
+        assert 'id="error-page"' in page and "not valid UTF-8" in page, page[:500]
+    assert "Query parameter &#x27;q&#x27;" in client.get(f"/executions/?status=RUNNING&q=a{escape}").content.decode()

@@ -65,3 +65,28 @@ def test_a_hand_made_page_marker_the_database_cannot_compare_opens_the_first_pag
     assert decode_marker(encode_marker(["x", "y"]), 2) == ["x", "y"]
     resp = operator_client.get(url, {param: marker, "page": "2"})
     assert resp.status_code == 200, (resp.status_code, resp.content[:300])
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_start_page_refuses_a_version_that_is_not_a_number(operator_client, chain, method):
+    """``version=abc`` was taken as the latest version (and started it)."""
+    resp = getattr(operator_client, method)("/start/", {"name": chain, "version": "abc"})
+    assert resp.status_code == 400, (resp.status_code, resp.content[:300])
+    assert "&#x27;version&#x27; must be a version number" in resp.content.decode()
+    assert not WorkflowExecution.objects.exists()
+
+
+def test_start_page_lists_each_schema_error_once(operator_client):
+    """Two missing required properties were listed four times (each twice)."""
+    from apps.metadata import services
+    from tests.factories import unique, workflow_def
+
+    name = unique("ui_schema")
+    services.workflow_def_register(workflow_def=workflow_def(
+        name, [{"name": "w", "taskReferenceName": "w", "type": "WAIT"}], enforceSchema=True,
+        inputSchema={"name": "s", "type": "JSON", "data": {"type": "object", "required": ["a", "b"]}}))
+    resp = operator_client.post("/start/", {"name": name, "version": "1", "input_json": "{}"})
+    assert resp.status_code == 400
+    page = resp.content.decode()
+    assert page.count("input.a:") == 1 and page.count("input.b:") == 1, page
+    assert not WorkflowExecution.objects.exists()

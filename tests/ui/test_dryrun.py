@@ -120,6 +120,9 @@ def test_definition_diff_text_graph_overlay_and_links(viewer_client):
     page = viewer_client.get(f"/execution/{wf_id}").content.decode()
     assert 'id="newer-definition"' in page and "latest is v2" in page
     assert viewer_client.get(f"/definitions/{name}/diff", {"from": 7}).status_code == 404
+    for key in ("from", "to"):  # not a version number: a 400 naming the parameter (was a 404)
+        resp = viewer_client.get(f"/definitions/{name}/diff", {key: "a"})
+        assert resp.status_code == 400 and f"Query parameter &#x27;{key}&#x27;" in resp.content.decode()
 
 
 def test_diff_overlay_draws_removed_tasks_with_their_old_edges():

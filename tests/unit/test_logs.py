@@ -64,3 +64,15 @@ def test_a_failing_system_task_logs_its_execution_task_and_worker(json_lines, mo
     assert line["level"] == "ERROR" and "target exploded" in line["exc"]
     assert (line["workflowId"], line["taskId"], line["taskType"], line["workerId"]) == \
         (wf_id, task_id, "HTTP", settings.CONDUCTOR["INSTANCE_ID"])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/metadata/workflow", "/executions/"])
+def test_a_bad_host_header_is_a_400_and_one_line(client, caplog, path):
+    """DisallowedHost was logged with its whole traceback for every scanner's request."""
+    with caplog.at_level(logging.WARNING, logger="django.security"):
+        resp = client.get(path, HTTP_HOST="evil.invalid")
+    assert resp.status_code == 400
+    records = [r for r in caplog.records if r.name == "django.security.DisallowedHost"]
+    assert len(records) == 1 and "evil.invalid" in records[0].getMessage()
+    assert records[0].exc_info is None and "Traceback" not in caplog.text

@@ -54,9 +54,10 @@ class PendingTasksApi(ConductorApi):
 
 
 class RequeueSweepApi(ConductorApi):
-    """``POST /admin/sweep/requeue/{workflowId}`` -> text ``true.<id>`` when a RUNNING or
-    PAUSED execution was queued for the sweeper's next tick, ``false.<id>`` otherwise
-    (Conductor's ``pushed + "." + workflowId``)."""
+    """``POST /admin/sweep/requeue/{workflowId}`` -> text ``<pushed>.<id>``, Conductor's
+    ``pushIfNotExists`` answer (``sweeper.requeue_sweep``): ``false`` only when the
+    execution's decide was already due, ``true`` otherwise, for an unknown or finished id
+    too."""
 
     def post(self, request, workflow_id):
         pushed = sweeper.requeue_sweep(workflow_id)

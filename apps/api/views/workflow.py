@@ -14,7 +14,7 @@ from apps.api.parsers import require_json
 from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core import lifecycle
-from apps.core.errors import InvalidInput, validation_failed
+from apps.core.errors import InvalidInput
 from apps.engine import executor, history, notify, recovery, selectors, signals
 from apps.engine.representation import workflow_json, workflow_status_json
 
@@ -323,16 +323,13 @@ class RerunWorkflowApi(ConductorApi):
     """``POST /workflow/{id}/rerun`` with a RerunWorkflowRequest -> the id as text."""
 
     def post(self, request, workflow_id):
-        req = require_json(request.data)
-        req = {} if req is None else req  # an empty body is an empty request; [] or 0 is not one
+        # Conductor's @RequestBody is required: no body (or null) is no request
+        req = require_json(request.data) if request.body.strip() else None
+        if req is None:
+            raise InvalidInput("RerunWorkflowRequest is required: the request body is missing")
         if not isinstance(req, dict):
             raise InvalidInput("RerunWorkflowRequest must be a JSON object")
-        errors = [{"path": key, "message": "must be a JSON object", "invalidValue": str(req[key])[:80]}
-                  for key in ("taskInput", "workflowInput") if req.get(key) is not None and not isinstance(req[key], dict)]
-        if req.get("correlationId") is not None and not isinstance(req["correlationId"], str):
-            errors.append({"path": "correlationId", "message": "must be a string", "invalidValue": str(req["correlationId"])[:80]})
-        if errors:  # a list or text as a task's or the workflow's input reached workers and restarts
-            raise validation_failed(errors)
+        # the fields' types are checked by recovery.workflow_rerun, for every caller
         return text(recovery.workflow_rerun(
             workflow_id=workflow_id, rerun_from_task_id=req.get("reRunFromTaskId") or None,
             task_input=req.get("taskInput"), workflow_input=req.get("workflowInput"),

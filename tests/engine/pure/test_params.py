@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.engine import params
 from apps.engine.params import Document, java_string, resolve_task_input
 from tests.factories import simple_task, task_state, workflow_state
 
@@ -223,3 +224,28 @@ def test_double_underscore_in_a_reference_outside_loops_is_kept():
     t = task_state("send__email", name="send_email", output={"sent": True}, iteration=0)
     wf = wf_with(tasks=[t])
     assert resolve({"x": "${send__email.output.sent}"}, wf) == {"x": True}
+
+
+# --- plain dotted paths are read without JSONPath, with JSONPath's answers ---------------------------
+
+_DOC = {"t": {"output": {"x": 1, "nothing": None, "list": [1, {"q": 2}], "deep": {"e": {"f": "g"}},
+                         "null": "n", "true": "t", "length": 3, "and": "a", "_u": "u", "x_1": "x1"}}}
+
+
+@pytest.mark.parametrize("path", [
+    "t.output.x", "t.output.nothing", "t.output.missing", "t.output.list", "t.output.list.q", "t.output.deep.e.f",
+    "t.output.deep.e", "t", "t.output.x.y", "absent.output", "t.output.null", "t.output.true", "t.output.length",
+    "t.output.and", "t.output._u", "t.output.x_1", "t.output.list.length"])
+def test_a_dotted_path_gives_what_jsonpath_gives(path):
+    compiled = params._compile(path)
+    matches = compiled.findall(_DOC)
+    assert compiled.singular_query()
+    assert params._DOTTED.match(path)
+    assert params.evaluate_path(path, _DOC) == (matches[0] if matches else None)
+
+
+@pytest.mark.parametrize("path, value", [("t.output.list[1].q", 2), ("t.output['x']", 1), ("t..f", ["g"]),
+                                         ("t.output.deep.*.f", ["g"])])
+def test_other_paths_still_go_through_jsonpath(path, value):
+    assert not params._DOTTED.match(path)
+    assert params.evaluate_path(path, _DOC) == value
