@@ -450,7 +450,7 @@ class _RowSource:
         return rows[0] if rows else None
 
     def outputs(self) -> list[NarrowTask]:
-        with connection.cursor() as cursor:
+        with sql_cursor() as cursor:
             cursor.execute(_s()["outputs"], [self.workflow_id])
             return [NarrowTask(*r) for r in cursor.fetchall()]
 
