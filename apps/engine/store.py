@@ -148,11 +148,11 @@ def _sql(vendor: str) -> dict[str, str]:
         "lock": f"SELECT {wf_cols} FROM {WF_TABLE} WHERE workflow_id = %s{lock}",
         # JSON columns as text on PostgreSQL too: decoded lazily (LoadedTask)
         "tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s ORDER BY seq",
-        # the unsettled tasks (partial index task_active), what a decide starts from
+        # the unsettled tasks, what a decide starts from: the partial index task_active,
+        # whose condition SQLite's planner only matches when written as Django writes it
+        # (``NOT executed AND NOT retried``; ``executed = 0`` walked every task row)
         "active_tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
-                        f"AND executed = {'false' if vendor == 'postgresql' else '0'} "
-                        f"AND retried = {'false' if vendor == 'postgresql' else '0'} "
-                        "AND status <> 'SKIPPED' ORDER BY seq",
+                        "AND NOT executed AND NOT retried AND status <> 'SKIPPED' ORDER BY seq",
         "tasks_by_ref": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
                         "AND reference_task_name IN ",
         "task_by_id": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE task_id = %s AND workflow_id = %s",

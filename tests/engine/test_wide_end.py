@@ -112,3 +112,19 @@ def test_a_wide_fork_with_a_failed_permissive_branch_fails_the_workflow_naming_i
     assert wf["status"] == "FAILED"
     assert "permissive branch failed" in wf["reasonForIncompletion"]
     assert "b5" in wf["failedReferenceTaskNames"]
+
+
+@pytest.mark.django_db
+def test_the_unsettled_tasks_are_read_through_the_partial_index_on_sqlite():
+    """``lock_workflow`` reads the unsettled tasks through ``task_active``: SQLite uses a
+    partial index only when the query repeats its condition as written
+    (``NOT executed AND NOT retried``); ``executed = 0`` walked every task row of the
+    execution on each update (issue #9, flat growth of a wide dynamic fork)."""
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the query plan checked is SQLite's")
+    with store.sql_cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + store._s()["active_tasks"], ["some-workflow"])
+        plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+    assert "task_active" in plan, plan

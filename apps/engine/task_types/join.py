@@ -56,14 +56,17 @@ class Join(TaskType):
         (a sub-workflow terminated by hand), so the workflow ends TERMINATED."""
         suffix = params.loop_scope(task)
         join_on = task.input_data.get("joinOn") or []
-        runtime_refs = [ref if (not suffix or ref.endswith(suffix)) else ref + suffix for ref in join_on]
         # A joinOn task still pending (always among the loaded, unsettled tasks) means the
         # JOIN waits and nothing else can change it: its output is built once, when it
         # ends, instead of re-reading every finished branch on each update (Conductor
         # re-adds every branch output on each evaluation; the end result is the same).
-        wanted = set(runtime_refs)
-        if any(not t.terminal and t.reference_task_name in wanted for t in d.active_tasks() if t is not task):
+        # Asked from the few pending tasks' side, in one C-level pass over a dynamic
+        # fork's thousands of joinOn references (no list or set of them built per pass).
+        pending = {t.reference_task_name for t in d.active_tasks() if t is not task and not t.terminal}
+        if pending and not pending.isdisjoint(
+                join_on if not suffix else (ref if ref.endswith(suffix) else ref + suffix for ref in join_on)):
             return False
+        runtime_refs = [ref if (not suffix or ref.endswith(suffix)) else ref + suffix for ref in join_on]
         forked_tasks: list[tuple[str, TaskState | None]] = []
         all_done = True
         attempts = d.outputs_of(runtime_refs)  # read only: narrow rows when many
