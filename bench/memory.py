@@ -14,9 +14,12 @@
 2. Stability: ``--transitions`` task transitions (default $BENCH_RSS_TRANSITIONS, else
    100,000; N/3 workflows of bench.py's 3 SIMPLE tasks) through the HTTP API, driven by
    bench.py's ``Bench`` (its SDK-like worker threads, its warm-up and its checks); each
-   process's RSS right before the main run (after the 20-workflow warm-up) and right after
-   it; growth in MB and %. ``--deadline`` (seconds) bounds the whole run (default
-   600 + 25 ms per transition); the JSON says how many transitions ran.
+   process's RSS right before the main run (after the 20-workflow warm-up), every 2 s
+   during it and right after it: growth in MB and % over the run and over its second half
+   (from the sample when half the workflows were done: a leak keeps growing there, a
+   process that only reached its high-water mark does not), and the peak. ``--deadline``
+   (seconds) bounds the whole run (default 600 + 25 ms per transition); the JSON says how
+   many transitions ran.
 
 Prints one JSON line ``{"memory": {...}}`` (also appended to ``--json-out``, which
 bench/summarize.py reads) and a few ``#`` lines; sizes in MB (MiB). It stops run.sh with
@@ -31,6 +34,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -168,17 +172,38 @@ def snapshot(tree: dict[int, str]) -> list[dict]:
     return out
 
 
-def growth(before: list[dict], after: list[dict]) -> list[dict]:
-    """Per process (by PID) of ``before``: RSS before, after, growth in MB and %."""
+class Sampler(threading.Thread):
+    """Every ``interval`` s until ``stop``: (workflows done, {pid: RSS MB}) of ``pids``."""
+
+    def __init__(self, pids: list[int], done, interval: float = 2.0):
+        super().__init__(daemon=True)
+        self.pids, self.done, self.interval = pids, done, interval
+        self.samples: list[tuple[int, dict[int, float | None]]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(self.interval):
+            self.samples.append((self.done(), {p: mem_mb(p)[0] for p in self.pids}))
+
+
+def growth(before: list[dict], after: list[dict], samples: list[tuple[int, dict]]) -> list[dict]:
+    """Per process (by PID) of ``before``: RSS before, at half the run, at its peak and after;
+    growth over the run and over its second half, MB and %."""
     now = {p["pid"]: p for p in after}
+    total = max((d for d, _ in samples), default=0)
+    mid = min(samples, key=lambda s: abs(s[0] - total / 2))[1] if samples else {}
     out = []
     for p in before:
-        a = now.get(p["pid"])
-        row = {"pid": p["pid"], "name": p["name"], "rss_before_mb": p["rss_mb"],
-               "rss_after_mb": a["rss_mb"] if a else None}
+        a, m = now.get(p["pid"]), mid.get(p["pid"])
+        seen = [x[p["pid"]] for _, x in samples if x.get(p["pid"])] + [p["rss_mb"]] + ([a["rss_mb"]] if a else [])
+        row = {"pid": p["pid"], "name": p["name"], "rss_before_mb": p["rss_mb"], "rss_mid_mb": m,
+               "rss_peak_mb": max(seen), "rss_after_mb": a["rss_mb"] if a else None}
         if a:
             row["growth_mb"] = round(a["rss_mb"] - p["rss_mb"], 1)
             row["growth_pct"] = round(100 * (a["rss_mb"] - p["rss_mb"]) / p["rss_mb"], 1)
+        if a and m:
+            row["growth_2nd_half_mb"] = round(a["rss_mb"] - m, 1)
+            row["growth_2nd_half_pct"] = round(100 * (a["rss_mb"] - m) / m, 1)
         out.append(row)
     return out
 
@@ -212,17 +237,27 @@ def main() -> int:
         if a.transitions > 0:
             bench = Bench(bargs, server.url, server)
             marks: dict[str, list[dict]] = {}
-            bench.on_main = lambda starting: marks.__setitem__("before" if starting else "after",
-                                                               snapshot(server.tree()))
+            sampler: list[Sampler] = []
+
+            def on_main(starting: bool) -> None:
+                if not starting:
+                    sampler[0].halt.set()
+                marks["before" if starting else "after"] = snapshot(server.tree())
+                if starting:
+                    sampler.append(Sampler([x["pid"] for x in marks["before"]], lambda: len(bench.done_at)))
+                    sampler[0].start()
+            bench.on_main = on_main
             report = bench.run()
             done = report["client"]["updates"]
             out["stability"] = {"transitions_requested": a.transitions, "transitions": done,
                                 "workflows": report["n"], "completed": report["completed"], "bad": report["bad"],
                                 "wall_s": report["wall_s"], "step_transitions_per_s": report["step_transitions_per_s"],
-                                "processes": growth(marks.get("before", []), marks.get("after", []))}
-            worst = max(out["stability"]["processes"], key=lambda r: r.get("growth_pct") or 0, default={})
-            print(f"# {done} of {a.transitions} transitions in {report['wall_s']} s; largest RSS growth: "
-                  f"{worst.get('name')} {worst.get('growth_mb')} MB ({worst.get('growth_pct')} %)", flush=True)
+                                "processes": growth(marks.get("before", []), marks.get("after", []),
+                                                    sampler[0].samples if sampler else [])}
+            for r in out["stability"]["processes"]:
+                print(f"# {r['name']}: RSS {r['rss_before_mb']} -> {r['rss_mid_mb']} (half) -> {r['rss_after_mb']} MB "
+                      f"(peak {r['rss_peak_mb']}): {r.get('growth_pct')} %, second half {r.get('growth_2nd_half_pct')} %")
+            print(f"# {done} of {a.transitions} transitions in {report['wall_s']} s", flush=True)
     finally:
         server.stop()
     emit({"memory": out}, a.json_out)
