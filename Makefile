@@ -119,20 +119,29 @@ clean:
 # make bench: bench/bench.py (ours, the QUICK set-ups of bench/run_all.sh on PostgreSQL and
 # SQLite) and the peers of bench/peers/ (DBOS, Procrastinate, Celery+Redis; their packages
 # go into a throwaway venv, BENCH_PEERS_VENV) in one run beside one throwaway PostgreSQL,
-# then bench/growth.py (CPU ms per task update at 10 vs BENCH_GROWTH_N tasks) and the
-# tables with the ratios against the peers (bench/summarize.py). Needs PostgreSQL's server
-# binaries and redis-server (Debian packages). Not part of `make test`. Figures taken on a
-# loaded machine mean little: see bench/README.md.
+# then bench/idle.py (server CPU with 20 idle long polls of 5 s and of 100 ms, and the
+# cross-process wake, on another throwaway PostgreSQL), bench/growth.py (CPU ms per task
+# update at 10 vs BENCH_GROWTH_N tasks), bench/memory.py (the embedded server of `make run`
+# at rest, and each process's RSS over BENCH_RSS_TRANSITIONS task transitions), and the
+# tables: ours, the peers, the ratios, and issue #9's targets met or not (bench/summarize.py).
+# Needs PostgreSQL's server binaries and redis-server (Debian packages). Not part of
+# `make test`. Figures taken on a loaded machine mean little: see bench/README.md.
 BENCH_PEERS_VENV ?= /tmp/conductor-bench-peers-venv
 BENCH_OUT ?= bench/results/make-bench
 BENCH_N ?= 1000
 BENCH_LONE ?= 50
 BENCH_GROWTH_N ?= 2000
+BENCH_IDLE_S ?= 10
+BENCH_RSS_TRANSITIONS ?= 100000
 bench: $(INSTALLED)
 	@[ -x $(BENCH_PEERS_VENV)/bin/pip ] || $(PYTHON) -m venv $(BENCH_PEERS_VENV)
 	@$(BENCH_PEERS_VENV)/bin/pip install -q dbos "psycopg[binary]" "celery[redis]" procrastinate
 	@rm -rf $(BENCH_OUT)
 	QUICK=1 N=$(BENCH_N) LONE=$(BENCH_LONE) PEERS_VENV=$(BENCH_PEERS_VENV) PY=$(PY) \
 	  bench/with_pg.sh bench/run_all.sh $(BENCH_OUT)
-	env -u DATABASE_URL $(PY) bench/growth.py -n $(BENCH_GROWTH_N)
+	bench/with_pg.sh $(PY) bench/idle.py --db postgres --timeout-ms 5000 --timeout-ms 100 \
+	  --seconds $(BENCH_IDLE_S) --json-out $(BENCH_OUT)/idle.jsonl
+	env -u DATABASE_URL $(PY) bench/growth.py -n $(BENCH_GROWTH_N) --json-out $(BENCH_OUT)/growth.jsonl
+	env -u DATABASE_URL $(PY) bench/memory.py --transitions $(BENCH_RSS_TRANSITIONS) \
+	  --json-out $(BENCH_OUT)/memory.jsonl
 	@$(PY) bench/summarize.py $(BENCH_OUT)

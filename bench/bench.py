@@ -80,6 +80,16 @@ def summary(data: list[float]) -> dict:
             "mean": rnd(statistics.mean(data)) if data else None, "count": len(data)}
 
 
+def emit(out: dict, json_out: str | None) -> None:
+    """Print ``out`` as one JSON line and append that line to the file ``json_out`` (if given):
+    the format bench/summarize.py reads."""
+    line = json.dumps(out)
+    print(line, flush=True)
+    if json_out:
+        with open(json_out, "a") as f:
+            f.write(line + "\n")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -342,7 +352,12 @@ class Server:
         self.url = f"http://127.0.0.1:{port}"
         self.description = f"{a.server}x{k}" + (f" ASGI_THREADS={a.asgi_threads}" if a.asgi_threads else "") + \
             (f" threads={a.wsgi_threads}" if a.server == "gunicorn-wsgi" else "")
-        deadline = time.time() + 60
+        self.wait_healthy()
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        """Wait until ``GET /health`` answers 200; raises RuntimeError (with the log's tail) if a
+        started process exits first or ``timeout`` seconds pass."""
+        deadline = time.time() + timeout
         while True:
             for p in self.procs:
                 if p.poll() is not None:
@@ -353,7 +368,7 @@ class Server:
             except httpx.HTTPError:
                 pass
             if time.time() > deadline:
-                raise RuntimeError(f"server did not answer /health within 60 s:\n{self.log_tail()}")
+                raise RuntimeError(f"server did not answer /health within {timeout:.0f} s:\n{self.log_tail()}")
             time.sleep(0.2)
 
     def pids(self) -> list[int]:
@@ -791,12 +806,8 @@ def main(argv=None) -> int:
                     stop_profilers(profilers)
             bench.on_main = on_main
         out = bench.run()
-        line = json.dumps(out)
-        print(line, flush=True)
+        emit(out, a.json_out)
         print(human(out), flush=True)
-        if a.json_out:
-            with open(a.json_out, "a") as f:
-                f.write(line + "\n")
         rc = 0 if out["completed"] == a.workflows and out["bad"] == 0 else 1
     finally:
         stop_profilers(profilers)

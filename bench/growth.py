@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/growth.py [--db sqlite|postgres] [--pg-url URL] [-n 2000]
                                      [--window 10] [--shape loop|fork|both] [--profile OUT.prof]
+                                     [--json-out FILE]
 
 Two executions of one SIMPLE task type (``growth_task``), driven one update at a time in
 one thread the way an SDK worker drives them (``queue.task_poll`` then
@@ -19,6 +20,11 @@ their ratio. For the fork the start figure is a ``window``-branch fork's, the en
 the last ``window`` updates of the ``n``-branch fork (when every branch but those is
 COMPLETED). Target (issue #9): end/start <= 1.5. A benchmark, not a test: nothing asserted.
 PostgreSQL's server-side CPU is not in these figures (a separate process).
+
+Besides the text lines it prints one JSON line per shape (starts with ``{"growth":``; also
+appended to ``--json-out``, which bench/summarize.py reads): ``shape``, ``db``, ``n``,
+``window``, ``status`` of the big execution, ``start_ms``/``end_ms``/``ratio`` (means),
+``start_ms_median``/``end_ms_median``/``ratio_median`` and ``start_stmts``/``end_stmts``.
 """
 from __future__ import annotations
 
@@ -84,15 +90,27 @@ def drive(workflow_id: str, updates: int, counter: Counter) -> list[tuple[float,
     return out
 
 
-def summary(label: str, first: list, last: list) -> None:
+def summary(label: str, first: list, last: list) -> dict:
+    """Print the start/end figures of one shape; return them (ms of CPU, statements) as a dict."""
     a = statistics.mean(c for c, _ in first)
     b = statistics.mean(c for c, _ in last)
-    print(f"{label:<8} start {a:7.2f} ms ({statistics.mean(s for _, s in first):5.1f} stmts)   "
-          f"end {b:7.2f} ms ({statistics.mean(s for _, s in last):5.1f} stmts)   end/start {b / a:5.2f}x")
+    sa = statistics.mean(s for _, s in first)
+    sb = statistics.mean(s for _, s in last)
+    print(f"{label:<8} start {a:7.2f} ms ({sa:5.1f} stmts)   end {b:7.2f} ms ({sb:5.1f} stmts)   end/start {b / a:5.2f}x")
     # medians: the one update that ends a JOIN or a loop (and reads every task once) aside
     ma = statistics.median(c for c, _ in first)
     mb = statistics.median(c for c, _ in last)
     print(f"{'':<8} median start {ma:7.2f} ms   median end {mb:7.2f} ms   end/start {mb / ma:5.2f}x")
+    return {"start_ms": round(a, 3), "end_ms": round(b, 3), "ratio": round(b / a, 3),
+            "start_ms_median": round(ma, 3), "end_ms_median": round(mb, 3), "ratio_median": round(mb / ma, 3),
+            "start_stmts": round(sa, 1), "end_stmts": round(sb, 1)}
+
+
+def emit(a, shape: str, status: str, figures: dict) -> None:
+    """Print the JSON line of one shape and append it to ``--json-out``."""
+    from bench import emit as emit_json
+    emit_json({"growth": shape, "db": a.db, "n": a.n, "window": a.window, "status": status,
+               "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]), **figures}, a.json_out)
 
 
 def run(a) -> None:
@@ -125,7 +143,7 @@ def run(a) -> None:
                 prof.disable()
             wf = store.load_workflow(wid)
             print(f"# loop: {len(costs) + 1} updates, workflow {wf.status}, {len(wf.tasks)} tasks")
-            summary("loop", costs[:w], costs[-w:])
+            emit(a, "loop", wf.status, summary("loop", costs[:w], costs[-w:]))
         if a.shape in ("fork", "both"):
             small = start_from_request({"name": "growth_fork", "version": 1, "input": fork_input(w + 1)})
             drive(small, 1, counter)
@@ -139,7 +157,7 @@ def run(a) -> None:
             wf = store.load_workflow(big)
             print(f"# fork: {len(costs)} updates, workflow {wf.status}, {len(wf.tasks)} tasks; "
                   f"first {w} updates of the big fork: {statistics.mean(c for c, _ in costs[:w]):.2f} ms")
-            summary("fork", first, costs[-w:])
+            emit(a, "fork", wf.status, summary("fork", first, costs[-w:]))
     if prof:
         prof.dump_stats(a.profile)
         import pstats
@@ -154,6 +172,7 @@ def main() -> None:
     p.add_argument("--window", type=int, default=10)
     p.add_argument("--shape", choices=("loop", "fork", "both"), default="both")
     p.add_argument("--profile", metavar="OUT.prof", help="cProfile the big runs, print the top of it")
+    p.add_argument("--json-out", metavar="FILE", help="append the JSON line of each shape to FILE")
     a = p.parse_args()
     # the loop runs n iterations (the default cap is 1,000)
     os.environ["CONDUCTOR_DO_WHILE_MAX_ITERATIONS"] = str(a.n + 10)

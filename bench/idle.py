@@ -1,7 +1,8 @@
 """Idle cost and cross-process wake-up of long polls (issue #9's "idle" target).
 
     .venv/bin/python bench/idle.py [--db sqlite|postgres] [--pg-url URL] [--workers 20]
-                                   [--timeout-ms 100] [--sdk-backoff] [--seconds 10] [--wakes 20]
+                                   [--timeout-ms 100 [--timeout-ms 5000 ...]] [--sdk-backoff]
+                                   [--seconds 10] [--wakes 20] [--json-out FILE]
 
 Starts its own server (``bench.py``'s ``Server``: a fresh database, one daphne on
 127.0.0.1, no cluster), then:
@@ -9,20 +10,24 @@ Starts its own server (``bench.py``'s ``Server``: a fresh database, one daphne o
 1. idle: ``--workers`` threads long-poll empty queues (``GET /api/tasks/poll/batch/idle_i
    ?count=1&timeout=T``, each its own queue, as the SDK's TaskRunner; ``--sdk-backoff``
    also sleeps 1, 2, 4 .. 100 ms after each empty poll as the SDK does) for ``--seconds``;
-   prints the server's CPU in % of one core over that time and the polls answered.
+   the server's CPU in % of one core over that time and the polls answered. Once per
+   ``--timeout-ms`` given (default 100, the SDK's), one after the other on the same server.
 2. wake: one worker long-polls (timeout 5 s) queue ``wake_task`` on the server while
    THIS process (another process, its own database connection) starts a workflow whose
    first task is on that queue, ``--wakes`` times; prints the delay from the start's
-   commit to the poll's answer reaching the worker (p50 / max, ms). On PostgreSQL the
-   server's queue listener wakes the poll (LISTEN/NOTIFY); on SQLite the poll's
-   ``LONG_POLL_RECHECK_MS`` re-check finds it.
+   commit (the return of the connection's ``commit()``) to the poll's answer reaching the
+   worker (p50 / max, ms). On PostgreSQL the server's queue listener wakes the poll
+   (LISTEN/NOTIFY); on SQLite the poll's ``LONG_POLL_RECHECK_MS`` re-check finds it.
 
+Prints one JSON line (also appended to ``--json-out``, which bench/summarize.py reads):
+``db``, ``workers``, ``idle`` (a list, one entry per poll timeout: ``timeout_ms``,
+``sdk_backoff``, ``idle_server_cpu_pct``, ``polls_per_s``, ``server_cpu_ms_per_poll``),
+``wakes``, ``wake_ms_p50``, ``wake_ms_max`` and ``wake_ms`` (every delay).
 A benchmark, not a test: nothing is asserted. Every process it starts is stopped by PID.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -36,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench import Server, parse_args as bench_args  # noqa: E402
+from bench import Server, emit, parse_args as bench_args  # noqa: E402
 from cpu_meter import _children_map, tree_cpu_s  # noqa: E402
 
 WAKE_TYPE = "wake_task"
@@ -72,7 +77,8 @@ def idle_phase(url: str, pids: list[int], workers: int, timeout_ms: int, backoff
     stop.set()
     for t in threads:
         t.join(timeout_ms / 1000 + 10)
-    return {"idle_server_cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
+    return {"timeout_ms": timeout_ms, "sdk_backoff": backoff,
+            "idle_server_cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
             "polls_per_s": round((p1 - p0) / (t1 - t0), 1),
             "server_cpu_ms_per_poll": round(1000 * (cpu1 - cpu0) / max(p1 - p0, 1), 3)}
 
@@ -83,7 +89,19 @@ def wake_phase(url: str, database_url: str, wakes: int) -> dict:
     import django
 
     django.setup()
+    from django.db import connections
     from apps.engine import executor
+
+    # the moment of the start's commit: workflow_start returns only after its on-commit
+    # hooks, which a waiting poll may already have beaten
+    conn = connections["default"]
+    commits: list[float] = []
+    real_commit = conn.commit
+
+    def timed_commit() -> None:
+        real_commit()
+        commits.append(time.monotonic())
+    conn.commit = timed_commit
 
     with httpx.Client(base_url=url, timeout=30) as c:
         c.post("/api/metadata/taskdefs", json=[{"name": WAKE_TYPE, "retryCount": 0, "ownerEmail": "b@example.com"}])
@@ -107,8 +125,9 @@ def wake_phase(url: str, database_url: str, wakes: int) -> dict:
         t.start()
         waiting.wait(5)
         time.sleep(0.3)  # the poll is waiting on the server
-        executor.workflow_start(name="wake_wf", input={})  # returns after its commit
-        committed = time.monotonic()
+        commits.clear()
+        executor.workflow_start(name="wake_wf", input={})
+        committed = commits[0] if commits else time.monotonic()
         t.join(10)
         if got.get("tasks"):
             delays.append(1000 * (got["at"] - committed))
@@ -117,7 +136,7 @@ def wake_phase(url: str, database_url: str, wakes: int) -> dict:
                 c.post("/api/tasks", json={"taskId": task["taskId"], "workflowInstanceId": task["workflowInstanceId"],
                                            "status": "COMPLETED", "outputData": {}})
     return {"wakes": len(delays), "wake_ms_p50": round(statistics.median(delays), 1) if delays else None,
-            "wake_ms_max": round(max(delays), 1) if delays else None}
+            "wake_ms_max": round(max(delays), 1) if delays else None, "wake_ms": [round(d, 1) for d in delays]}
 
 
 def main() -> int:
@@ -125,21 +144,25 @@ def main() -> int:
     p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--pg-url", default=os.environ.get("PG_URL"))
     p.add_argument("--workers", type=int, default=20)
-    p.add_argument("--timeout-ms", type=int, default=100)
+    p.add_argument("--timeout-ms", type=int, action="append",
+                   help="poll timeout of the idle phase, ms (default 100); repeat for one idle phase each")
     p.add_argument("--sdk-backoff", action="store_true")
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--wakes", type=int, default=20)
     p.add_argument("--app-dir", default=str(REPO), help="project tree to serve (e.g. a `git archive` of one commit)")
+    p.add_argument("--json-out", metavar="FILE", help="append the JSON line to FILE")
     a = p.parse_args()
     sys.path.insert(0, str(Path(a.app_dir).resolve()))  # the wake phase queues with the served tree's engine
     argv = ["--start-server", "--db", a.db, "--app-dir", a.app_dir] + (["--pg-url", a.pg_url] if a.pg_url else [])
     server = Server(bench_args(argv))
     try:
         server.start()
-        out = {"db": a.db, "workers": a.workers, "timeout_ms": a.timeout_ms, "sdk_backoff": a.sdk_backoff}
-        out.update(idle_phase(server.url, server.pids(), a.workers, a.timeout_ms, a.sdk_backoff, a.seconds))
+        out = {"db": a.db, "workers": a.workers, "seconds": a.seconds,
+               "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+               "idle": [idle_phase(server.url, server.pids(), a.workers, t, a.sdk_backoff, a.seconds)
+                        for t in a.timeout_ms or [100]]}
         out.update(wake_phase(server.url, server.db_url, a.wakes))
-        print(json.dumps(out))
+        emit(out, a.json_out)
     finally:
         server.stop()
     return 0

@@ -1,10 +1,15 @@
-"""Tables for bench/README.md from the JSON lines of bench/run_all.sh.
+"""Tables for bench/README.md from the JSON lines of bench/run_all.sh and the other steps of
+`make bench`.
 
-    python bench/summarize.py bench/results/run-1      (reads ours.jsonl and peers.jsonl there)
+    python bench/summarize.py bench/results/run-1
 
-Prints markdown: our runs, the peer runs, and the comparison (ours ÷ best peer run of each
+Reads, in that directory: ours.jsonl and peers.jsonl (bench/run_all.sh), and when present
+idle.jsonl (bench/idle.py), growth.jsonl (bench/growth.py) and memory.jsonl (bench/memory.py).
+Prints markdown: our runs, the peer runs, the comparison (ours ÷ best peer run of each
 system for step transitions/s; our CPU per step transition ÷ the peer's, higher is worse;
-the peer's serial p50 beside our lone-workflow p50).
+the peer's serial p50 beside our lone-workflow p50), then one table of issue #9's targets:
+each measured figure, the bound it is compared with (taken from the same directory, i.e.
+the same run) and "met" / "not met", and the memory of each process.
 CPU per transition of a peer subtracts the fixed cost measured by its ``-fixed`` run
 (N=5: imports, schema, warm-up) from the same round.
 """
@@ -64,6 +69,159 @@ def peer_rounds(peers: list[dict]) -> list[dict]:
     return out
 
 
+# issue #9's targets
+THROUGHPUT_X = 2.0          # ours >= 2x the best peer's task transitions/s
+GROWTH_X = 1.5              # per-update cost at 2,000 tasks <= 1.5x the cost at 10
+IDLE_PCT = 2.0              # server CPU, % of one core, 20 workers long-polling empty queues
+WAKE_MS = 50.0              # a queued task reaches a waiting long poll in another process
+MEMORY_MB = 400.0           # the embedded server at rest
+STABLE_PCT = 5.0            # "stable" (our reading): no process's RSS grows more than this, in %,
+                            # over the second half of the run (a leak keeps growing; a high-water mark does not)
+STABLE_RUN = 100_000        # ... of this many task transitions
+DURABLE_PEERS = ("dbos", "procrastinate")   # Celery+Redis is not durable
+
+
+def verdict(ok: bool | None) -> str:
+    return "–" if ok is None else ("**met**" if ok else "not met")
+
+
+def our_pg(ours: list[dict]) -> list[dict]:
+    """Our complete PostgreSQL runs on the product's server (daphne)."""
+    return [o for o in ours if o["db"] == "postgres" and o["completed"] == o["n"] and not o["bad"]
+            and o["server"].startswith("daphne")]
+
+
+def targets(d: Path, ours: list[dict], peers: list[dict]) -> None:
+    """The table of issue #9's targets: | target | measured | bound (this run) | met? |."""
+    rows: list[tuple[str, str, str, bool | None]] = []
+    pg = our_pg(ours)
+    thr = [p for p in peers if "serial" not in p["run"]]
+
+    # 1-3: throughput, cost, latency (ours and the peers of this run)
+    if pg and thr:
+        o = max(pg, key=lambda o: o["step_transitions_per_s"])
+        b = max(thr, key=lambda p: p["step_transitions_per_s"])
+        bound = THROUGHPUT_X * b["step_transitions_per_s"]
+        lite = [x for x in ours if x["db"] == "sqlite" and x["server"].startswith("daphne")
+                and x["completed"] == x["n"] and not x["bad"]]
+        beside = max(lite, key=lambda x: x["step_transitions_per_s"]) if lite else None
+        rows.append(("Throughput: task transitions/s, PostgreSQL, daphne",
+                     f"{o['step_transitions_per_s']} ({ours_label(o)})"
+                     + (f"; SQLite beside it: {beside['step_transitions_per_s']} ({ours_label(beside)})" if beside else ""),
+                     f"≥ {bound:.1f} = {THROUGHPUT_X:g} × {b['step_transitions_per_s']} ({b['run']}, round {b['round']})",
+                     o["step_transitions_per_s"] >= bound))
+    cpu_of = lambda o: (o.get("cpu_main_run") or {}).get("total_ms_per_transition")  # noqa: E731
+    ours_cpu = [o for o in pg if cpu_of(o)]
+    peer_cpu = [p for p in thr if p.get("cpu_ms")]
+    if ours_cpu and peer_cpu:
+        o = min(ours_cpu, key=cpu_of)
+        b = min(peer_cpu, key=lambda p: p["cpu_ms"])
+        c = o["cpu_main_run"]
+        rows.append(("Cost: CPU ms per transition (server + database + workers)",
+                     f"{cpu_of(o)} (server {f(c.get('server_ms_per_transition'))}, PostgreSQL "
+                     f"{f(c.get('postgres_ms_per_transition'))}, workers {f(c.get('client_ms_per_transition'))}; "
+                     f"{ours_label(o)})",
+                     f"≤ {b['cpu_ms']} ({b['run']}, round {b['round']})", cpu_of(o) <= b["cpu_ms"]))
+    serial = [p for p in peers if "serial" in p["run"] and p["system"] in DURABLE_PEERS
+              and p["lat_submit_to_done_ms"].get("p50") is not None]
+    lone = [o for o in pg if o["lone"]["client_ms"]["p50"] is not None]
+    if lone and serial:
+        o = min(lone, key=lambda o: o["lone"]["client_ms"]["p50"])
+        b = min(serial, key=lambda p: p["lat_submit_to_done_ms"]["p50"])
+        p50, bound = o["lone"]["client_ms"]["p50"], b["lat_submit_to_done_ms"]["p50"]
+        rows.append(("Latency: lone 3-task workflow p50, client (PostgreSQL, daphne)",
+                     f"{p50} ms (server {f(o['lone']['server_ms']['p50'], 0)} ms; {ours_label(o)})",
+                     f"≤ {bound} ms ({b['run']}, round {b['round']}: best durable peer's serial p50)", p50 <= bound))
+
+    # 4: growth (bench/growth.py)
+    names = {"loop": "DO_WHILE", "fork": "dynamic fork"}
+    for g in load(d / "growth.jsonl"):
+        ok = g["ratio"] <= GROWTH_X and g["ratio_median"] <= GROWTH_X and g["status"] == "COMPLETED"
+        rows.append((f"Growth: {names.get(g['growth'], g['growth'])} per-update CPU, {g['n']} tasks ÷ {g['window']} "
+                     f"({g['db']}, in process)",
+                     f"{g['ratio']:.2f}× (mean {g['start_ms']:.2f} → {g['end_ms']:.2f} ms); median {g['ratio_median']:.2f}×"
+                     + ("" if g["status"] == "COMPLETED" else f"; execution {g['status']}"),
+                     f"≤ {GROWTH_X}× by mean and median" + ("" if g["n"] >= 2000 else "; the target is for 2,000"),
+                     ok if g["n"] >= 2000 else None))
+
+    # 5: idle and wake (bench/idle.py)
+    for run in load(d / "idle.jsonl"):
+        for i in run["idle"]:
+            poll = f"{i['timeout_ms'] / 1000:g} s long poll" if i["timeout_ms"] >= 1000 else \
+                f"{i['timeout_ms']} ms poll" + (", the SDK's default" if i["timeout_ms"] == 100 else "")
+            rows.append((f"Idle: server CPU, {run['workers']} workers, {poll} ({run['db']})",
+                         f"{i['idle_server_cpu_pct']} % of a core ({i['polls_per_s']} polls/s, "
+                         f"{i['server_cpu_ms_per_poll']} ms/poll)",
+                         f"≤ {IDLE_PCT:g} %", i["idle_server_cpu_pct"] <= IDLE_PCT))
+        if run.get("wakes"):
+            rows.append((f"Idle: cross-process wake, p50 / max ({run['db']}, {run['wakes']} wakes)",
+                         f"{run['wake_ms_p50']} / {run['wake_ms_max']} ms", f"≤ {WAKE_MS:g} / {WAKE_MS:g} ms",
+                         run["wake_ms_p50"] <= WAKE_MS and run["wake_ms_max"] <= WAKE_MS))
+
+    # 6: memory (bench/memory.py)
+    mem = [m["memory"] for m in load(d / "memory.jsonl") if "memory" in m]
+    m = mem[-1] if mem else None
+    if m and m.get("rest"):
+        r = m["rest"]
+        n = len(r["processes"])
+        rows.append((f"Memory at rest: RSS summed over {n} processes ({m['server']})", f"{r['rss_mb']} MB",
+                     f"≤ {MEMORY_MB:g} MB", r["rss_mb"] <= MEMORY_MB))
+        rows.append((f"Memory at rest: PSS summed over {n} processes", f"{r['pss_mb']} MB",
+                     f"≤ {MEMORY_MB:g} MB", r["pss_mb"] <= MEMORY_MB))
+    st = (m or {}).get("stability")
+    if st:
+        procs = st["processes"]
+        grown = [p for p in procs if p.get("growth_pct") is not None]
+        whole = max(grown, key=lambda p: p["growth_pct"], default=None)
+        half = [p for p in procs if p.get("growth_2nd_half_pct") is not None]
+        worst = max(half, key=lambda p: p["growth_2nd_half_pct"], default=None)
+        full = st["transitions"] >= st["transitions_requested"] and not st["bad"]
+        gone = [p["name"] for p in procs if p.get("rss_after_mb") is None]
+        measured = (f"second half: {worst['name']} {worst['growth_2nd_half_mb']:+} MB "
+                    f"({worst['growth_2nd_half_pct']:+} %)" if worst else "second half: –")
+        if whole:
+            measured += f"; whole run: {whole['name']} {whole['growth_mb']:+} MB ({whole['growth_pct']:+} %)"
+        measured += f"; {st['transitions']} of {st['transitions_requested']} transitions"
+        if gone:
+            measured += f"; gone during the run: {', '.join(gone)}"
+        if st["bad"]:
+            measured += f"; {st['bad']} workflows wrong"
+        big = st["transitions_requested"] >= STABLE_RUN
+        rows.append(("Memory: RSS stability, the largest growth of one process", measured,
+                     f"≤ +{STABLE_PCT:g} % each over the second half" +
+                     ("" if big else f"; the target is for {STABLE_RUN:,} transitions"),
+                     (full and not gone and worst["growth_2nd_half_pct"] <= STABLE_PCT) if big and worst else None))
+
+    print("\n### Against the targets (issue #9)\n")
+    print("| target | measured | bound (this run) | met? |")
+    print("|---|---|---|---|")
+    for target, measured, bound, ok in rows:
+        print(f"| {target} | {measured} | {bound} | {verdict(ok)} |")
+    missing = [what for what, name in (("idle", "idle.jsonl"), ("growth", "growth.jsonl"), ("memory", "memory.jsonl"))
+               if not (d / name).exists()]
+    if missing:
+        print(f"\nNot measured in this run: {', '.join(missing)}.")
+    if m:
+        memory_table(m)
+
+
+def memory_table(m: dict) -> None:
+    """Each process of the embedded server: RSS and PSS at rest, RSS before and after the run."""
+    rest = {p["pid"]: p for p in (m.get("rest") or {}).get("processes", [])}
+    run = {p["pid"]: p for p in (m.get("stability") or {}).get("processes", [])}
+    st = m.get("stability") or {}
+    print(f"\n#### Memory per process ({m['server']}, {m.get('q_workers')} cluster workers; MB)\n")
+    print(f"| process | pid | RSS at rest | PSS at rest | RSS before the run | at half | after "
+          f"{st.get('transitions', '–')} transitions | peak | growth MB (%) | second half MB (%) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for pid in list(rest) + [p for p in run if p not in rest]:
+        a, b = rest.get(pid, {}), run.get(pid, {})
+        print(f"| {a.get('name') or b.get('name')} | {pid} | {f(a.get('rss_mb'))} | {f(a.get('pss_mb'))} "
+              f"| {f(b.get('rss_before_mb'))} | {f(b.get('rss_mid_mb'))} | {f(b.get('rss_after_mb'))} "
+              f"| {f(b.get('rss_peak_mb'))} | {f(b.get('growth_mb'))} ({f(b.get('growth_pct'))}) "
+              f"| {f(b.get('growth_2nd_half_mb'))} ({f(b.get('growth_2nd_half_pct'))}) |")
+
+
 def main() -> None:
     d = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     ours = load(d / "ours.jsonl")
@@ -92,10 +250,14 @@ def main() -> None:
 
     # comparison: best run of each peer system (throughput modes) vs our best PostgreSQL run
     # the product's server is daphne; the other set-ups are listed above for comparison only
-    pg = [o for o in ours if o["db"] == "postgres" and o["completed"] == o["n"] and not o["bad"]
-          and o["server"].startswith("daphne")]
-    if not pg or not peers:
-        return
+    pg = our_pg(ours)
+    if pg and peers:
+        comparison(ours, peers, pg)
+    targets(d, ours, peers)
+
+
+def comparison(ours: list[dict], peers: list[dict], pg: list[dict]) -> None:
+    """Ours (best PostgreSQL daphne run) ÷ the best run of each peer system."""
     best = max(pg, key=lambda o: o["step_transitions_per_s"])
     cheapest = min(pg, key=lambda o: (o.get("cpu_main_run") or {}).get("total_ms_per_transition") or 1e9)
     lone_best = min(pg, key=lambda o: o["lone"]["client_ms"]["p50"] or 1e9)
