@@ -48,24 +48,25 @@ def _wait_until_polling(configuration: Configuration, task_types: set, since_ms:
     ``GET /tasks/queue/polldata/all``), bounded by ``WORKER_READY_SECONDS``."""
     waiting = set(task_types)
     deadline = time.monotonic() + WORKER_READY_SECONDS
-    while waiting and time.monotonic() < deadline:
-        resp = httpx.get(f"{configuration.host}/tasks/queue/polldata/all", timeout=10,
-                         headers=auth_headers(configuration))  # a fresh token: some live only seconds
-        if resp.status_code == 200:
-            waiting -= {p["queueName"] for p in resp.json() if (p.get("lastPollTime") or 0) >= since_ms}
-        if waiting:
-            time.sleep(POLL_INTERVAL_SECONDS)
+    with httpx.Client(timeout=10) as client:  # one client (and SSL context) for the whole wait
+        while waiting and time.monotonic() < deadline:
+            resp = client.get(f"{configuration.host}/tasks/queue/polldata/all",
+                              headers=auth_headers(configuration, client))  # a fresh token: some live only seconds
+            if resp.status_code == 200:
+                waiting -= {p["queueName"] for p in resp.json() if (p.get("lastPollTime") or 0) >= since_ms}
+            if waiting:
+                time.sleep(POLL_INTERVAL_SECONDS)
     assert not waiting, f"SDK workers for {sorted(waiting)} did not poll within {WORKER_READY_SECONDS}s"
 
 
-def auth_headers(configuration: Configuration) -> dict:
+def auth_headers(configuration: Configuration, client: httpx.Client | None = None) -> dict:
     """``{"X-Authorization": token}`` for a raw HTTP call with the configuration's access
-    key (``{}`` when it has none)."""
+    key (``{}`` when it has none); ``client``, when given, makes the ``POST /token`` call."""
     settings = configuration.authentication_settings
     if settings is None:
         return {}
-    resp = httpx.post(f"{configuration.host}/token", json={"keyId": settings.key_id, "keySecret": settings.key_secret},
-                      timeout=10)
+    resp = (client or httpx).post(f"{configuration.host}/token", timeout=10,
+                                  json={"keyId": settings.key_id, "keySecret": settings.key_secret})
     resp.raise_for_status()
     return {"X-Authorization": resp.json()["token"]}
 

@@ -27,6 +27,7 @@ from tests.e2e.sdk_helpers import raw_workflow, running_workers, tasks_by_ref, w
 pytestmark = pytest.mark.e2e
 API_KEY = "sk-e2e-" + secrets.token_hex(8)
 WAIT_SECONDS = 90
+AGENT_TASK_TYPES = ("notify_customer", "open_incident")  # the example's workers, and only them
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def world(tmp_path_factory):
             for name, value in server.sdk_env().items():
                 mp.setenv(name, value)
             config = Configuration()
-            with running_workers(config):
+            with running_workers(config, AGENT_TASK_TYPES):
                 yield server, config, OrkesClients(configuration=config), llm, shop
     finally:
         server.stop()

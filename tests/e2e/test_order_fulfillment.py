@@ -29,6 +29,10 @@ pytestmark = [
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_OUTPUT = {"tracking": "TRACK-456", "transaction_id": "txn_abc123"}
+# Only this module's workers: with no task types, ``running_workers`` would spawn one process
+# for every ``@worker_task`` that any imported test module registered.
+ORDER_TASK_TYPES = ("fetch_order", "process_payment", "ship_order")
+FAILURE_TASK_TYPES = (fw.FLAKY_TASK, fw.TERMINAL_TASK, fw.LONG_TASK)
 
 
 def assert_order_tasks(tasks: list, order_id: str) -> None:
@@ -51,7 +55,7 @@ def assert_order_tasks(tasks: list, order_id: str) -> None:
 def test_order_fulfillment_with_the_sdk(sdk_config):
     clients = OrkesClients(configuration=sdk_config)
     executor = clients.get_workflow_executor()
-    with running_workers(sdk_config):
+    with running_workers(sdk_config, ORDER_TASK_TYPES):
         workflow = example.order_fulfillment_workflow(executor)  # register(overwrite=True)
         registered = clients.get_metadata_client().get_workflow_def("order_fulfillment", version=1)
         assert [t.task_reference_name for t in registered.tasks] == ["fetch", "pay", "ship"]
@@ -141,7 +145,7 @@ def test_worker_failure_semantics(sdk_config):
     long_wf = _single_task_workflow(executor, "e2e_in_progress_callback",
                                     fw.long_running_job(task_ref_name="long_job", job_id="JOB-1"))
 
-    with running_workers(sdk_config):
+    with running_workers(sdk_config, FAILURE_TASK_TYPES):
         retry_id = retry_wf.start_workflow_with_input(workflow_input={})
         terminal_id = terminal_wf.start_workflow_with_input(workflow_input={})
         long_id = long_wf.start_workflow_with_input(workflow_input={})
