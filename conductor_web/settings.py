@@ -2,7 +2,7 @@
 
 Every setting has a default that runs the embedded setup (SQLite in ``var/``,
 django-q2 on the ORM broker, in-memory channel layer). Production changes only
-environment variables; the README lists them.
+environment variables; docs/configuration.md lists them.
 """
 from __future__ import annotations
 

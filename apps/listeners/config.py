@@ -1,5 +1,5 @@
-"""The status listeners' settings (``settings.CONDUCTOR``; environment variables in the
-README), mirroring Conductor's properties:
+"""The status listeners' settings (``settings.CONDUCTOR``; environment variables in
+docs/configuration.md), mirroring Conductor's properties:
 
 * ``WORKFLOW_STATUS_LISTENER``: a comma list of Conductor's listener types,
   ``workflow_publisher`` (HTTP), ``queue_publisher`` (internal event queue) and

@@ -196,10 +196,8 @@ def test_scanner_sees_a_cycle_and_a_private_import(tmp_path, monkeypatch):
 
 def _diagram_layers() -> dict[str, int]:
     """``{"store.py": 2, "task_types/": 0, ...}`` from the rows ``│ L<n> a.py b.py ...`` (and
-    their continuation rows) of the layer diagram in README's Architecture section."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Architecture\n")
-    section = text[start:text.index("\n## ", start + 1)]
+    their continuation rows) of the layer diagram in docs/architecture.md."""
+    section = (ROOT / "docs" / "architecture.md").read_text()
     layers: dict[str, int] = {}
     current = None
     for line in section.splitlines():
@@ -223,8 +221,8 @@ def _diagram_name(module: str) -> str | None:
     return "task_types/" if parts[2] == "task_types" else f"{parts[2]}.py"
 
 
-def test_the_engine_imports_flow_down_the_readmes_layer_diagram():
-    """Every engine module has a layer in README's diagram, and none imports (at module
+def test_the_engine_imports_flow_down_the_architecture_layer_diagram():
+    """Every engine module has a layer in the diagram of docs/architecture.md, and none imports (at module
     level or inside a function) a module of a higher layer."""
     layers = _diagram_layers()
     modules = _modules()
