@@ -95,15 +95,23 @@ case "$(printf '%s' "${CONDUCTOR_API_AUTH:-on}" | tr '[:upper:]' '[:lower:]')" i
     sdk_auth=$'\n  export CONDUCTOR_AUTH_KEY=<keyId> CONDUCTOR_AUTH_SECRET=<keySecret>' ;;
 esac
 echo "conductor-web: $auth_line"
+db_line=$("$VENV/bin/python" -m conductor_web.dburl 2>&1) || db_line="DATABASE_URL cannot be read: $db_line"
+echo "conductor-web: database: $db_line"
+if [ -n "${DATABASE_URL:-}" ]; then
+  user_env=$'\n  export DATABASE_URL=...   # the same value as this server\'s, or the user goes elsewhere'
+else
+  user_env=""
+fi
 banner() {
   cat <<EOF
 
 conductor-web is running (Ctrl-C stops it)
-  API      $base/api        (Conductor REST; health: $base/api/health)
+  API      $base/api        (Conductor REST; health: $base/health and $base/api/health)
   UI       $base/
   Admin    $base/admin/
+  Database $db_line
   $auth_line
-First admin user (for the UI and the admin):
+First admin user (for the UI and the admin), in this directory:$user_env
   $VENV/bin/python manage.py createsuperuser
 Example workers (order_fulfillment, official SDK), in another terminal:
   export CONDUCTOR_SERVER_URL=$base/api$sdk_auth
