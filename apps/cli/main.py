@@ -2,7 +2,8 @@
 
 It talks to the REST API only (httpx), so it works against any Conductor-compatible
 server; it never imports Django. Base URL: ``--server``, else ``CONDUCTOR_SERVER_URL``,
-else ``http://127.0.0.1:8080/api``. With ``CONDUCTOR_AUTH_KEY`` and ``CONDUCTOR_AUTH_SECRET``
+else ``http://127.0.0.1:8080/api``; given with or without the trailing ``/api``
+(``http://127.0.0.1:8080`` works too), as the TypeScript SDK accepts it. With ``CONDUCTOR_AUTH_KEY`` and ``CONDUCTOR_AUTH_SECRET``
 set (an access key, as the SDKs read it), it trades them at ``POST /token`` for a token and
 sends it as ``X-Authorization``, renewing it once when the server answers EXPIRED_TOKEN.
 
@@ -22,8 +23,13 @@ Commands (JSON on stdout unless noted)::
     conductor workflow terminate ID... [--reason TEXT] [--trigger-failure-workflow]
     conductor workflow pause ID... / resume ID...
     conductor workflow delete-execution ID... [--archive]
-    conductor taskDef list / get NAME / create FILE.json
-    conductor task list [-w WORKFLOW_ID] [-s STATUS] [-t TASK_TYPE] [-c COUNT]
+    conductor taskDef list [--json]                      names in a table (text); --json: the TaskDefs
+    conductor taskDef get NAME / create FILE.json
+    conductor task list [-w WORKFLOW_ID] [-s STATUS] [-t TASK_TYPE] [-c COUNT] [--json]
+                                                         one line per task (text); --json: Conductor's JSON
+    conductor task complete WORKFLOW_ID REF [-o JSON]    complete the pending task with that reference
+    conductor task fail WORKFLOW_ID REF [--reason TEXT] [-o JSON] [--terminal]
+                                                         fail it (--terminal: no retry)
     conductor task get TASK_ID
     conductor task queues                                {queueName: size}
     conductor schedule list [-w WORKFLOW] / get NAME / create FILE.json / delete NAME...
@@ -33,7 +39,8 @@ Commands (JSON on stdout unless noted)::
 
 Actions on executions (pause, resume, retry, ...) print one JSON line per id,
 ``{"workflowId": id, "result": "paused"}``; actions on schedules one line per name,
-``{"name": name, "result": "paused"}``. Errors print Conductor's error message (and
+``{"name": name, "result": "paused"}``; ``task complete``/``fail`` print
+``{"workflowId", "taskReferenceName", "taskId", "result": "completed"}``. Errors print Conductor's error message (and
 its validation errors) on stderr and exit 1; usage errors exit 2. When the reader of
 stdout goes away (``conductor task list | head``) it stops quietly with 141, the status
 of a process that SIGPIPE ends, as other commands in a pipe do. Times for
@@ -52,6 +59,7 @@ from typing import Any
 import httpx
 
 DEFAULT_SERVER = "http://127.0.0.1:8080/api"
+API_SUFFIX = "/api"
 ENV_SERVER = "CONDUCTOR_SERVER_URL"
 ENV_KEY, ENV_SECRET = "CONDUCTOR_AUTH_KEY", "CONDUCTOR_AUTH_SECRET"
 
@@ -66,6 +74,20 @@ class CliError(Exception):
 
 
 # --- HTTP -----------------------------------------------------------------------------------
+
+def api_base(server: str) -> str:
+    """The API base URL for a server URL given with or without its ``/api`` path
+    (``http://h:8080``, ``http://h:8080/``, ``http://h:8080/api/`` all give
+    ``http://h:8080/api``), as the TypeScript SDK reads ``CONDUCTOR_SERVER_URL``."""
+    base = server.strip().rstrip("/")
+    return base if base.endswith(API_SUFFIX) else base + API_SUFFIX
+
+
+def _unauthorized_hint() -> str:
+    """What to set when the server wants a key and none was given."""
+    return (f"this server wants an access key: set {ENV_KEY} and {ENV_SECRET} "
+            "(an operator makes one with `manage.py create_access_key NAME --role ROLE`; "
+            "ROLE is read_only, worker, operator or admin)")
 
 def _error_message(resp: httpx.Response) -> str:
     """Conductor's ``ErrorResponse.message`` (plus validation errors), else the body."""
@@ -97,7 +119,7 @@ class Client:
 
     def __init__(self, server: str, timeout: float = 30.0, transport: httpx.BaseTransport | None = None,
                  key_id: str | None = None, key_secret: str | None = None):
-        self.base = server.rstrip("/")
+        self.base = api_base(server)
         self.http = httpx.Client(timeout=timeout, transport=transport,
                                  headers={"Accept": "application/json, text/plain, */*"})
         self.key = (key_id, key_secret) if key_id and key_secret else None
@@ -139,6 +161,8 @@ class Client:
                 resp = self.http.request(method, self.base + path, **kwargs)
         except httpx.HTTPError as exc:
             raise CliError(f"Cannot reach the Conductor server at {self.base}: {exc}") from None
+        if resp.status_code == 401 and not self.key:
+            raise CliError(f"{_unauthorized_hint()}\n  server: {_error_message(resp)}")
         if resp.status_code >= 400:
             raise CliError(_error_message(resp))
         if not resp.content:
@@ -363,9 +387,40 @@ def _cmd_workflow_delete_execution(c: Client, a) -> int:
 
 # --- taskDef and task commands --------------------------------------------------------------------
 
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """Print ``rows`` under ``headers`` in columns two spaces apart (cells as text,
+    ``None`` as empty; the last column is not padded)."""
+    cells = [headers] + [["" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for r in cells:
+        print("  ".join([v.ljust(w) for v, w in zip(r[:-1], widths)] + [r[-1]]).rstrip())
+
+
 def _cmd_taskdef_list(c: Client, a) -> int:
-    _print_json(c.call("GET", "/metadata/taskdefs"))
+    defs = c.call("GET", "/metadata/taskdefs")
+    if a.json:
+        _print_json(defs)
+        return 0
+    print_table(["NAME", "RETRIES", "TIMEOUT_S", "DESCRIPTION"],
+                [[d.get("name"), d.get("retryCount"), d.get("timeoutSeconds"), _short(d.get("description"), 60)]
+                 for d in sorted(defs or [], key=lambda d: str(d.get("name")))])
     return 0
+
+
+def _short(text: Any, limit: int) -> str | None:
+    """``text`` on one line, cut to ``limit`` characters (``…`` marks a cut)."""
+    if text is None:
+        return None
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+TASK_COLUMNS = ["REF", "TASK_TYPE", "STATUS", "ATTEMPT", "TASK_ID", "REASON"]
+
+
+def _task_row(t: dict) -> list[Any]:
+    return [t.get("referenceTaskName"), t.get("taskType"), t.get("status"), t.get("retryCount"), t.get("taskId"),
+            _short(t.get("reasonForIncompletion"), 60)]
 
 
 def _cmd_taskdef_get(c: Client, a) -> int:
@@ -391,7 +446,10 @@ def _cmd_task_list(c: Client, a) -> int:
             tasks = [t for t in tasks if t.get("status") in statuses]
         if a.task_type:
             tasks = [t for t in tasks if a.task_type in (t.get("taskType"), t.get("taskDefName"))]
-        _print_json(tasks)
+        if a.json:
+            _print_json(tasks)
+        else:
+            print_table(TASK_COLUMNS, [_task_row(t) for t in tasks])
         return 0
     parts = []
     if a.task_type:
@@ -401,8 +459,49 @@ def _cmd_task_list(c: Client, a) -> int:
     result = c.call("GET", "/tasks/search", params={
         "start": 0, "size": a.count, "freeText": "*", "sort": "updateTime:DESC",
         "query": " AND ".join(parts) or None})
-    _print_json(result)
+    if a.json:
+        _print_json(result)
+    else:
+        print_table(TASK_COLUMNS + ["WORKFLOW_ID"],
+                    [_task_row(t)[:-1] + [_short(t.get("reasonForIncompletion"), 40), t.get("workflowId")]
+                     for t in (result or {}).get("results", [])])
     return 0
+
+
+def pending_task(workflow: dict, ref: str) -> dict:
+    """The task of ``workflow`` (Conductor's Workflow JSON with ``tasks``) with reference
+    ``ref`` that has not ended (SCHEDULED or IN_PROGRESS, the latest attempt); CliError
+    naming the workflow's tasks when there is none."""
+    tasks = workflow.get("tasks") or []
+    pending = [t for t in tasks if t.get("referenceTaskName") == ref and t.get("status") in ("SCHEDULED", "IN_PROGRESS")]
+    if pending:
+        return max(pending, key=lambda t: (t.get("seq") or 0, t.get("retryCount") or 0))
+    seen = ", ".join(f"{t.get('referenceTaskName')} {t.get('status')}" for t in tasks) or "none"
+    raise CliError(f"Workflow {workflow.get('workflowId')} has no SCHEDULED or IN_PROGRESS task with reference "
+                   f"'{ref}' (its tasks: {seen})")
+
+
+def _finish_task(c: Client, a, status: str, result: str) -> int:
+    """Complete or fail the pending task ``a.ref`` of ``a.workflow_id`` with ``POST /tasks``
+    (a TaskResult, the worker role's call)."""
+    output = _json_object(a.output, "--output") or {}
+    workflow = c.call("GET", f"/workflow/{a.workflow_id}", params={"includeTasks": True})
+    task = pending_task(workflow, a.ref)
+    body = {"workflowInstanceId": a.workflow_id, "taskId": task["taskId"], "status": status, "outputData": output}
+    if getattr(a, "reason", None):
+        body["reasonForIncompletion"] = a.reason
+    c.call("POST", "/tasks", body=body)
+    print(json.dumps({"workflowId": a.workflow_id, "taskReferenceName": a.ref, "taskId": task["taskId"],
+                      "result": result}))
+    return 0
+
+
+def _cmd_task_complete(c: Client, a) -> int:
+    return _finish_task(c, a, "COMPLETED", "completed")
+
+
+def _cmd_task_fail(c: Client, a) -> int:
+    return _finish_task(c, a, "FAILED_WITH_TERMINAL_ERROR" if a.terminal else "FAILED", "failed")
 
 
 def _cmd_task_get(c: Client, a) -> int:
@@ -571,7 +670,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-a", "--archive", action="store_true", help="archive (only terminal executions)")
 
     t = _group(groups, "taskDef", "task definitions")
-    s = t.add_parser("list", help="all TaskDefs")
+    s = t.add_parser("list", help="all TaskDefs: names in a table (--json: the definitions)")
+    s.add_argument("--json", action="store_true", help="print the TaskDefs as JSON")
     s.set_defaults(func=_cmd_taskdef_list)
     s = t.add_parser("get", help="one TaskDef")
     s.add_argument("name")
@@ -586,7 +686,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-s", "--status", help="status(es), comma separated")
     s.add_argument("-t", "--task-type", help="task type or name")
     s.add_argument("-c", "--count", type=int, default=20, help="page size of the search (default 20)")
+    s.add_argument("--json", action="store_true", help="print Conductor's JSON instead of a table")
     s.set_defaults(func=_cmd_task_list)
+    for name, func, help_text in (("complete", _cmd_task_complete, "complete a workflow's pending task by reference"),
+                                  ("fail", _cmd_task_fail, "fail a workflow's pending task by reference")):
+        s = t.add_parser(name, help=help_text)
+        s.add_argument("workflow_id", metavar="WORKFLOW_ID")
+        s.add_argument("ref", metavar="REF", help="taskReferenceName")
+        s.add_argument("-o", "--output", help="the task's output (JSON object)")
+        if name == "fail":
+            s.add_argument("--reason", help="reasonForIncompletion")
+            s.add_argument("--terminal", action="store_true", help="FAILED_WITH_TERMINAL_ERROR: no retry")
+        s.set_defaults(func=func)
     s = t.add_parser("get", help="one task execution")
     s.add_argument("task_id", metavar="TASK_ID")
     s.set_defaults(func=_cmd_task_get)

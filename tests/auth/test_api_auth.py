@@ -190,11 +190,13 @@ def test_the_cli_signs_in_with_the_sdk_variables(auth_on, monkeypatch, capsys, t
     monkeypatch.setenv("CONDUCTOR_SERVER_URL", "http://127.0.0.1:8080/api")
     monkeypatch.delenv("CONDUCTOR_AUTH_KEY", raising=False)
     assert cli_main.main(["taskDef", "list"], transport=transport) == 1
-    assert "Missing X-Authorization" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Missing X-Authorization" in err
+    assert "set CONDUCTOR_AUTH_KEY and CONDUCTOR_AUTH_SECRET" in err
     key_id, secret = make_key("read_only")
     monkeypatch.setenv("CONDUCTOR_AUTH_KEY", key_id)
     monkeypatch.setenv("CONDUCTOR_AUTH_SECRET", secret)
-    assert cli_main.main(["taskDef", "list"], transport=transport) == 0
+    assert cli_main.main(["taskDef", "list", "--json"], transport=transport) == 0
     assert isinstance(json.loads(capsys.readouterr().out), list)
 
 

@@ -109,16 +109,16 @@ def test_tasks_and_task_defs(cli, wf_file, tmp_path):
     defs = tmp_path / "taskdefs.json"
     defs.write_text(json.dumps([task_def(wf_file["task"], description="cli made")]))
     assert cli.json("taskDef", "create", str(defs)) == {"name": wf_file["task"], "result": "registered"}
-    assert wf_file["task"] in [d["name"] for d in cli.json("taskDef", "list")]
+    assert wf_file["task"] in [d["name"] for d in cli.json("taskDef", "list", "--json")]
     assert cli.json("taskDef", "get", wf_file["task"])["description"] == "cli made"
 
     wid = cli.ok("workflow", "start", "-w", wf_file["name"], "-i", '{"orderId": "x"}').strip()
-    tasks = cli.json("task", "list", "-w", wid)
+    tasks = cli.json("task", "list", "-w", wid, "--json")
     assert [(t["referenceTaskName"], t["status"]) for t in tasks] == [("t", "SCHEDULED")]
-    assert cli.json("task", "list", "-w", wid, "-s", "COMPLETED") == []
+    assert cli.json("task", "list", "-w", wid, "-s", "COMPLETED", "--json") == []
     task = cli.json("task", "get", tasks[0]["taskId"])
     assert task["taskId"] == tasks[0]["taskId"] and task["workflowInstanceId"] == wid
-    searched = cli.json("task", "list", "-t", wf_file["task"], "-s", "scheduled")
+    searched = cli.json("task", "list", "-t", wf_file["task"], "-s", "scheduled", "--json")
     assert [t["taskId"] for t in searched["results"]] == [task["taskId"]]
     assert cli.json("task", "queues")[wf_file["task"]] == 1
 
@@ -156,11 +156,11 @@ def test_recovery_commands(cli, wf_file):
     cli.ok("workflow", "terminate", wid)
 
     assert json.loads(cli.ok("workflow", "restart", wid, "--use-latest")) == {"workflowId": wid, "result": "restarted"}
-    tasks = cli.json("task", "list", "-w", wid)
+    tasks = cli.json("task", "list", "-w", wid, "--json")
     assert [t["status"] for t in tasks] == ["SCHEDULED"]
     cli.ok("workflow", "terminate", wid)
 
-    first = cli.json("task", "list", "-w", wid)[0]
+    first = cli.json("task", "list", "-w", wid, "--json")[0]
     out = cli.ok("workflow", "rerun", wid, "--task-id", first["taskId"], "-i", '{"orderId": "patched"}')
     assert out.strip() == wid
     wf = cli.json("workflow", "get-execution", wid, "-c")
@@ -217,7 +217,8 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(http_stub):
     """``conductor taskDef list | head -1``: no BrokenPipeError traceback, status 141."""
     defs = [{"name": f"task_{i}", "description": "x" * 200} for i in range(2000)]  # about 0.5 MB of JSON
     stub = http_stub(lambda request: Reply(200, defs))
-    proc = subprocess.Popen([sys.executable, "-m", "apps.cli.main", "--server", stub.url + "/api", "taskDef", "list"],
+    proc = subprocess.Popen([sys.executable, "-m", "apps.cli.main", "--server", stub.url + "/api", "taskDef", "list",
+                             "--json"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout.readline().strip() == b"["
     proc.stdout.close()  # as head does after its first line
@@ -283,3 +284,100 @@ def test_schedule_next_of_a_cron_that_never_fires_says_so(cli):
     code, out, err = cli("schedule", "next", "0 0 0 30 2 *")
     assert (code, out) == (1, "")
     assert "never fires" in err and "0 0 0 30 2 *" in err
+
+
+# --- the recovery drill's task commands, tables, server URL forms, the key hint ----------------
+
+@pytest.fixture
+def two_step_file(tmp_path):
+    """A WorkflowDef ``a`` then ``b`` (TaskDef ``retryCount`` 1 for ``b``'s task)."""
+    name = unique("cli_drill")
+    definition = workflow_def(name, [simple_task(f"{name}_a", "a"), simple_task(f"{name}_b", "b")])
+    path = tmp_path / "drill.json"
+    path.write_text(json.dumps(definition))
+    defs = tmp_path / "drill_tasks.json"
+    defs.write_text(json.dumps([task_def(f"{name}_a"), task_def(f"{name}_b", retryCount=1)]))
+    return {"name": name, "path": str(path), "defs": str(defs)}
+
+
+def test_task_complete_and_fail_by_reference(cli, two_step_file):
+    cli.ok("taskDef", "create", two_step_file["defs"])
+    cli.ok("workflow", "create", two_step_file["path"])
+    wid = cli.ok("workflow", "start", "-w", two_step_file["name"]).strip()
+
+    done = json.loads(cli.ok("task", "complete", wid, "a", "-o", '{"amount": 10}'))
+    assert (done["workflowId"], done["taskReferenceName"], done["result"]) == (wid, "a", "completed")
+    tasks = cli.json("task", "list", "-w", wid, "--json")
+    assert [(t["referenceTaskName"], t["status"]) for t in tasks] == [("a", "COMPLETED"), ("b", "SCHEDULED")]
+    assert tasks[0]["taskId"] == done["taskId"] and tasks[0]["outputData"] == {"amount": 10}
+
+    # b retries once (retryCount 1): the first failure schedules attempt 1, --terminal ends it
+    assert json.loads(cli.ok("task", "fail", wid, "b", "--reason", "card declined"))["result"] == "failed"
+    tasks = cli.json("task", "list", "-w", wid, "--json")
+    assert [(t["referenceTaskName"], t["status"], t["retryCount"]) for t in tasks] == [
+        ("a", "COMPLETED", 0), ("b", "FAILED", 0), ("b", "SCHEDULED", 1)]
+    assert tasks[1]["reasonForIncompletion"] == "card declined"
+    cli.ok("task", "fail", wid, "b", "--terminal", "--reason", "no retry")
+    wf = cli.json("workflow", "status", wid)
+    assert wf["status"] == "FAILED"
+
+    code, _, err = cli("task", "complete", wid, "b")
+    assert code == 1
+    assert f"Workflow {wid} has no SCHEDULED or IN_PROGRESS task with reference 'b'" in err
+    assert "a COMPLETED, b FAILED, b FAILED_WITH_TERMINAL_ERROR" in err
+    code, _, err = cli("task", "complete", wid, "a", "-o", "[1]")
+    assert code == 1 and "--output must be a JSON object" in err
+
+
+def test_task_list_prints_one_line_per_task_by_default(cli, two_step_file):
+    cli.ok("workflow", "create", two_step_file["path"])
+    wid = cli.ok("workflow", "start", "-w", two_step_file["name"]).strip()
+    cli.ok("task", "fail", wid, "a", "--terminal", "--reason", "boom\nwith  spaces")
+    lines = cli.ok("task", "list", "-w", wid).splitlines()
+    assert lines[0].split() == ["REF", "TASK_TYPE", "STATUS", "ATTEMPT", "TASK_ID", "REASON"]
+    assert len(lines) == 2
+    ref, task_type, status, attempt, task_id, *reason = lines[1].split()
+    assert (ref, task_type, status, attempt) == ("a", f"{two_step_file['name']}_a", "FAILED_WITH_TERMINAL_ERROR", "0")
+    assert reason == ["boom", "with", "spaces"]
+    assert cli.json("task", "get", task_id)["referenceTaskName"] == "a"
+    # the search form: the same columns and the workflow id
+    lines = cli.ok("task", "list", "-t", f"{two_step_file['name']}_a").splitlines()
+    assert lines[0].split()[-1] == "WORKFLOW_ID" and lines[1].split()[-1] == wid
+
+
+def test_taskdef_list_prints_names_in_a_table_and_json_on_request(cli, tmp_path):
+    name = unique("cli_td")
+    defs = tmp_path / "defs.json"
+    defs.write_text(json.dumps([task_def(f"{name}_x", description="x " * 50, retryCount=2, timeoutSeconds=30)]))
+    cli.ok("taskDef", "create", str(defs))
+    lines = cli.ok("taskDef", "list").splitlines()
+    assert lines[0].split() == ["NAME", "RETRIES", "TIMEOUT_S", "DESCRIPTION"]
+    row = next(line for line in lines if line.startswith(f"{name}_x "))
+    assert row.split()[:3] == [f"{name}_x", "2", "30"] and row.endswith("…") and len(row) < 140
+    assert any(d["name"] == f"{name}_x" for d in cli.json("taskDef", "list", "--json"))
+
+
+@pytest.mark.parametrize("server", ["http://conductor.example:9999", "http://conductor.example:9999/",
+                                    "http://conductor.example:9999/api", "http://conductor.example:9999/api/"])
+def test_the_server_url_works_with_or_without_api(server, capsys):
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json=[])
+
+    assert cli_main.main(["--server", server, "taskDef", "list"], transport=httpx.MockTransport(handler)) == 0
+    assert seen == ["http://conductor.example:9999/api/metadata/taskdefs"]
+
+
+def test_a_server_that_wants_a_key_gets_told_which_variables_to_set(monkeypatch, capsys):
+    monkeypatch.delenv("CONDUCTOR_AUTH_KEY", raising=False)
+    monkeypatch.delenv("CONDUCTOR_AUTH_SECRET", raising=False)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"error": "INVALID_TOKEN", "message": "Missing X-Authorization header"})
+
+    assert cli_main.main(["--server", "http://h:1/api", "task", "get", "t"], transport=httpx.MockTransport(handler)) == 1
+    err = capsys.readouterr().err
+    assert "set CONDUCTOR_AUTH_KEY and CONDUCTOR_AUTH_SECRET" in err and "create_access_key" in err
+    assert "Missing X-Authorization header" in err
