@@ -1,25 +1,31 @@
 """Order fulfillment: the minimal sequential workflow of the "dynamic workflows in Python"
-article, run unmodified with the official SDK (``pip install conductor-python``).
+article, run with the official SDK (``pip install conductor-python``).
 
 Three ``@worker_task`` functions (fetch the order, charge it, ship it) are chained with
 ``>>``; each step's input is wired from the workflow input or an earlier step's output.
 
-    make run                                   # server on http://127.0.0.1:8080
     export CONDUCTOR_SERVER_URL=http://127.0.0.1:8080/api
-    python examples/order_fulfillment.py
+    python examples/order_fulfillment.py              # all in one (make run on loopback: no key)
+    python examples/order_fulfillment.py --register   # the deploy step: an admin key
+    python examples/order_fulfillment.py --workers    # the workers alone, until Ctrl-C: a worker key
 
-``main()`` starts the workers (one process per worker, ``spawn``), registers the
-definition, starts one execution asynchronously and waits for it, then runs a second one
-synchronously with ``executor.execute`` and prints its status and output.
+All in one, it registers the definition when the server does not have it yet (a
+definition ``make run`` loaded is left as it is), starts the workers (one process per
+worker, ``spawn``), starts one execution asynchronously and waits for it, then runs a
+second one synchronously with ``executor.execute``. Starting needs an operator key and
+registering an admin key; a key without the role needed gets a message naming it.
 
 No ``from __future__ import annotations`` here: the SDK maps task input to worker
 arguments by their annotations and needs real types, not strings.
 """
+import argparse
+import signal
 import sys
 import time
 
 from conductor.client.automator.task_handler import TaskHandler
 from conductor.client.configuration.configuration import Configuration
+from conductor.client.http.rest import ApiException
 from conductor.client.orkes_clients import OrkesClients
 from conductor.client.worker.worker_task import worker_task
 from conductor.client.workflow.conductor_workflow import ConductorWorkflow
@@ -46,7 +52,8 @@ def ship_order(order_id: str, transaction_id: str) -> dict:
 
 
 def order_fulfillment_workflow(executor: WorkflowExecutor, register: bool = True) -> ConductorWorkflow:
-    """Build ``order_fulfillment`` v1 (fetch >> pay >> ship) and register it (overwrite)."""
+    """Build ``order_fulfillment`` v1 (fetch >> pay >> ship); with ``register``, register
+    it unless the server already has that name and version."""
     workflow = ConductorWorkflow(name=WORKFLOW_NAME, version=WORKFLOW_VERSION, executor=executor)
 
     fetch = fetch_order(task_ref_name="fetch", order_id=workflow.input("order_id"))
@@ -67,8 +74,21 @@ def order_fulfillment_workflow(executor: WorkflowExecutor, register: bool = True
         "transaction_id": pay.output("transaction_id"),
     })
     if register:
-        workflow.register(overwrite=True)
+        register_unless_present(executor, workflow)
     return workflow
+
+
+def register_unless_present(executor: WorkflowExecutor, workflow: ConductorWorkflow) -> bool:
+    """Register ``workflow`` (an admin key's call) unless its name and version exist
+    (a read any key may make); True when it was registered."""
+    try:
+        executor.metadata_client.get(workflow.name, version=workflow.version)
+        return False
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    workflow.register(overwrite=False)
+    return True
 
 
 def wait_for_completion(executor: WorkflowExecutor, workflow_id: str, timeout_seconds: float = 60):
@@ -83,16 +103,27 @@ def wait_for_completion(executor: WorkflowExecutor, workflow_id: str, timeout_se
         time.sleep(0.25)
 
 
-def main() -> int:
-    config = Configuration()  # CONDUCTOR_SERVER_URL, default http://localhost:8080/api
-    clients = OrkesClients(configuration=config)
-    executor = clients.get_workflow_executor()
+def run_workers(config: Configuration) -> int:
+    """Poll for the three tasks until SIGTERM or Ctrl-C (a worker key suffices)."""
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    with TaskHandler(workers=[], configuration=config, scan_for_annotated_workers=True) as task_handler:
+        task_handler.start_processes()
+        print("Workers polling: fetch_order, process_payment, ship_order (Ctrl-C stops them)", flush=True)
+        try:
+            while not stop:
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
+    return 0
 
+
+def run_all(config: Configuration, executor: WorkflowExecutor) -> int:
+    """Register (when missing), start the workers and run the workflow twice."""
+    workflow = order_fulfillment_workflow(executor)
     task_handler = TaskHandler(workers=[], configuration=config, scan_for_annotated_workers=True)
     task_handler.start_processes()
     try:
-        workflow = order_fulfillment_workflow(executor)
-
         # Asynchronous: start, get an id back at once, follow the execution.
         workflow_id = workflow.start_workflow_with_input(workflow_input={"order_id": "ORD-123"})
         print(f"Started workflow: {workflow_id}")
@@ -113,6 +144,32 @@ def main() -> int:
         task_handler.stop_processes()
     ok = started is not None and started.status == "COMPLETED" and run.status == "COMPLETED"
     return 0 if ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="The order_fulfillment example (see the module doc).")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--register", action="store_true", help="only register the definition (admin key)")
+    mode.add_argument("--workers", action="store_true", help="only run the workers, until Ctrl-C (worker key)")
+    args = parser.parse_args()
+
+    config = Configuration()  # CONDUCTOR_SERVER_URL, CONDUCTOR_AUTH_KEY/_SECRET from the environment
+    executor = OrkesClients(configuration=config).get_workflow_executor()
+    try:
+        if args.register:
+            registered = register_unless_present(executor, order_fulfillment_workflow(executor, register=False))
+            print(f"{WORKFLOW_NAME} v{WORKFLOW_VERSION}: {'registered' if registered else 'already there, left as it is'}")
+            return 0
+        if args.workers:
+            return run_workers(config)
+        return run_all(config, executor)
+    except ApiException as exc:
+        if exc.status != 403:
+            raise
+        # The server names the role the call needs: "... may not POST /api/workflow/...: it needs the operator role"
+        print(f"Refused: {exc.body}\nRegister with an admin key (--register), run the workers with a worker key "
+              "(--workers) and start workflows with an operator key (docs/security.md).", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

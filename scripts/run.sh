@@ -89,10 +89,12 @@ base="http://$HOST:$PORT"
 case "$(printf '%s' "${CONDUCTOR_API_AUTH:-on}" | tr '[:upper:]' '[:lower:]')" in
   off|false|0|no)
     auth_line="API auth OFF: anyone who can reach $HOST:$PORT can use the API (CONDUCTOR_API_AUTH=off)"
-    sdk_auth="" ;;
+    sdk_auth=""
+    example_args="" ;;
   *)
-    auth_line="API auth ON: clients need an access key (manage.py create_access_key NAME --role admin)"
-    sdk_auth=$'\n  export CONDUCTOR_AUTH_KEY=<keyId> CONDUCTOR_AUTH_SECRET=<keySecret>' ;;
+    auth_line="API auth ON: clients need an access key (manage.py create_access_key NAME --role ROLE: admin to register definitions, worker for workers, operator to start; docs/security.md)"
+    sdk_auth=$'\n  export CONDUCTOR_AUTH_KEY=<keyId> CONDUCTOR_AUTH_SECRET=<keySecret>'
+    example_args="   # an operator key; with a worker key: --workers (README, Connecting workers)" ;;
 esac
 echo "conductor-web: $auth_line"
 db_line=$("$VENV/bin/python" -m conductor_web.dburl 2>&1) || db_line="DATABASE_URL cannot be read: $db_line"
@@ -115,7 +117,7 @@ First admin user (for the UI and the admin), in this directory:$user_env
   $VENV/bin/python manage.py createsuperuser
 Example workers (order_fulfillment, official SDK), in another terminal:
   export CONDUCTOR_SERVER_URL=$base/api$sdk_auth
-  $VENV/bin/python examples/order_fulfillment.py
+  $VENV/bin/python examples/order_fulfillment.py$example_args
 
 EOF
 }

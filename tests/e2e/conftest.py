@@ -57,6 +57,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_session(proc: subprocess.Popen, timeout: float | None = None) -> int:
+    """Stop a child started with ``start_new_session=True``: SIGTERM, then, if it is still
+    running after ``timeout`` seconds (default STOP_TIMEOUT_SECONDS), SIGKILL to its process
+    group (the group id is its PID, still ours while it runs), which also holds what it
+    forked. Returns its exit status."""
+    timeout = STOP_TIMEOUT_SECONDS if timeout is None else timeout
+    if proc.poll() is not None:
+        return proc.returncode
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return proc.wait(timeout=timeout)
+
+
 def tail(path: Path, lines: int = TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -173,13 +193,19 @@ class ConductorServer:
             self._token = resp.json()["token"]
         return {"X-Authorization": self._token}
 
-    def _create_key(self) -> None:
-        proc = subprocess.run([sys.executable, "manage.py", "create_access_key", "e2e-tests", "--role", "admin",
-                               "--env"], cwd=REPO_ROOT, env=self.env, capture_output=True, text=True,
+    def create_key(self, name: str, role: str) -> dict:
+        """A new access key, made as an operator makes one (``manage.py create_access_key
+        NAME --role ROLE --env``): ``{"CONDUCTOR_AUTH_KEY": id, "CONDUCTOR_AUTH_SECRET": secret}``."""
+        proc = subprocess.run([sys.executable, "manage.py", "create_access_key", name, "--role", role, "--env"],
+                              cwd=REPO_ROOT, env=self.env, capture_output=True, text=True,
                               timeout=MIGRATE_TIMEOUT_SECONDS)
         if proc.returncode != 0:
             raise ServerStartError(f"manage.py create_access_key exited with {proc.returncode}:\n{proc.stderr}")
         values = dict(line.split("=", 1) for line in proc.stdout.split())
+        return {k: values[k] for k in ("CONDUCTOR_AUTH_KEY", "CONDUCTOR_AUTH_SECRET")}
+
+    def _create_key(self) -> None:
+        values = self.create_key("e2e-tests", "admin")
         self.key_id, self.key_secret = values["CONDUCTOR_AUTH_KEY"], values["CONDUCTOR_AUTH_SECRET"]
 
     def start(self) -> None:
@@ -228,23 +254,8 @@ class ConductorServer:
 
     def _stop_one(self, name: str) -> None:
         proc = self.processes.pop(name, None)
-        if proc is None:
-            return
-        if proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_TIMEOUT_SECONDS)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-        # Still running, so its PID is still ours: kill its process group (the group id
-        # is that PID, a new session), which also holds the workers qcluster forked.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=STOP_TIMEOUT_SECONDS)
+        if proc is not None:
+            stop_session(proc)
 
     def stop(self) -> None:
         for name in list(self.processes):

@@ -6,7 +6,9 @@ workers in ``TaskHandler`` processes, ``ConductorWorkflow.register``/``start_wor
 a bounded polling loop (``wait_for_workflow``), never a fixed sleep.
 """
 import ast
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,7 @@ from conductor.client.workflow.conductor_workflow import ConductorWorkflow
 
 from examples import order_fulfillment as example
 from tests.e2e import failure_workers as fw
+from tests.e2e.conftest import stop_session
 from tests.e2e.sdk_helpers import running_workers, tasks_by_ref, wait_for_workflow
 
 pytestmark = [
@@ -56,12 +59,12 @@ def test_order_fulfillment_with_the_sdk(sdk_config):
     clients = OrkesClients(configuration=sdk_config)
     executor = clients.get_workflow_executor()
     with running_workers(sdk_config, ORDER_TASK_TYPES):
-        workflow = example.order_fulfillment_workflow(executor)  # register(overwrite=True)
+        workflow = example.order_fulfillment_workflow(executor)  # registered unless present
         registered = clients.get_metadata_client().get_workflow_def("order_fulfillment", version=1)
         assert [t.task_reference_name for t in registered.tasks] == ["fetch", "pay", "ship"]
         assert registered.output_parameters == {"tracking": "${ship.output.tracking}",
                                                 "transaction_id": "${pay.output.transaction_id}"}
-        # registering the same version again with overwrite is accepted
+        # a second run leaves the registered definition as it is
         example.order_fulfillment_workflow(executor)
 
         # Asynchronous start from the ConductorWorkflow (it embeds the definition).
@@ -115,6 +118,50 @@ def test_example_script_runs_as_is(conductor_server):
     assert [line for line in lines if line.startswith("Status: ")] == ["Status: COMPLETED"] * 2, proc.stdout
     outputs = [ast.literal_eval(line.removeprefix("Output: ")) for line in lines if line.startswith("Output: ")]
     assert outputs == [EXPECTED_OUTPUT] * 2, proc.stdout
+
+
+def _example(args: list[str], env: dict, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "examples/order_fulfillment.py", *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=180, **kwargs)
+
+
+def test_the_documented_key_path_deploy_with_an_admin_key_then_workers_with_a_worker_key(conductor_server):
+    """docs/security.md's path: an admin key registers the definitions (the deploy step,
+    ``--register``), the workers run with a worker key (``--workers``), an operator key
+    starts the workflow (here with ``conductor workflow start --sync``). A worker key
+    running the example all in one is refused with a message naming the role to use."""
+    base = dict(os.environ, CONDUCTOR_SERVER_URL=conductor_server.url,
+                PYTHONPATH=os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p))
+    admin = base | conductor_server.create_key("deploy", "admin")
+    worker = base | conductor_server.create_key("billing-workers", "worker")
+    operator = base | conductor_server.create_key("ops", "operator")
+
+    refused = _example([], worker)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert re.search(r"may not (PUT|POST) /api/\S+: it needs the (admin|operator) role", refused.stderr), refused.stderr
+    assert "--register" in refused.stderr and "--workers" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+    deploy = _example(["--register"], admin)
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    assert re.fullmatch(r"order_fulfillment v1: (registered|already there, left as it is)\n", deploy.stdout)
+    again = _example(["--register"], worker)  # present now: a worker key's read is enough
+    assert again.stdout == "order_fulfillment v1: already there, left as it is\n", again.stdout + again.stderr
+
+    workers = subprocess.Popen([sys.executable, "examples/order_fulfillment.py", "--workers"], cwd=REPO_ROOT,
+                               env=worker, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        assert workers.stdout.readline().startswith("Workers polling"), workers.stderr.read()[-3000:]
+        run = subprocess.run([sys.executable, "-m", "apps.cli.main", "workflow", "start", "-w", "order_fulfillment",
+                              "-i", '{"order_id": "ORD-KEY"}', "--sync", "--wait-seconds", "30"],
+                             cwd=REPO_ROOT, env=operator, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        result = json.loads(run.stdout)
+        assert (result["status"], result["output"]) == ("COMPLETED", EXPECTED_OUTPUT), result
+    finally:
+        status = stop_session(workers)
+    assert status == 0, workers.stderr.read()[-3000:]
 
 
 def _single_task_workflow(executor, name: str, task) -> ConductorWorkflow:
