@@ -38,9 +38,16 @@ const clients = await OrkesClients.from(); // reads CONDUCTOR_SERVER_URL
 const executor = clients.getWorkflowClient();
 const metadata = clients.getMetadataClient();
 
-await metadata.registerTasks(
-  workers.map(({ taskDefName }) => taskDefinition({ name: taskDefName, retryDelaySeconds: 1 })),
-);
+// Register only what the server lacks: definitions already there (`make run` loads
+// these) are left as they are.
+const missing = (lookup: () => Promise<unknown>) => lookup().then(() => false, () => true);
+const newTasks = [];
+for (const { taskDefName } of workers) {
+  if (await missing(() => metadata.getTask(taskDefName))) {
+    newTasks.push(taskDefinition({ name: taskDefName, retryDelaySeconds: 1 }));
+  }
+}
+if (newTasks.length > 0) await metadata.registerTasks(newTasks);
 const workflow = new ConductorWorkflow(executor, "order_fulfillment", 1)
   .add(simpleTask("fetch", "fetch_order", { order_id: "${workflow.input.order_id}" }))
   .add(simpleTask("pay", "process_payment", {
@@ -55,7 +62,7 @@ const workflow = new ConductorWorkflow(executor, "order_fulfillment", 1)
     tracking: "${ship.output.tracking}",
     transaction_id: "${pay.output.transaction_id}",
   });
-await workflow.register(true);
+if (await missing(() => metadata.getWorkflowDef("order_fulfillment", 1))) await workflow.register(false);
 
 const manager = new TaskManager(clients.getClient(), workers, { options: { pollInterval: 100 } });
 manager.startPolling();
