@@ -71,12 +71,20 @@ def collect_tree(get_workflow, roots: dict[str, str]) -> tuple[dict[str, dict], 
 
 def _rename(value: Any, names: dict[str, str]) -> Any:
     """Ids replaced by their names everywhere (they are random per server); any other
-    UUID-shaped string becomes ``<uuid>`` (an id of something outside the tree)."""
+    UUID-shaped string becomes ``<uuid>`` (an id of something outside the tree); the
+    address of the case's HTTP stub (a port of its own per server) becomes ``<mock>``.
+    A workflow inside a value (a failure workflow's ``failedWorkflow`` input) is reduced as
+    the tree's workflows are: its times and internal fields are no more comparable there."""
     if isinstance(value, str):
+        for literal, name in names.items():
+            if literal.startswith("http") and literal in value:
+                value = value.replace(literal, name)
         if UUID.search(value):
             return UUID.sub(lambda m: names.get(m.group(0), "<uuid>"), value)
         return value
     if isinstance(value, dict):
+        if "workflowId" in value and "tasks" in value and "status" in value:
+            return reduce_tree({"": value}, names)[""]
         out = {}
         for k, v in value.items():
             if k == "headers" and isinstance(v, dict):

@@ -107,6 +107,7 @@ class RemoteCaseRunner(CaseRunner):
 
     def __init__(self, case: dict, api_url: str):
         super().__init__(comparable_task_defs(case), Api(HttpClient(origin_of(api_url))), clock=None, jobs=[])
+        self.mock_url = self.mock.base_url if self.mock is not None else None
 
     def thread_api(self) -> Api:
         return Api(self.api.client.fresh())
@@ -172,12 +173,9 @@ class RemoteSpecDriver(SpecDriver):
         self.drain()
 
     def start(self, name: str, input: dict | None = None, version: int | None = None, **request) -> str:
-        body = {"name": name, "input": input or {}, **request}
-        if version is not None:
-            body["version"] = version
-        wid = self.api.ok(self.api.post("/workflow", body)).content.decode()
+        wid = super().start(name, input, version, **request)
         self.started.append(wid)
-        self.drain()
+        self.drain()  # again, now watching the new run too
         return wid
 
     def cleanup(self) -> None:

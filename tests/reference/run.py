@@ -11,7 +11,8 @@ Conductor OSS), side by side, then runs against each:
   harness in real time), and reduces each run's workflows (tests/reference/compare.py) to
   compare them field by field: statuses, task lists and order, inputs, outputs, reasons;
 * the ported specs of tests/specs (pytest with ``CONDUCTOR_REFERENCE_URL`` set: the spec
-  driver over HTTP), comparing each test's outcome.
+  driver over HTTP), comparing each test's outcome;
+* a few single requests (``PROBES``), comparing their status codes.
 
 It prints one table of every difference and whether docs/differences.md explains it (a row
 of its table whose pattern matches ``<scenario> <field>``), writes the details to
@@ -49,6 +50,16 @@ OSS_SCRIPT = REPO_ROOT / "scripts" / "conductor_oss.sh"
 OURS_ENV = {"CONDUCTOR_API_AUTH": "off", "CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB": "100"}
 OSS_ARGS = "--conductor.app.maxTaskOutputPayloadSizeThreshold=100KB --conductor.app.taskOutputPayloadSizeThreshold=10KB"
 SPEC_TIMEOUT_SECONDS = 1200
+# Single requests whose answer (status code) both servers should give alike: each names
+# what it probes. Bodies are refused or harmless; nothing they create is used later.
+PROBES = [
+    ("TaskDef responseTimeoutSeconds 0", "post", "/metadata/taskdefs",
+     [{"name": "reference_probe_rt0", "retryCount": 0, "timeoutSeconds": 0, "responseTimeoutSeconds": 0,
+       "ownerEmail": "probe@example.com"}]),
+    ("GET /api/version", "get", "/version", None),
+    ("unknown workflow", "get", "/workflow/00000000-0000-0000-0000-000000000000", None),
+    ("start of an unknown definition", "post", "/workflow", {"name": "reference_probe_no_such_def", "input": {}}),
+]
 VALUE_WIDTH = 58
 
 
@@ -110,6 +121,7 @@ def run_case(number: int, api_url: str) -> dict:
     except Exception as exc:  # noqa: BLE001 - an unexpected answer is a result here
         error = f"{type(exc).__name__}: {exc}" if isinstance(exc, AssertionError) else traceback.format_exc(limit=3)
     roots = {"main": runner.workflow_id, **runner.runs}
+    mock_url = runner.mock_url
 
     def get(wid: str):
         resp = runner.api.get(f"/workflow/{wid}", {"includeTasks": True})
@@ -117,12 +129,28 @@ def run_case(number: int, api_url: str) -> dict:
 
     try:
         tree, names = collect_tree(get, roots)
+        if mock_url:
+            names[mock_url] = "<mock>"
         reduced = reduce_tree(tree, names)
     except Exception:  # noqa: BLE001
         reduced = {"(tree)": {"error": traceback.format_exc(limit=2)}}
     runner.api.client.close()
     return {"passed": error is None, "error": error, "tree": reduced,
             "seconds": round(time.monotonic() - started, 1)}
+
+
+def run_probes(api_url: str) -> dict[str, dict]:
+    """``{probe: {"status", "body"}}`` of each of ``PROBES`` on one server."""
+    from tests.factories import Api
+    from tests.reference.remote import HttpClient, origin_of
+
+    api = Api(HttpClient(origin_of(api_url)))
+    out = {}
+    for name, method, path, body in PROBES:
+        resp = api.get(path) if method == "get" else getattr(api, method)(path, body)
+        out[name] = {"status": resp.status_code, "body": resp.content.decode(errors="replace")[:300]}
+    api.client.close()
+    return out
 
 
 def run_specs(api_url: str, out: Path, name: str) -> dict[str, dict]:
@@ -156,8 +184,13 @@ def _cell(value) -> str:
     return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 1] + "…"
 
 
-def differences(cases: dict[int, dict], specs: dict[str, dict]) -> list[dict]:
+def differences(cases: dict[int, dict], specs: dict[str, dict], probes: dict[str, dict]) -> list[dict]:
     rows = []
+    for name in probes.get("ours", {}):
+        a, b = probes["ours"][name], probes["oss"].get(name, {})
+        if a["status"] != b.get("status"):
+            rows.append({"scenario": f"probe {name}", "field": "status", "ours": f"{a['status']} {a['body']}",
+                         "oss": f"{b.get('status')} {b.get('body')}"})
     for number, by_server in cases.items():
         scenario = f"case {number:02d}"
         ours, oss = by_server["ours"], by_server["oss"]
@@ -218,6 +251,7 @@ def main() -> int:
               f" at {oss.url} (SQLite), ours at {ours.url} ({ours.database}); "
               f"servers up in {time.monotonic() - started:.0f} s", flush=True)
         cases: dict[int, dict] = {}
+        probes = {"ours": run_probes(ours.url), "oss": run_probes(oss.url)}
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             spec_futures = {}
             for number in numbers:
@@ -237,12 +271,12 @@ def main() -> int:
                 server.stop()
             except Exception:  # noqa: BLE001 - stop the other one too
                 traceback.print_exc()
-    rows = differences(cases, specs)
+    rows = differences(cases, specs, probes)
     patterns = documented_patterns(DIFFERENCES_DOC)
     print(f"\nDifferences between ours and Conductor OSS ({len(numbers)} cases, "
           f"{len(specs['ours'])} spec tests; {time.monotonic() - started:.0f} s):\n")
     unexplained = print_table(rows, patterns)
-    (args.out / "reference.json").write_text(json.dumps({"cases": cases, "specs": specs, "differences": rows},
+    (args.out / "reference.json").write_text(json.dumps({"cases": cases, "specs": specs, "probes": probes, "differences": rows},
                                                         indent=1, sort_keys=True, default=str))
     print(f"\n{len(rows)} difference(s), {unexplained} not in {DIFFERENCES_DOC.relative_to(REPO_ROOT)}; "
           f"details in {args.out / 'reference.json'}")
