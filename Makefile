@@ -6,7 +6,9 @@
 #   make test-pg    PostgreSQL only
 #   make test-scale-out  only the scale-out test (2 servers, 2 clusters, PostgreSQL, Redis,
 #                   Python and TypeScript SDK workers, SIGKILL); part of make test's PostgreSQL pass
-#   make bench      the benchmark beside the peers (DBOS, Procrastinate, Celery); not a test
+#   make bench      the benchmark beside the peers (DBOS, Procrastinate, Celery, Conductor OSS); not a test
+#   make test-reference  the same scenarios against Conductor OSS and ours, one table of
+#                   differences (docs/differences.md explains each; fails on an unexplained one)
 #
 # Extra pytest arguments: make test-fast PYTEST_ARGS="-k health -x"
 
@@ -29,7 +31,7 @@ INSTALLED := $(VENV)/.installed
 TS_DIR := tests/ts
 TS_INSTALLED := $(TS_DIR)/node_modules/.installed
 
-.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-scale-out test-packages ts-sdk clean bench
+.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-scale-out test-packages ts-sdk clean bench test-reference
 
 install: $(INSTALLED)
 
@@ -86,6 +88,14 @@ test-pg: $(INSTALLED) test-packages ts-sdk
 
 test-scale-out: $(INSTALLED) test-packages ts-sdk
 	@$(call pytest,scripts/with_postgres.sh,-m scale_out -s)
+
+# tests/reference/run.py: Conductor OSS (scripts/conductor_oss.sh: the pinned server jar from
+# Maven Central, cached outside the repo; Java 21+ from /usr/lib/jvm) and ours side by side,
+# the case fixtures and the ported specs against each, one difference table. Ours runs on
+# SQLite; `scripts/with_postgres.sh make test-reference` runs ours on PostgreSQL.
+REFERENCE_OUT ?= var/reference
+test-reference: $(INSTALLED)
+	$(PY) tests/reference/run.py --out $(REFERENCE_OUT)
 
 # Debian packages the tests use, installed (as root, with apt-get) only when missing:
 # PostgreSQL's server binaries (required by the PostgreSQL pass), chromium (the browser

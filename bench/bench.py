@@ -439,6 +439,11 @@ class Bench:
     def remaining(self) -> float:
         return self.deadline - time.time()
 
+    def server_pids(self) -> list[int]:
+        """The processes whose CPU counts as the server's: those we started, or the
+        ``--server-pid`` processes of a server given by ``--url`` (none: not measured)."""
+        return [pr.pid for pr in self.server.procs] if self.server else list(self.a.server_pid)
+
     def client(self) -> httpx.Client:
         c = getattr(self._local, "client", None)
         if c is None:
@@ -549,7 +554,7 @@ class Bench:
         self.phase.value = PHASE_MAIN
         self.load_before = Path("/proc/loadavg").read_text().split()[:3]
         self.on_main(True)
-        server_pids = [pr.pid for pr in self.server.procs] if self.server else []
+        server_pids = self.server_pids()
         client_pids = [pr.pid for pr in self.procs]
         pm = postmaster_pid(a.pg_data) if a.db == "postgres" else None
 
@@ -574,7 +579,7 @@ class Bench:
 
         # idle cost: server CPU while the M workers long-poll empty queues
         time.sleep(0.5)
-        server_pids = [pr.pid for pr in self.server.procs] if self.server else []
+        server_pids = self.server_pids()
         kids = _children_map()
         idle0 = (sum(tree_cpu_s(x, kids) for x in server_pids), time.monotonic())
         time.sleep(a.idle_s)
@@ -646,8 +651,8 @@ class Bench:
             lone_upd_ms += st["update_ms"][PHASE_LONE]
         transitions = merged["updates"][PHASE_MAIN]
         out = {
-            "system": "conductor-web",
-            "db": a.db if self.server else "external",
+            "system": a.system,
+            "db": a.db if self.server or a.server_pid else "external",
             "server": self.server.description if self.server else a.url,
             "server_procs": a.server_procs if self.server else None,
             "asgi_threads": a.asgi_threads,
@@ -695,7 +700,7 @@ def _app_commit(app_dir: Path | None) -> str | None:
 
 def human(o: dict) -> str:
     lone = o["lone"]
-    return (f"# conductor-web {o['db']} {o['server']} M={o['workers']}x{o['worker_procs']}p batch={o['batch']}: "
+    return (f"# {o['system']} {o['db']} {o['server']} M={o['workers']}x{o['worker_procs']}p batch={o['batch']}: "
             f"{o['completed']}/{o['n']} workflows in {o['wall_s']} s = {o['workflows_per_s']} wf/s, "
             f"{o['step_transitions_per_s']} task transitions/s; latency p50 {o['lat_create_to_end_ms']['p50']} ms "
             f"p99 {o['lat_create_to_end_ms']['p99']} ms; lone workflow p50 {lone['client_ms']['p50']} ms "
@@ -711,6 +716,10 @@ def parse_args(argv=None):
     g = p.add_argument_group("target")
     g.add_argument("--url", help="benchmark a running server (base URL without /api)")
     g.add_argument("--start-server", action="store_true", help="create a DB and start our own server")
+    g.add_argument("--server-pid", type=int, action="append", default=[], metavar="PID",
+                   help="with --url: a process of that server (with its children) whose CPU is measured; "
+                        "--db then names its store (postgres: the cluster of --pg-data is measured too)")
+    g.add_argument("--system", default="conductor-web", help="the name of the system in the JSON line")
     g.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     g.add_argument("--pg-url", help="PostgreSQL server URL with an existing database to connect to "
                                     "(default $PG_URL or $DATABASE_URL); a new database is created beside it")

@@ -19,6 +19,9 @@ Starts its own server (``bench.py``'s ``Server``: a fresh database, one daphne o
    worker (p50 / max, ms). On PostgreSQL the server's queue listener wakes the poll
    (LISTEN/NOTIFY); on SQLite the poll's ``LONG_POLL_RECHECK_MS`` re-check finds it.
 
+With ``--url URL --server-pid PID`` it measures a server started elsewhere (Conductor OSS,
+by bench/run_oss.sh), idle phase only; ``--system`` names it in the JSON line.
+
 Prints one JSON line (also appended to ``--json-out``, which bench/summarize.py reads):
 ``db``, ``workers``, ``idle`` (a list, one entry per poll timeout: ``timeout_ms``,
 ``sdk_backoff``, ``idle_server_cpu_pct``, ``polls_per_s``, ``server_cpu_ms_per_poll``),
@@ -151,13 +154,19 @@ def main() -> int:
     p.add_argument("--wakes", type=int, default=20)
     p.add_argument("--app-dir", default=str(REPO), help="project tree to serve (e.g. a `git archive` of one commit)")
     p.add_argument("--json-out", metavar="FILE", help="append the JSON line to FILE")
+    p.add_argument("--url", help="measure a running server instead (base URL, no /api; the idle phase only)")
+    p.add_argument("--server-pid", type=int, action="append", default=[], metavar="PID",
+                   help="with --url: a process of that server whose CPU (with its children) is measured")
+    p.add_argument("--system", default="conductor-web", help="the name of the system in the JSON line")
     a = p.parse_args()
+    if a.url:
+        return external(a)
     sys.path.insert(0, str(Path(a.app_dir).resolve()))  # the wake phase queues with the served tree's engine
     argv = ["--start-server", "--db", a.db, "--app-dir", a.app_dir] + (["--pg-url", a.pg_url] if a.pg_url else [])
     server = Server(bench_args(argv))
     try:
         server.start()
-        out = {"db": a.db, "workers": a.workers, "seconds": a.seconds,
+        out = {"system": a.system, "db": a.db, "workers": a.workers, "seconds": a.seconds,
                "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
                "idle": [idle_phase(server.url, server.pids(), a.workers, t, a.sdk_backoff, a.seconds)
                         for t in a.timeout_ms or [100]]}
@@ -165,6 +174,21 @@ def main() -> int:
         emit(out, a.json_out)
     finally:
         server.stop()
+    return 0
+
+
+def external(a) -> int:
+    """The idle phase against a server started elsewhere (Conductor OSS in `make bench`):
+    the CPU of ``--server-pid`` while the workers poll. No wake phase (it queues through
+    our engine)."""
+    if not a.server_pid:
+        raise SystemExit("--url needs --server-pid (the process whose CPU is measured)")
+    url = a.url.rstrip("/").removesuffix("/api")
+    out = {"system": a.system, "db": a.db, "workers": a.workers, "seconds": a.seconds,
+           "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+           "idle": [idle_phase(url, a.server_pid, a.workers, t, a.sdk_backoff, a.seconds)
+                    for t in a.timeout_ms or [100]]}
+    emit(out, a.json_out)
     return 0
 
 

@@ -11,9 +11,10 @@
 #                  (default /tmp/srv-venv/bin/python; set-ups that need it are skipped without it)
 #      N, LONE     workflows per run (1000) and lone-workflow runs (50)
 #      PEERS=0     skip the peer rounds
+#      OSS=0       skip Conductor OSS (bench/run_oss.sh: its PostgreSQL store on this cluster, then SQLite)
 #      QUICK=1     only the main set-ups (PostgreSQL: daphne M=6 and 12, daphne x2, gunicorn-wsgi x2;
 #                  SQLite: daphne M=6, daphne x2), then one peer round
-# Results: OUT_DIR/ours.jsonl and OUT_DIR/peers.jsonl (default bench/results/run-DATE);
+# Results: OUT_DIR/ours.jsonl, OUT_DIR/peers.jsonl, OUT_DIR/oss*.jsonl (default bench/results/run-DATE);
 # bench/summarize.py OUT_DIR prints the tables of bench/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +58,10 @@ if [ "${QUICK:-0}" = 1 ]; then
         echo "## peers"
         bench/run_peers.sh "$OUT/peers.jsonl"
     fi
+    if [ "${OSS:-1}" != 0 ]; then
+        echo "## Conductor OSS (PostgreSQL on this cluster, then SQLite)"
+        bench/run_oss.sh "$OUT"
+    fi
     echo "## results in $OUT"
     exit 0
 fi
@@ -87,5 +92,9 @@ ours sqlite "$APP_DIR" --workers 6 --server gunicorn-wsgi --server-procs 2 --ser
 if [ "${PEERS:-1}" != 0 ]; then
     echo "## peers, round 2"
     bench/run_peers.sh "$OUT/peers.jsonl"
+fi
+if [ "${OSS:-1}" != 0 ]; then
+    echo "## Conductor OSS (PostgreSQL on this cluster, then SQLite)"
+    bench/run_oss.sh "$OUT"
 fi
 echo "## results in $OUT"

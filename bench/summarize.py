@@ -3,7 +3,8 @@
 
     python bench/summarize.py bench/results/run-1
 
-Reads, in that directory: ours.jsonl and peers.jsonl (bench/run_all.sh), and when present
+Reads, in that directory: ours.jsonl and peers.jsonl (bench/run_all.sh), oss.jsonl and
+oss-idle.jsonl (bench/run_oss.sh: Conductor OSS, listed as a peer), and when present
 idle.jsonl (bench/idle.py), growth.jsonl (bench/growth.py) and memory.jsonl (bench/memory.py).
 Prints markdown: our runs, the peer runs, the comparison (ours ÷ best peer run of each
 system for step transitions/s; our CPU per step transition ÷ the peer's, higher is worse;
@@ -78,7 +79,30 @@ MEMORY_MB = 400.0           # the embedded server at rest
 STABLE_PCT = 5.0            # "stable" (our reading): no process's RSS grows more than this, in %,
                             # over the second half of the run (a leak keeps growing; a high-water mark does not)
 STABLE_RUN = 100_000        # ... of this many task transitions
-DURABLE_PEERS = ("dbos", "procrastinate")   # Celery+Redis is not durable
+DURABLE_PEERS = ("dbos", "procrastinate", "conductor-oss")   # Celery+Redis is not durable
+
+
+def oss_peers(d: Path) -> list[dict]:
+    """Conductor OSS's bench.py runs (oss.jsonl, bench/run_oss.sh) as peer runs: one
+    throughput run per store (``conductor-oss-postgres``, ``conductor-oss-sqlite``) and its
+    lone-workflow p50 as that store's ``-serial`` run (one workflow at a time, as the
+    peers' serial modes). CPU per transition counts the JVM, the workers and, on
+    PostgreSQL, the cluster, as for ours."""
+    out = []
+    for o in load(d / "oss.jsonl"):
+        run = f"conductor-oss-{o['db']}"
+        ok = o["completed"] == o["n"] and not o["bad"]
+        cpu = (o.get("cpu_main_run") or {}).get("total_ms_per_transition")
+        base = {"system": "conductor-oss", "round": 1, "n": o["n"], "steps": o["steps"],
+                "loadavg_before": o.get("loadavg_before")}
+        if ok:
+            out.append({**base, "run": run, "workflows_per_s": o["workflows_per_s"],
+                        "step_transitions_per_s": o["step_transitions_per_s"],
+                        "lat_submit_to_done_ms": o["lat_submit_to_done_ms"], "cpu_ms": cpu})
+        if o["lone"]["client_ms"].get("p50") is not None:
+            out.append({**base, "run": run + "-serial", "workflows_per_s": None, "step_transitions_per_s": None,
+                        "lat_submit_to_done_ms": o["lone"]["client_ms"], "cpu_ms": None})
+    return out
 
 
 def verdict(ok: bool | None) -> str:
@@ -158,6 +182,18 @@ def targets(d: Path, ours: list[dict], peers: list[dict]) -> None:
                          f"{run['wake_ms_p50']} / {run['wake_ms_max']} ms", f"≤ {WAKE_MS:g} / {WAKE_MS:g} ms",
                          run["wake_ms_p50"] <= WAKE_MS and run["wake_ms_max"] <= WAKE_MS))
 
+    # 5b: idle against Conductor OSS (bench/run_oss.sh's idle.py --url) in the same run
+    oss_idle = {run["db"]: i for run in load(d / "oss-idle.jsonl") for i in run["idle"] if i["timeout_ms"] == 100}
+    for run in load(d / "idle.jsonl"):
+        ref = oss_idle.get(run["db"]) or next(iter(oss_idle.values()), None)
+        for i in run["idle"]:
+            if i["timeout_ms"] == 100 and ref:
+                ref_db = run["db"] if run["db"] in oss_idle else next(iter(oss_idle))
+                rows.append((f"Idle: server CPU, {run['workers']} workers, 100 ms poll ({run['db']}), against Conductor OSS",
+                             f"{i['idle_server_cpu_pct']} % of a core",
+                             f"< {ref['idle_server_cpu_pct']} % (Conductor OSS, {ref_db}, {ref['polls_per_s']} polls/s)",
+                             i["idle_server_cpu_pct"] < ref["idle_server_cpu_pct"]))
+
     # 6: memory (bench/memory.py)
     mem = [m["memory"] for m in load(d / "memory.jsonl") if "memory" in m]
     m = mem[-1] if mem else None
@@ -225,7 +261,7 @@ def memory_table(m: dict) -> None:
 def main() -> None:
     d = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     ours = load(d / "ours.jsonl")
-    peers = peer_rounds(load(d / "peers.jsonl"))
+    peers = peer_rounds(load(d / "peers.jsonl")) + oss_peers(d)
 
     print("### Our server\n")
     print("| set-up | wf/s | task transitions/s | latency p50 / p99 (ms) | lone p50 client / server (ms) "

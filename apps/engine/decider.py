@@ -656,9 +656,7 @@ class Decider:
             if not t.terminal:
                 get_type(t.task_type).cancel(self, t)
                 t.status = "CANCELED"
-                t.end_time = self.now
-                if not t.reason_for_incompletion:
-                    t.reason_for_incompletion = f"Workflow is {status}" if status != "COMPLETED" else None
+                t.end_time = self.now  # no reason of its own: Conductor's cancelNonTerminalTasks sets none
                 self.touch(t)
         wf.output = self.workflow_output(task)
         wf.status = status

@@ -139,7 +139,8 @@ def _evaluate(expression: str, bindings: Any, partial: dict[str, dict] | None):
         if message == "null" and _out_of_memory(ctx):
             # QuickJS throws null when it has no memory left to build the error object
             message = f"InternalError: out of memory (the limit is {MEMORY_LIMIT_BYTES // (1024 * 1024)} MiB)"
-        raise EvaluationError(message) from None
+        # Conductor's ScriptEvaluator words a script's error so (checked against 3.32.3 running)
+        raise EvaluationError(f"Error evaluating the script `{message}`") from None
     except quickjs.StackOverflow:
         if partial and ctx.get("__cw_full"):
             return True, None

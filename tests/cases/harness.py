@@ -234,6 +234,10 @@ class CaseRunner:
             func, args, kwargs = self.jobs.pop(0)
             func(*args, **kwargs)
 
+    def thread_api(self) -> Api:
+        """An ``Api`` for another thread (``parallel_updates``): a client of its own."""
+        return Api()
+
     def tick(self, seconds: float = TICK_SECONDS) -> None:
         """Let virtual time pass: move the clock, run the sweeper and the pending jobs."""
         from apps.engine import sweeper
@@ -490,7 +494,7 @@ class CaseRunner:
         def send(i: int, update: dict) -> None:
             try:
                 barrier.wait(timeout=30)
-                resp = Api().post("/tasks", {
+                resp = self.thread_api().post("/tasks", {
                     "workflowInstanceId": task["workflowInstanceId"], "taskId": task["taskId"],
                     "status": update["status"], "outputData": _generate(update.get("outputData") or {}),
                     "workerId": update.get("workerId", WORKER_ID),

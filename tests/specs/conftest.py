@@ -8,6 +8,8 @@ cluster (system tasks, sub-workflow starts, event messages) run by the driver at
 as the spec's ``asyncSystemTaskExecutor.execute`` / ``sweep`` calls do in Conductor."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.cases.harness import install_job_capture
@@ -115,8 +117,21 @@ class SpecDriver:
         return task
 
 
+# The reference run (tests/reference/run.py) points the specs at a live server, ours or
+# Conductor OSS, by this variable (its API base URL, http://127.0.0.1:PORT/api).
+REFERENCE_URL_VARIABLE = "CONDUCTOR_REFERENCE_URL"
+
+
 @pytest.fixture
-def conductor(transactional_db, monkeypatch) -> SpecDriver:
+def conductor(request, monkeypatch) -> SpecDriver:
+    remote_url = os.environ.get(REFERENCE_URL_VARIABLE)
+    if remote_url:
+        from tests.reference.remote import RemoteSpecDriver
+
+        driver = RemoteSpecDriver(remote_url)
+        request.addfinalizer(driver.cleanup)
+        return driver
+    request.getfixturevalue("transactional_db")
     clock = FakeClock().install(monkeypatch)
     jobs: list = []
     install_job_capture(monkeypatch, jobs)

@@ -100,7 +100,7 @@ class Http(TaskType):
             parsed = response.json() if response.content else None
         except ValueError:
             parsed = response.text
-        output = {"response": {"body": parsed, "headers": {k: response.headers.get_list(k) for k in response.headers.keys()},
+        output = {"response": {"body": parsed, "headers": response_headers(response),
                                "statusCode": response.status_code, "reasonPhrase": response.reason_phrase}}
         if 200 <= response.status_code < 300:
             return {"status": "IN_PROGRESS" if async_complete(task, task.workflow_task) else "COMPLETED",
@@ -108,3 +108,13 @@ class Http(TaskType):
         detail = response.text if response.content else "No response from the remote service"
         return {"status": "FAILED", "outputData": output,
                 "reasonForIncompletion": f"HTTP {response.status_code} {response.reason_phrase}: {detail}"}
+
+
+def response_headers(response) -> dict[str, list[str]]:
+    """The ``response.headers`` of the task output: each header under its name as the
+    server sent it (``Content-Type``, not ``content-type``: Conductor's HttpTask keeps the
+    case, so ``${t.output.response.headers.Content-Type}`` works), with its values in order."""
+    out: dict[str, list[str]] = {}
+    for name, value in response.headers.raw:
+        out.setdefault(name.decode("latin-1"), []).append(value.decode("latin-1"))
+    return out
