@@ -104,11 +104,12 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "django_filters",
-    "django_q",
     "channels",
     "apps.core",
     "apps.metadata",
+    # before django_q: its `manage.py qcluster` replaces django-q2's (apps.engine.cluster)
     "apps.engine",
+    "django_q",
     "apps.api",
     "apps.ui",
     "apps.ai",
@@ -328,6 +329,11 @@ CONDUCTOR = {
     "SWEEPER_LEASE_MS": envint("CONDUCTOR_SWEEPER_LEASE_MS", 5_000),
     "SWEEPER_STANDBY_SECONDS": envfloat("CONDUCTOR_SWEEPER_STANDBY_SECONDS", 1.0),
     "SWEEPER_STOP_WAIT_SECONDS": envfloat("CONDUCTOR_SWEEPER_STOP_WAIT_SECONDS", 5.0),
+    # After SIGTERM/SIGINT, `manage.py qcluster` waits this long (s) for the cluster's
+    # orderly stop (each worker finishes the job in hand), then kills what is left
+    # (apps.engine.cluster). Below scripts/run.sh's STOP_TIMEOUT (45 s) and
+    # the systemd unit's TimeoutStopSec (70 s).
+    "CLUSTER_STOP_GRACE_SECONDS": envfloat("CONDUCTOR_CLUSTER_STOP_GRACE_SECONDS", 40.0),
     # An async system task (HTTP) runs under a lease of its own (ms), renewed by the running
     # job this often (s) (apps.engine.jobs). A task not finished HTTP_REDISPATCH_MS after
     # its dispatch is handed to the cluster again, the interval growing with the task's age

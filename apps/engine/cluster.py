@@ -1,4 +1,7 @@
-"""What runs beside the jobs in every django-q2 worker process: the sweeper thread.
+"""The django-q2 cluster's own processes: the stop of ``manage.py qcluster`` (its main
+process, ``ClusterSupervisor``) and the sweeper thread of every worker process.
+
+## The sweeper thread
 
 Every worker process of every cluster starts one ``SweeperThread`` when it is spawned
 (django-q2's ``post_spawn`` signal, connected in ``EngineConfig.ready`` for
@@ -15,14 +18,59 @@ never decide one execution twice at once.
 
 Source: Conductor's WorkflowSweeper runs in every server and relies on its queue's
 lease (unack timeout) for the same hand-over.
+
+## The stop
+
+``manage.py qcluster``'s main process (``ClusterSupervisor``) starts django-q2's Sentinel
+and stops the whole cluster on SIGTERM or SIGINT within ``CLUSTER_STOP_GRACE_SECONDS``,
+whatever the cluster was doing and whichever of its processes already died.
+
+Why not django-q2's own ``Cluster``: its SIGTERM handler calls ``stop_event.set()`` and
+``sentinel.join()`` inside the signal handler. ``stop_event`` is a
+``multiprocessing.Event``, whose ``set()`` waits (a futex, no timeout) until every process
+sleeping in ``wait()`` acknowledged the wake-up; the Sentinel sleeps in
+``stop_event.wait(0.5)`` almost all the time. When the Sentinel died in that wait (a
+SIGTERM sent to every process of the cluster, as ``kill -- -PGID``, ``pkill`` or a
+process-tree kill do, reaches the Sentinel, whose SIGTERM is left at the default, first),
+nobody ever acknowledges: the main process blocks for good in its signal handler, leaves
+the Sentinel a zombie, and a further SIGTERM runs the handler again, which finds the
+Sentinel gone and returns into the same wait (``tests/crash/test_stop_rounds.py``
+reproduces it: the "tree" rounds).
+Its stop also has no deadline: a worker that never ends its job holds it forever.
+
+So here:
+
+* ``PipeEvent`` replaces both ``multiprocessing.Event`` objects given to the Sentinel:
+  ``set()`` writes one byte to a pipe (never blocks, safe in a signal handler) and
+  ``wait()`` polls the read end, so a process that dies while waiting holds nothing.
+* Signal handlers only set that event. The main thread supervises: it waits for the
+  Sentinel's orderly stop (the pusher stops, each worker finishes the job in hand, the
+  monitor saves the results) for at most the grace period, then kills with SIGKILL
+  whatever is left of the cluster. It is the child subreaper (Linux ``prctl``) of its
+  processes, so workers orphaned by a dead Sentinel are still found, stopped and reaped.
+* In the Sentinel a SIGTERM asks the whole cluster to stop in the same orderly way, and
+  so does the death of the main process (``PR_SET_PDEATHSIG``); the workers, the pusher
+  and the monitor keep SIGTERM's default action (django-q2 ends a worker past its job
+  timeout with SIGTERM). A job cut by a kill is run again after the restart (the task
+  lease of ``apps.engine.jobs``, the broker's redelivery, the sweeper).
+
+The exit status is 0 after a stop that was asked for (even one that had to kill), 1 when
+the Sentinel ended on its own (a service manager then restarts the cluster).
 """
 from __future__ import annotations
 
+import ctypes
 import logging
+import multiprocessing
 import os
+import select
+import signal
 import socket
+import sys
 import threading
+import time
 import uuid
+from multiprocessing import util as mp_util
 
 from django.conf import settings
 from django.db import connections
@@ -92,10 +140,193 @@ def start_sweeper_thread(**_signal_kwargs) -> SweeperThread:
     global _thread
     if _thread is not None and _thread.is_alive():
         return _thread
-    from multiprocessing import util
-
     _thread = SweeperThread()
     _thread.start()
     # run by multiprocessing when the worker process returns (cluster stop, recycling)
-    util.Finalize(_thread, _thread.stop, exitpriority=10)
+    mp_util.Finalize(_thread, _thread.stop, exitpriority=10)
     return _thread
+
+
+# --- the stop of the cluster (manage.py qcluster's main process) ---------------------------
+
+# Linux prctl options (include/uapi/linux/prctl.h)
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class PipeEvent:
+    """A set-once flag shared with forked processes (the subset of
+    ``multiprocessing.Event`` that django-q2's Sentinel uses: ``set``, ``is_set``,
+    ``wait``). Setting writes one byte to a pipe that is never read, so the read end
+    stays readable; ``set()`` never blocks and may run in a signal handler. Only for the
+    fork start method (the file descriptors are inherited, not pickled)."""
+
+    def __init__(self):
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.write_fd, False)
+
+    def set(self) -> None:
+        try:
+            os.write(self.write_fd, b"\x01")
+        except BlockingIOError:  # the pipe is full: set long ago
+            pass
+
+    def is_set(self) -> bool:
+        return self.wait(0)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once set; waits up to ``timeout`` seconds (None: forever)."""
+        poller = select.poll()
+        poller.register(self.read_fd, select.POLLIN)
+        return bool(poller.poll(None if timeout is None else max(0, timeout) * 1000))
+
+
+def _prctl(option: int, value: int) -> bool:
+    """Linux ``prctl(option, value)``; False where it is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def sentinel_main(stop_event: PipeEvent, start_event: PipeEvent, cluster_id: uuid.UUID, parent_pid: int) -> None:
+    """The Sentinel process's target: django-q2's ``Sentinel`` (spawns the workers, the
+    pusher and the monitor, guards them until ``stop_event`` is set, then stops them in
+    order), with SIGTERM and the main process's death asking for that stop."""
+    from django_q.cluster import Sentinel
+
+    sentinel = Sentinel(stop_event, start_event, cluster_id, start=False)
+    # after django-q2's own setup (SIGINT ignored, SIGTERM default)
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop_event.set())
+    # the processes the Sentinel forks get SIGTERM's default action back
+    mp_util.register_after_fork(sentinel, lambda _s: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:  # the main process died before the prctl
+        stop_event.set()
+    sentinel.start()
+
+
+def _process_table() -> list[tuple[int, int, str]]:
+    """(pid, parent pid, state letter) of every process (Linux /proc; [] elsewhere)."""
+    table = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if len(fields) > 1:
+            table.append((int(entry), int(fields[1]), fields[0]))
+    return table
+
+
+def descendants(pid: int) -> list[int]:
+    """PIDs of every live descendant of process ``pid`` (Linux /proc; [] elsewhere)."""
+    live = [(p, parent) for p, parent, state in _process_table() if state not in ("Z", "X")]
+    result: list[int] = []
+    frontier = {pid}
+    while frontier:
+        children = [p for p, parent in live if parent in frontier and p not in result]
+        result.extend(children)
+        frontier = set(children)
+    return result
+
+
+class ClusterSupervisor:
+    """Runs one django-q2 cluster until a stop is asked for (see the module doc).
+
+    ``grace_seconds``: how long the orderly stop may take after SIGTERM/SIGINT before the
+    remaining processes are killed (default ``CLUSTER_STOP_GRACE_SECONDS`` of
+    ``settings.CONDUCTOR``)."""
+
+    POLL_SECONDS = 0.5
+
+    def __init__(self, grace_seconds: float | None = None):
+        self.grace_seconds = (settings.CONDUCTOR["CLUSTER_STOP_GRACE_SECONDS"]
+                              if grace_seconds is None else grace_seconds)
+        self.stop_event = PipeEvent()
+        self.start_event = PipeEvent()
+        self.cluster_id = uuid.uuid4()
+        self.sentinel: multiprocessing.Process | None = None
+        self.signalled: int | None = None
+
+    def _on_signal(self, signum, _frame) -> None:
+        # nothing but a flag and a pipe write: no lock, no logging, no waiting
+        self.signalled = signum
+        self.stop_event.set()
+
+    def start(self) -> None:
+        """Start the Sentinel (which starts the cluster's processes)."""
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        connections.close_all()  # the Sentinel must not share this process's connections
+        context = multiprocessing.get_context("fork")
+        self.sentinel = context.Process(target=sentinel_main, name=f"Process-{uuid.uuid4().hex}",
+                                        args=(self.stop_event, self.start_event, self.cluster_id, os.getpid()))
+        self.sentinel.start()
+        log.info("cluster %s started (sentinel pid %s)", self.cluster_id.hex[:8], self.sentinel.pid)
+
+    def run(self, run_once: bool = False) -> int:
+        """Start, serve until asked to stop (or, ``run_once``, until the cluster is up),
+        stop; returns the exit status (0 after a stop that was asked for)."""
+        self.start()
+        if run_once:
+            while self.sentinel.is_alive() and not self.start_event.wait(self.POLL_SECONDS):
+                pass
+            self.stop_event.set()
+        while self.sentinel.is_alive() and not self.stop_event.wait(self.POLL_SECONDS):
+            pass
+        asked = self.stop_event.is_set()
+        if not asked:
+            log.error("cluster %s: its sentinel ended on its own (exit code %s); stopping what is left",
+                      self.cluster_id.hex[:8], self.sentinel.exitcode)
+            self.stop_event.set()
+        self.stop()
+        return 0 if asked else 1
+
+    def stop(self) -> None:
+        """Wait for the orderly stop up to the grace period, then SIGKILL every process
+        of the cluster still alive and reap them."""
+        deadline = time.monotonic() + self.grace_seconds
+        while self.sentinel.is_alive() and time.monotonic() < deadline:
+            self.sentinel.join(0.2)
+        # after the Sentinel's exit its processes are gone, or about to be (a jq helper
+        # ends once its worker's pipe closes): give them the rest of the grace, at most 2 s
+        settle = min(deadline, time.monotonic() + 2)
+        while descendants(os.getpid()) and time.monotonic() < settle:
+            self._reap_orphans()
+            time.sleep(0.1)
+        left = descendants(os.getpid())
+        if left:
+            log.warning("cluster %s did not stop within %.0f s of the stop: killing %s",
+                        self.cluster_id.hex[:8], self.grace_seconds, left)
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self.sentinel.join(5)
+        until = time.monotonic() + 5
+        while descendants(os.getpid()) and time.monotonic() < until:
+            self._reap_orphans()
+            time.sleep(0.05)
+        self._reap_orphans()
+        log.info("cluster %s stopped", self.cluster_id.hex[:8])
+
+    def _reap_orphans(self) -> None:
+        """Collect the exit status of orphans re-parented to this process (the subreaper),
+        leaving the Sentinel's to its ``Process`` object."""
+        me = os.getpid()
+        for pid, parent, state in _process_table():
+            if parent != me or state != "Z" or pid == self.sentinel.pid:
+                continue
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
