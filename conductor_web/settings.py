@@ -166,6 +166,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # can_operate/can_view on every page, error pages included (the nav of a 404)
+                "apps.ui.permissions.ui_context",
             ],
         },
     },

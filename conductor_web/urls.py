@@ -24,18 +24,41 @@ urlpatterns = [
 ]
 
 
+def _wants_html(request) -> bool:
+    """Whether the client names HTML in its ``Accept`` header (browsers do); SDKs, the CLI
+    and curl send ``application/json``, ``text/plain`` or ``*/*``."""
+    return any(str(t.main_type) in ("text", "application") and str(t.sub_type) in ("html", "xhtml+xml")
+               for t in request.accepted_types)
+
+
 def _not_found(request, exception=None):
-    """Unknown paths under /api answer Conductor's JSON error body (the SDK reads its
-    ``message``); other paths get Django's page."""
-    from django.views.defaults import page_not_found
+    """404 for a path no route matches, or a view's ``Http404``.
+
+    * Under /api: Conductor's JSON error body (the SDK reads its ``message``).
+    * Elsewhere, for a client that does not ask for HTML (an SDK or the CLI given the
+      server's address without ``/api``): the same JSON body, saying the API is under /api
+      and where this path would be.
+    * Elsewhere, for a browser: ``404.html`` with the page's usual context (the nav the
+      user's permissions allow) and a sentence, never an exception's class name.
+    """
+    from django.http import JsonResponse
+    from django.shortcuts import render
+    from django.urls import Resolver404
+
+    from apps.api.exceptions import error_body
 
     if request.path.startswith("/api/"):
-        from django.http import JsonResponse
-
-        from apps.api.exceptions import error_body
-
         return JsonResponse(error_body(404, f"No endpoint {request.method} {request.path}"), status=404)
-    return page_not_found(request, exception)
+    if not _wants_html(request):
+        api_url = request.build_absolute_uri("/api")
+        message = (f"No endpoint {request.method} {request.path}: the API is under /api, so point the client "
+                   f"at {api_url} (this path would be {api_url}{request.path})")
+        return JsonResponse(error_body(404, message), status=404)
+    detail = None
+    if exception is not None and not isinstance(exception, Resolver404) and exception.args \
+            and isinstance(exception.args[0], str):
+        detail = exception.args[0].rstrip(".")  # the view's own sentence ("No such workflow found by id: x")
+    return render(request, "404.html", {"request_path": request.path, "detail": detail}, status=404)
 
 
 def _server_error(request):

@@ -1,12 +1,15 @@
 """Definitions: TaskDef and versioned WorkflowDef.
 
 Each row keeps the whole definition as Conductor's camelCase JSON in ``definition``
-(the API shape, stored once), beside the lookup columns. Executions never read these
+(the API shape, stored once), beside the lookup columns; ``KeyOrderJSONField`` keeps the
+keys in the order the user wrote them on PostgreSQL too (``json``, not ``jsonb``). Executions never read these
 rows after they start: a workflow execution keeps its own snapshot of the WorkflowDef.
 """
 from __future__ import annotations
 
 from django.db import models
+
+from apps.core.jsonfield import KeyOrderJSONField
 
 
 class TaskDef(models.Model):
@@ -17,7 +20,7 @@ class TaskDef(models.Model):
     """
 
     name = models.CharField(max_length=255, primary_key=True)
-    definition = models.JSONField()
+    definition = KeyOrderJSONField()
     create_time = models.BigIntegerField()
     update_time = models.BigIntegerField()
 
@@ -38,7 +41,7 @@ class WorkflowDef(models.Model):
 
     name = models.CharField(max_length=255)
     version = models.IntegerField()
-    definition = models.JSONField()
+    definition = KeyOrderJSONField()
     create_time = models.BigIntegerField()
     update_time = models.BigIntegerField()
 
@@ -68,7 +71,7 @@ class EventHandler(models.Model):
     evaluator_type = models.CharField(max_length=64, blank=True, default="")
     actions = models.JSONField(default=list)
     active = models.BooleanField(default=False)
-    definition = models.JSONField()
+    definition = KeyOrderJSONField()
     create_time = models.BigIntegerField()
     update_time = models.BigIntegerField()
 

@@ -46,5 +46,8 @@ operate_required = _required(can_operate, "You may not operate workflows.")
 
 
 def ui_context(request) -> dict:
-    """Template context processor-like helper: what every page needs to know."""
+    """The template context processor (``TEMPLATES`` in settings) of what every page needs to
+    know: ``{"can_operate": bool, "can_view": bool}`` for ``request.user``. Being a context
+    processor, it reaches the pages Django renders itself too (404, 403), so their nav
+    matches the user's permissions."""
     return {"can_operate": can_operate(request.user), "can_view": can_view(request.user)}

@@ -452,6 +452,34 @@ def last_good_run(wf) -> str | None:
             .values_list("workflow_id", flat=True).first())
 
 
+# ``${workflow.input.NAME...}``: NAME is the input key a task reads
+_WORKFLOW_INPUT_REF = re.compile(r"\$\{\s*workflow\.input\.([A-Za-z_][A-Za-z0-9_-]*)")
+
+
+def workflow_input_references(definition: dict) -> list[str]:
+    """The workflow input keys a WorkflowDef's expressions read (``${workflow.input.x}``,
+    ``${workflow.input.x.y}`` gives ``x``), in the order they first appear, from every
+    string in the definition (tasks' inputParameters at any depth, outputParameters,
+    loop conditions, expressions). The start form offers these as fields when the
+    definition declares no ``inputParameters`` (Conductor's ``inputParameters`` is only a
+    list of names for documentation; nothing forces a definition to fill it in)."""
+    found: dict[str, None] = {}
+
+    def walk(value) -> None:
+        if isinstance(value, str):
+            for name in _WORKFLOW_INPUT_REF.findall(value):
+                found.setdefault(name, None)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk({k: v for k, v in definition.items() if k != "inputParameters"})
+    return list(found)
+
+
 def workflow_names() -> list[str]:
     """Names of registered workflow definitions and of executed workflows, sorted."""
     names = set(WorkflowDef.objects.values_list("name", flat=True).distinct())

@@ -854,8 +854,12 @@ def start(request):
     row = WorkflowDef.objects.filter(name=name, version=version).first() if version is not None and not bad_version \
         else None
     params = [p for p in (row.definition.get("inputParameters") or []) if isinstance(p, str)] if row else []
+    # no declared inputParameters: offer the inputs its tasks read (${workflow.input.x})
+    read_inputs = not params and row is not None
+    if read_inputs:
+        params = selectors.workflow_input_references(row.definition)
     context = {"names": names, "name": name, "versions": versions, "version": version, "row": row,
-               "params": params, "values": {p: data.get("input." + p, "") for p in params},
+               "params": params, "read_inputs": read_inputs, "values": {p: data.get("input." + p, "") for p in params},
                "input_json": data.get("input_json", ""), "correlation_id": data.get("correlation_id", "")}
     if bad_version:
         messages.error(request, f"'version' must be a version number, not {given[:40]!r}")

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import migrate, migrate_to_latest
 
 BEFORE = [("engine", "0005_task_limits")]
 AFTER = [("engine", "0006_task_timer_at")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.fixture
 def at_0005(transactional_db):
     """The schema as of 0005; migrated back to the latest state afterwards."""
-    apps = _migrate(BEFORE)
+    apps = migrate(BEFORE)
     yield apps
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    migrate_to_latest()
 
 
 def _task(model, wf, task_id, task_type, visible_at, **extra):
@@ -50,7 +42,7 @@ def test_0006_moves_system_task_timers_from_visible_at_to_timer_at_and_back(at_0
           callback_after_seconds=5)
     _task(task, wf, "simple-now", "SIMPLE", 0, status="SCHEDULED", queue_name="SIMPLE")
 
-    after = _migrate(AFTER).get_model("engine", "TaskExecution")
+    after = migrate(AFTER).get_model("engine", "TaskExecution")
     rows = {t.task_id: (t.visible_at, t.timer_at) for t in after.objects.all()}
     assert rows == {
         "wait-timer": (1_000, 9_000),
@@ -63,7 +55,7 @@ def test_0006_moves_system_task_timers_from_visible_at_to_timer_at_and_back(at_0
         "simple-now": (0, None),
     }
 
-    before = _migrate(BEFORE).get_model("engine", "TaskExecution")
+    before = migrate(BEFORE).get_model("engine", "TaskExecution")
     back = {t.task_id: t.visible_at for t in before.objects.all()}
     assert back == {"wait-timer": 9_000, "wait-signal": 0, "ai-delayed": 7_000, "ai-dispatched": 0,
                     "http-delayed": 5_000, "http-running": 1_000, "worker-callback": 6_000, "simple-now": 0}

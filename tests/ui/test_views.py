@@ -378,9 +378,10 @@ def test_reason_column_is_one_line_with_the_whole_text_on_hover(viewer_client, c
 def test_favicon_and_styled_not_found(viewer_client, client):
     resp = client.get("/favicon.ico")
     assert resp.status_code == 200 and b"<svg" in b"".join(resp.streaming_content)
-    resp = viewer_client.get("/no/such/page")
+    browser = {"HTTP_ACCEPT": "text/html,*/*;q=0.8"}  # without it the 404 is JSON (tests/ui/test_error_pages.py)
+    resp = viewer_client.get("/no/such/page", **browser)
     assert resp.status_code == 404 and b'id="error-page"' in resp.content and b"ui/app.css" in resp.content
-    resp = viewer_client.get("/execution/no-such-id")
+    resp = viewer_client.get("/execution/no-such-id", **browser)
     assert resp.status_code == 404 and b'id="error-page"' in resp.content
 
 
