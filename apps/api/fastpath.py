@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from contextlib import nullcontext
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
@@ -278,14 +279,16 @@ def _acting(principal, path: str, fn):
     when auth is off), and audited as Django's writes are (``apps.api.audit``)."""
     def call(*args):
         message = ""
+        audited = audit.is_audited("POST", path)
+        recording = audit.AuditedCall(principal, "POST", path, {}, route=lambda: path) if audited else nullcontext()
         try:
-            with history.acting(f"app:{principal.name}" if principal else "api"):
+            with history.acting(f"app:{principal.name}" if principal else "api"), recording:
                 answer = fn(*args)
         except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
             status, body = logged_body_for_exception(exc)
             answer, message = (status, JSON, _dumps(body)), str(body.get("message") or "")
-        if audit.is_audited("POST", path):
-            audit.record_api_write(principal, "POST", path, path, {}, answer[0], message)
+        if audited:
+            audit.record_api_write(recording, answer[0], message)
         return answer
     return call
 
