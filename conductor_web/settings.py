@@ -62,18 +62,24 @@ def _secret_key() -> str:
         return _DEV_SECRET_KEY
     import secrets
 
-    path = VAR_DIR / "secret_key"
+    return _generated_once("secret_key", lambda: secrets.token_urlsafe(50))
+
+
+def _generated_once(name: str, make) -> str:
+    """The text of ``VAR_DIR/<name>`` (mode 0600), written with ``make()`` by the first
+    process that needs it: the server and cluster of one machine share it. Written whole
+    under a private name, then linked: of two processes starting together, one link wins
+    and both read the winner's value."""
+    path = VAR_DIR / name
     try:
         return path.read_text().strip()
     except FileNotFoundError:
         pass
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    # written whole under a private name, then linked: of two processes starting together,
-    # one link wins and both read the winner's key
-    tmp = VAR_DIR / f".secret_key.{os.getpid()}"
+    tmp = VAR_DIR / f".{name}.{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_urlsafe(50))
+        f.write(make())
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -83,7 +89,25 @@ def _secret_key() -> str:
     return path.read_text().strip()
 
 
+def _secrets_keys() -> list[str]:
+    """The Fernet keys (urlsafe base64 of 32 bytes) that encrypt the secrets store
+    (apps.metadata.secrets): ``CONDUCTOR_SECRETS_KEYS``, comma-separated, the first
+    encrypts and every one decrypts (rotation: put the new key first, run
+    ``manage.py rotate_secrets``, then drop the old one). Unset: one key generated once
+    into ``VAR_DIR/secrets_key`` (mode 0600), random, never derived from SECRET_KEY, so
+    the embedded setup has a key nobody else knows; a deployment of several hosts sets
+    the variable (the same value everywhere)."""
+    value = os.environ.get("CONDUCTOR_SECRETS_KEYS", "").strip()
+    if value:
+        return [k.strip() for k in value.split(",") if k.strip()]
+    import base64
+    import secrets
+
+    return [_generated_once("secrets_key", lambda: base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())]
+
+
 SECRET_KEY = _secret_key()
+SECRETS_KEYS = _secrets_keys()
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
@@ -398,6 +422,12 @@ CONDUCTOR = {
     # Audit a worker's task results and log lines too (apps.api.audit; every other API
     # write is always audited).
     "AUDIT_WORKER_WRITES": envbool("CONDUCTOR_AUDIT_WORKER_WRITES", "off"),
+    # What a definition may read of the process (docs/secrets.md): ``${workflow.env.X}``
+    # reads the environment store and the process variable ``<prefix>X`` (Conductor's
+    # conductor.environment.env.prefix); a bare ``${NAME}`` reads only NETFLIX_ENV,
+    # NETFLIX_STACK and the process variables listed here (comma-separated).
+    "ENV_PREFIX": os.environ.get("CONDUCTOR_ENV_PREFIX", "CONDUCTOR_ENV_"),
+    "BARE_ENV_NAMES": [n.strip() for n in os.environ.get("CONDUCTOR_BARE_ENV_NAMES", "").split(",") if n.strip()],
     # Retention of terminal executions per status, e.g. "COMPLETED=30d,FAILED=90d"
     # (apps.engine.retention); empty keeps everything.
     "RETENTION": os.environ.get("CONDUCTOR_RETENTION", ""),

@@ -14,10 +14,17 @@ worker's task results and log lines (the calls only the ``worker`` role needs) a
 data plane, several per second per worker, and are already recorded on the task
 (``workerId``, ``updateTime``, its logs): they are audited only with
 ``CONDUCTOR_AUDIT_WORKER_WRITES=on``.
+
+The row is as durable as the change it records: ``AuditedCall`` inserts it inside the
+transaction of the call's first write (so a crash keeps both or neither), as a success;
+``record_api_write`` corrects it once the call is answered with another status, or writes
+it then when the call changed nothing (that last kind commits on PostgreSQL without
+waiting for the WAL flush: nothing it records can be lost with it).
 """
 from __future__ import annotations
 
 import logging
+import re
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -42,38 +49,109 @@ def is_audited(method: str, path: str) -> bool:
     return True
 
 
-def record_api_write(principal, method: str, path: str, route: str | None, query: dict, status: int,
-                     message: str = "") -> None:
-    """Write the audit row of one answered API write (see the module doc). ``principal``
-    is an ``auth.Principal`` or None (auth off); ``route`` the URL pattern (path when
-    unknown); ``query`` ``{name: [values]}``. Never raises: a failure to audit is logged.
-    Its own transaction on PostgreSQL commits without waiting for the WAL flush (a
-    database crash may lose the last rows, never the write they record)."""
-    from apps.ui.models import AuditLog
+# the first statement of a call that changes something: where its audit row goes in
+_WRITE = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
 
+
+def _row_fields(principal, method: str, path: str, route: str | None, query: dict, status: int,
+                message: str = "") -> dict:
     params = {k: (v[0] if len(v) == 1 else v) for k, v in query.items()}
-    # a caller's transaction (its commit must stay durable) is left as it is
-    own_commit = not connection.in_atomic_block
     if principal is not None:
         params["keyId"] = principal.key_id
+    return {"user": None, "username": f"app:{principal.name}"[:150] if principal is not None else "anonymous",
+            "action": f"api:{method} {route or path}"[:64], "target": path[:255], "params": params,
+            "ok": status < 400, "message": (f"{status} {message}".strip())[:2000]}
+
+
+class AuditedCall:
+    """The audit row of one API write, written in the transaction of the change it records.
+
+    Used as ``with AuditedCall(...) as call: <the view>`` then ``record_api_write(call, ...)``.
+    While the view runs, a database execute wrapper (``connection.execute_wrapper``, this
+    thread's connection only) inserts the row just before the call's first INSERT, UPDATE
+    or DELETE, inside the same transaction: committed with the change (at the change's
+    own durability), or rolled back with it. It is written as a success (``200``); a
+    call that ends otherwise has it corrected once answered. ``route`` is a callable
+    giving the URL pattern (known once the URL is resolved)."""
+
+    def __init__(self, principal, method: str, path: str, query: dict, route=None):
+        self.principal, self.method, self.path, self.query = principal, method, path, query
+        self.route = route or (lambda: None)
+        self.row_id: int | None = None
+        self._committed = False
+        self._transaction = None  # the outermost atomic block the row was written in
+        self._writing = False
+        self._wrapping = None
+
+    def __enter__(self) -> "AuditedCall":
+        self._wrapping = connection.execute_wrapper(self)
+        self._wrapping.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._wrapping.__exit__(*exc)
+
+    def _mark_committed(self) -> None:
+        self._committed = True
+
+    @property
+    def committed(self) -> bool:
+        """Whether the row was written and its transaction has committed."""
+        return self.row_id is not None and self._committed
+
+    def _needs_row(self) -> bool:
+        if self.row_id is None:
+            return True
+        # written in a transaction that was rolled back (a retried service): again, here
+        outer = connection.atomic_blocks[0] if connection.atomic_blocks else None
+        return not self._committed and outer is not self._transaction
+
+    def __call__(self, execute, sql, params, many, context):
+        if not self._writing and _WRITE.match(sql) and self._needs_row():
+            from apps.ui.models import AuditLog
+
+            self._writing = True
+            try:
+                self.row_id = AuditLog.objects.create(**_row_fields(
+                    self.principal, self.method, self.path, self.route(), self.query, 200)).pk
+                self._transaction = connection.atomic_blocks[0] if connection.atomic_blocks else None
+                self._committed = self._transaction is None  # autocommit: committed already
+                if not self._committed:
+                    transaction.on_commit(self._mark_committed)
+            finally:
+                self._writing = False
+        return execute(sql, params, many, context)
+
+
+def record_api_write(call: AuditedCall, status: int, message: str = "") -> None:
+    """Finish the audit row of one answered API write (see the module doc and
+    ``AuditedCall``): the row written with the change gets the answer's status and
+    message when they are not the success it was written with; a call that wrote nothing
+    (a refusal, a no-op), or whose row was rolled back with its change, gets its row now.
+    That row commits on PostgreSQL without waiting for the WAL flush (there is no change
+    it must be as durable as). Never raises: a failure to audit is logged."""
+    from apps.ui.models import AuditLog
+
+    fields = _row_fields(call.principal, call.method, call.path, call.route(), call.query, status, message)
+    own_commit = not connection.in_atomic_block
     try:
         with transaction.atomic():
             if own_commit and connection.vendor == "postgresql":
-                # best effort: the answer is not held up by the WAL flush of its audit row
                 with connection.cursor() as cursor:
                     cursor.execute("SET LOCAL synchronous_commit = off")
-            AuditLog.objects.create(
-                user=None, username=f"app:{principal.name}"[:150] if principal is not None else "anonymous",
-                action=f"api:{method} {route or path}"[:64], target=path[:255], params=params, ok=status < 400,
-                message=(f"{status} {message}".strip())[:2000])
-    except Exception:  # noqa: BLE001 - the call was answered; its audit row is best effort
-        log.exception("could not audit %s %s", method, path)
+            row = AuditLog.objects.filter(pk=call.row_id) if call.row_id is not None else None
+            # committed with the change, or still in a transaction around this call
+            if row is not None and (call.committed or row.exists()):
+                if status != 200 or message:
+                    row.update(ok=fields["ok"], message=fields["message"])
+                return
+            AuditLog.objects.create(**fields)
+    except Exception:  # noqa: BLE001 - the call was answered; a failure to audit is logged
+        log.exception("could not audit %s %s", call.method, call.path)
 
 
 def route_of(request) -> str | None:
     """The URL pattern a Django request matched, as ``/api/workflow/{name_or_id}``."""
-    import re
-
     match = getattr(request, "resolver_match", None)
     if match is None or not match.route:
         return None

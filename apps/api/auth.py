@@ -8,8 +8,9 @@
   expired one 401 ``{"error": "EXPIRED_TOKEN"}`` (what the SDKs read to renew and retry),
   beside Conductor's error body; a role too weak for the call answers 403.
 * Roles (``models.ROLES``, each including the ones before it): read-only (every GET but
-  polls), worker (polls and task updates), operator (starts and lifecycle actions), admin
-  (definitions, event handlers and ``/api/admin``).
+  polls and a secret's value), worker (polls and task updates), operator (starts and
+  lifecycle actions), admin (definitions, event handlers, ``/api/admin``, the value of a
+  secret and every change of the secrets and environment stores).
 
 Auth is on unless ``CONDUCTOR_API_AUTH=off`` (``settings.CONDUCTOR["API_AUTH"]``);
 ``/api/health`` and ``/api/health/ready`` stay open. When auth is off, ``/api/token`` answers 404, which the SDKs
@@ -69,6 +70,10 @@ def enabled() -> bool:
     return bool(settings.CONDUCTOR.get("API_AUTH", True))
 
 
+# ``GET /api/secrets/{key}``: the value itself (``/api/secrets/v2`` is the metadata list)
+_SECRET_VALUE = re.compile(r"^/api/secrets/(?!v2$)[^/]+/?$")
+
+
 def required_role(method: str, path: str) -> str:
     """The weakest role that may call ``method path`` (path with its ``/api`` prefix)."""
     from apps.api.models import ROLE_ADMIN, ROLE_OPERATOR, ROLE_READ_ONLY, ROLE_WORKER
@@ -80,6 +85,13 @@ def required_role(method: str, path: str) -> str:
         return ROLE_ADMIN
     if _SCHEDULE_SWITCH.match(path):  # pause/resume answer GET too (the Orkes dialect)
         return ROLE_OPERATOR
+    if path.startswith(("/api/secrets", "/api/environment")):
+        # names, metadata and existence are reads (POST /api/secrets, the SDK's list of
+        # names, is a POST: no read-only key writes); a secret's value, and every change of
+        # either store, are the admin's (docs/secrets.md)
+        if method in _READS and not _SECRET_VALUE.match(path):
+            return ROLE_READ_ONLY
+        return ROLE_OPERATOR if method == "POST" and path == "/api/secrets" else ROLE_ADMIN
     if method in _READS:
         return ROLE_READ_ONLY
     if _WORKER_WRITES.match(path) and not path.startswith(("/api/tasks/queue/", "/api/tasks/search")):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from contextlib import nullcontext
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
@@ -35,6 +36,7 @@ from apps.core.errors import InvalidInput, PayloadTooLarge
 from apps.core.fields import check_length
 from apps.engine import executor, history, queue
 from apps.engine.representation import task_json
+from apps.metadata import secrets
 
 MAX_INT = 2**31 - 1  # count and timeout are Java ints
 _ABSENT = ("", "none", "null", "undefined")
@@ -107,7 +109,9 @@ async def poll_answer(task_type: str, query: dict, single: bool, *,
                       in_caller_thread: bool = False) -> tuple[int, str, bytes]:
     """``GET /api/tasks/poll/batch/{taskType}`` (``[Task]``) or ``/api/tasks/poll/{taskType}``
     (a Task or 204) through ``queue.poll``, the one poll; ``query`` maps each query
-    parameter to its list of values. Conductor's error body on failure. Both entry points
+    parameter to its list of values; each ``${workflow.secrets.NAME}`` of a task's
+    inputData is replaced by its value (``executor.tasks_for_worker``). Conductor's error
+    body on failure. Both entry points
     answer with it: the fast path below and, with ``in_caller_thread``, the Django views."""
     try:
         check_text(task_type, "The task type")
@@ -115,6 +119,9 @@ async def poll_answer(task_type: str, query: dict, single: bool, *,
         worker_id, domain, count, timeout_ms = poll_params(query, single)
         tasks = await queue.poll(task_type=task_type, worker_id=worker_id, domain=domain, count=count,
                                       timeout_ms=timeout_ms, in_caller_thread=in_caller_thread)
+        if any(secrets.references(t.input_data) for t in tasks):
+            hand_out = _for_worker_in_caller if in_caller_thread else _for_worker_in_pool
+            tasks = await hand_out(tasks)
     except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
         status, body = logged_body_for_exception(exc)
         return status, JSON, _dumps(body)
@@ -125,16 +132,31 @@ async def poll_answer(task_type: str, query: dict, single: bool, *,
 
 def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
     """``POST /api/tasks`` (the task id as text) or ``/update-v2`` (the same worker's next
-    task of that type and domain, already IN_PROGRESS, or 204)."""
+    task of that type and domain, already IN_PROGRESS, its secrets put in as a poll puts
+    them, or 204)."""
     result = _json_object(body, "TaskResult")
     check_task_result(result)
     if not v2:
         executor.task_update(task_result=result)
         return 200, TEXT, (result.get("taskId") or "").encode()
     _task, nxt = executor.task_update_and_claim(task_result=result)  # one transaction
-    if nxt is None:
+    given = executor.tasks_for_worker([nxt]) if nxt is not None else []
+    if not given:
         return 204, TEXT, b""
-    return 200, JSON, _dumps(task_json(nxt))
+    return 200, JSON, _dumps(task_json(given[0]))
+
+
+def _tasks_for_worker_in_pool(tasks: list) -> list:
+    """``executor.tasks_for_worker`` in a pool thread, its connection closed afterwards."""
+    try:
+        return executor.tasks_for_worker(tasks)
+    finally:
+        close_old_connections()
+
+
+# the secrets of polled tasks put in (only when a task references one): apps.metadata.secrets
+_for_worker_in_pool = sync_to_async(_tasks_for_worker_in_pool, thread_sensitive=False)
+_for_worker_in_caller = sync_to_async(executor.tasks_for_worker, thread_sensitive=True)
 
 
 def start_call(body: bytes) -> tuple[int, str, bytes]:
@@ -257,14 +279,16 @@ def _acting(principal, path: str, fn):
     when auth is off), and audited as Django's writes are (``apps.api.audit``)."""
     def call(*args):
         message = ""
+        audited = audit.is_audited("POST", path)
+        recording = audit.AuditedCall(principal, "POST", path, {}, route=lambda: path) if audited else nullcontext()
         try:
-            with history.acting(f"app:{principal.name}" if principal else "api"):
+            with history.acting(f"app:{principal.name}" if principal else "api"), recording:
                 answer = fn(*args)
         except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
             status, body = logged_body_for_exception(exc)
             answer, message = (status, JSON, _dumps(body)), str(body.get("message") or "")
-        if audit.is_audited("POST", path):
-            audit.record_api_write(principal, "POST", path, path, {}, answer[0], message)
+        if audited:
+            audit.record_api_write(recording, answer[0], message)
         return answer
     return call
 

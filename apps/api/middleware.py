@@ -109,13 +109,17 @@ class ApiAuthMiddleware:
                 return error_response(exc)
             # changes made by this call are attributed to the application in the history
             principal = request.api_principal
-            with history.acting(f"app:{principal.name}" if principal else "api"):
-                response = self.get_response(request)
-            from apps.api.audit import is_audited, record_api_write, route_of
+            from apps.api.audit import AuditedCall, is_audited, record_api_write, route_of
 
-            if is_audited(request.method, request.path):
-                record_api_write(principal, request.method, request.path, route_of(request),
-                                 dict(request.GET.lists()), response.status_code, _error_message(response))
+            acting = history.acting(f"app:{principal.name}" if principal else "api")
+            if not is_audited(request.method, request.path):
+                with acting:
+                    return self.get_response(request)
+            # the audit row goes into the transaction of the change it records
+            with acting, AuditedCall(principal, request.method, request.path, dict(request.GET.lists()),
+                                     route=lambda: route_of(request)) as call:
+                response = self.get_response(request)
+            record_api_write(call, response.status_code, _error_message(response))
             return response
         return self.get_response(request)
 

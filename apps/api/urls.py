@@ -103,3 +103,16 @@ urlpatterns += [
     path("admin/sweep/requeue/<str:workflow_id>", admin.RequeueSweepApi.as_view()),
     path("admin/consistency/verifyAndRepair/<str:workflow_id>", admin.VerifyAndRepairApi.as_view()),
 ]
+
+# --- environment and secrets stores (docs/secrets.md)
+from apps.api.views import secrets  # noqa: E402
+
+urlpatterns += [
+    path("environment", secrets.EnvironmentApi.as_view()),
+    path("environment/<str:key>", secrets.EnvironmentVariableApi.as_view()),
+    path("secrets", secrets.SecretsApi.as_view()),
+    path("secrets/v2", secrets.SecretsV2Api.as_view()),
+    path("secrets-v2", secrets.SecretsV2AliasApi.as_view()),
+    path("secrets/<str:key>", secrets.SecretApi.as_view()),
+    path("secrets/<str:key>/exists", secrets.SecretExistsApi.as_view()),
+]

@@ -43,7 +43,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import os
 from typing import Any
 
 from django.conf import settings
@@ -56,6 +55,7 @@ from apps.engine import event_queue, executor, params, store
 from apps.engine.evaluators import EvaluationError, evaluate, evaluate_js, truthy
 from apps.engine.models import EventExecution, EventMessage, TaskExecution
 from apps.engine.representation import event_execution_json
+from apps.metadata.environment import WorkflowEnvironment
 
 log = logging.getLogger(__name__)
 
@@ -452,7 +452,7 @@ class PayloadDocument(params.Document):
     __slots__ = ("payload",)
 
     def __init__(self, payload: Any):
-        super().__init__(None, os.environ)  # no workflow: every entry is read from the payload
+        super().__init__(None, WorkflowEnvironment(snapshot=False))  # no workflow: every entry is read from the payload
         self.payload = payload if isinstance(payload, dict) else {}
 
     def entry(self, head: str) -> Any:

@@ -15,7 +15,7 @@ resume, terminateWorkflow) and ``ExecutionService``.
 from __future__ import annotations
 
 import copy
-import os
+import dataclasses
 import random
 import json
 import logging
@@ -42,6 +42,8 @@ from apps.engine.task_types import get_type, set_variable
 from apps.metadata.models import TaskDef
 from apps.metadata.services import workflow_def_row, workflow_def_validate
 from apps.metadata.validation import iter_workflow_tasks, with_task_definitions
+from apps.metadata import secrets
+from apps.metadata.environment import WorkflowEnvironment
 
 log = logging.getLogger(__name__)
 
@@ -410,15 +412,15 @@ def new_decider(wf: WorkflowState, now: int, *, domains: bool = True,
                 evaluated: dict[str, evaluation.Evaluated] | None = None,
                 redispatch_evaluations: bool = False, speculative: bool = False) -> Decider:
     """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
-    (UUID v4) for new tasks, a fresh random source for retry jitter, the process
-    environment (``${workflow.env.X}``), ``settings.CONDUCTOR``, registered TaskDefs
-    and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
+    (UUID v4) for new tasks, a fresh random source for retry jitter, the environment
+    (``${workflow.env.X}``: ``WorkflowEnvironment``), ``settings.CONDUCTOR``, registered
+    TaskDefs and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
     (operator actions schedule with the list's last domain, as before); ``evaluated``
     the results computed outside the lock; ``redispatch_evaluations`` asks again for
     every evaluation still waiting (an explicit decide); ``speculative`` a decide whose
     state is thrown away (``Decider.speculative``)."""
     return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
-                   domain_selector=active_domain if domains else None, env=os.environ,
+                   domain_selector=active_domain if domains else None, env=WorkflowEnvironment(),
                    config=settings.CONDUCTOR, evaluated=evaluated, redispatch_evaluations=redispatch_evaluations,
                    speculative=speculative)
 
@@ -596,10 +598,11 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
                                                    "invalidValue": str(workflow_id)}])
         loaded = store.Loaded(wf)
         now = now_ms()
+        given = secrets.values_for_task_input(task.input_data)  # {} without a query, mostly
         logs = task_result.get("logs") or []
         if logs:
             TaskExecLog.objects.bulk_create([
-                TaskExecLog(task_id=task_id, log=str(entry.get("log", "")),
+                TaskExecLog(task_id=task_id, log=secrets.mask(str(entry.get("log", "")), given),
                             created_time=_normalise_log_time(entry.get("createdTime"), now))
                 for entry in logs[:MAX_LOGS_PER_UPDATE] if isinstance(entry, dict)])
         if task.status in TERMINAL_TASK or wf.terminal:
@@ -608,7 +611,7 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
             task.update_time = now
             store.save(loaded, DeciderOutcome(), workflow_changed=False, extra_task_ids={task_id})
             return task
-        _apply_result(task, task_result, now)
+        _apply_result(task, secrets.mask(task_result, given) if given else task_result, now)
         decide_and_save(loaded, now, touched={task_id})
         return task
 
@@ -684,8 +687,36 @@ def task_update_by_ref(*, workflow_id: str, task_ref_name: str, status: str, out
 
 
 def task_log_add(*, task_id: str, log_line: str) -> None:
-    """Append one line to a task's execution log (``POST /tasks/{taskId}/log``)."""
+    """Append one line to a task's execution log (``POST /tasks/{taskId}/log``), the
+    values of the secrets the task was given masked (``secrets.mask``)."""
+    stored_input = TaskExecution.objects.filter(pk=task_id).values_list("input_data", flat=True).first()
+    log_line = secrets.mask(log_line, secrets.values_for_task_input(stored_input))
     TaskExecLog.objects.create(task_id=task_id, log=log_line, created_time=now_ms())
+
+
+def tasks_for_worker(tasks: list[TaskState]) -> list[TaskState]:
+    """The tasks a poll (or update-v2) hands out, as the worker receives them: each
+    ``${workflow.secrets.NAME}`` of their inputData replaced by the secret's value in a
+    copy (the stored task keeps the expression; Conductor's ExecutionService.poll,
+    ``substituteSecrets``). A task naming a secret that does not exist is not handed out:
+    it is FAILED with ``Secret 'NAME' referenced by the task does not exist`` (its
+    TaskDef's retries apply). Tasks without references pass through, without a query."""
+    out = []
+    for task in tasks:
+        if not secrets.references(task.input_data):
+            out.append(task)
+            continue
+        try:
+            resolved, _values = secrets.resolve(task.input_data)
+        except secrets.MissingSecret as exc:
+            task_update(task_result={"workflowInstanceId": task.workflow_id, "taskId": task.task_id,
+                                     "status": "FAILED", "reasonForIncompletion": str(exc),
+                                     "workerId": task.worker_id})
+            continue
+        given = dataclasses.replace(task)
+        given.input_data = resolved
+        out.append(given)
+    return out
 
 
 # --- lifecycle ----------------------------------------------------------------------------
@@ -840,4 +871,4 @@ def workflow_variables_update(*, workflow_id: str, variables: dict, append_array
 # and from there to ``TaskType.apply_inline``, so neither imports this module.
 SERVICES = Services(workflow_start=workflow_start, workflow_terminate=workflow_terminate,
                     workflow_summary=store.workflow_summary, event_message_insert=event_queue.event_message_insert,
-                    env=os.environ)
+                    env=WorkflowEnvironment(snapshot=False))

@@ -7,7 +7,8 @@ runs this very code whatever the server's working directory; one line of JSON pe
 and per answer on stdin/stdout, compiled programs cached). A program that does not answer
 within ``time_limit`` seconds has its process killed and fails with a reason; the helper's
 address space is capped at ``MEMORY_LIMIT_BYTES``. Idle helpers are kept for the next
-evaluation (at most ``MAX_IDLE``); a process that forks (the django-q2 cluster) starts its
+evaluation (at most ``MAX_IDLE``); a helper starts with ``HELPER_ENVIRONMENT`` only, so
+``$ENV`` shows nothing of the server; a process that forks (the django-q2 cluster) starts its
 own helpers instead of sharing its parent's pipes.
 """
 from __future__ import annotations
@@ -28,6 +29,9 @@ DEFAULT_TIME_LIMIT_SECONDS = 5.0
 # for ``apps`` in the working directory first, so a server started elsewhere (another
 # checkout, a service manager's ``/``) would run another copy of this module, or none.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# The whole environment of a helper: jq's ``$ENV`` and ``env`` read the process's
+# variables, so a helper inherits none of the server's (SECRET_KEY, DATABASE_URL, ...).
+HELPER_ENVIRONMENT = {"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
 
 
 class JqError(Exception):
@@ -39,7 +43,7 @@ class _Helper:
     def __init__(self):
         self.proc = subprocess.Popen([sys.executable, "-m", "apps.engine.jq_sandbox"], cwd=PROJECT_ROOT,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     close_fds=True)
+                                     close_fds=True, env=HELPER_ENVIRONMENT)
         self.buffer = b""
 
     def ask(self, request: bytes, deadline: float) -> dict:

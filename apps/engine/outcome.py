@@ -68,7 +68,7 @@ class Services:
     * ``event_message_insert(*, message_id, event, payload, now) -> bool``: write a
       message on the internal event queue in the current transaction
       (``event_queue.event_message_insert``).
-    * ``env``: the environment ``${workflow.env.X}`` reads (``os.environ``).
+    * ``env``: what ``${workflow.env.X}`` and bare names read (``WorkflowEnvironment``).
     """
 
     workflow_start: Callable[..., str]

@@ -11,8 +11,11 @@ Rules mirrored (docs/conductor-notes.md §4.1):
 * A string that is exactly one ``${...}`` keeps the value's JSON type; references embedded
   in text are stringified the Java way (null -> ``null``, maps -> ``{a=1}``).
 * ``$${x}`` is an escape for the literal ``${x}``; ``${}`` is the empty string.
-* ``${CPEWF_TASK_ID}`` is the id of the task being scheduled; ``${workflow.env.X}`` and
-  other bare names are read from the environment the ``Document`` was given.
+* ``${CPEWF_TASK_ID}`` is the id of the task being scheduled; ``${workflow.env.X}``
+  (``${workflow.env.X.json.path}`` into a JSON value) and other bare names are read from
+  the environment the ``Document`` was given (``apps.metadata.environment.WorkflowEnvironment``:
+  its ``get`` and ``system_parameter``; a plain mapping serves both). ``${workflow.secrets.X}``
+  is left literal: it is resolved only where it is used (apps.metadata.secrets).
 """
 from __future__ import annotations
 
@@ -279,8 +282,8 @@ def _workflow_entry(wf: WorkflowState) -> dict:
 
 class Document:
     """The lazily built resolution document of one workflow (``workflow`` + task refs).
-    ``env`` is the environment that ``${workflow.env.X}`` and bare upper-case names read
-    (the caller passes ``os.environ``; none by default: this module reads no process state)."""
+    ``env`` is what ``${workflow.env.X}`` and bare names read (module doc; the engine
+    passes a ``WorkflowEnvironment``; none by default: this module reads no process state)."""
 
     __slots__ = ("wf", "env", "blueprint", "_cache", "_refs", "_loops")
 
@@ -394,19 +397,34 @@ def _resolve_expression(expr: str, doc: Document, task_id: str | None) -> Any:
     m = _HEAD.match(expr)
     head = m.group(1).strip() if m else expr
     if head == "workflow" and expr.startswith("workflow.env."):
-        return doc.env.get(expr[len("workflow.env."):])
+        return env_variable(doc.env, expr[len("workflow.env."):])
     if head == "workflow" and expr.startswith("workflow.secrets."):
         return "${" + expr + "}"  # left literal, as Conductor stores it
     entry = doc.entry(head)
     if doc.lean_loop(head) and not _lean_enough(expr, head, entry["output"]):
         entry = doc.whole_entry(head)
     if entry is _NOT_FOUND:
-        if head == expr and head in doc.env:
-            return doc.env[head]
+        if head == expr:
+            reader = getattr(doc.env, "system_parameter", None)
+            return reader(head) if reader is not None else doc.env.get(head)
         return None
     if head == expr:
         return entry
     return evaluate_path(expr, {head: entry})
+
+
+def env_variable(env, ref: str) -> Any:
+    """``${workflow.env.<ref>}``: the variable named by ``ref`` up to its first dot, and
+    the JSON path after it read from its value parsed as JSON (None when the value is not
+    JSON), as Conductor's ParametersUtils.resolveWithOptionalJsonPath."""
+    name, dot, path = ref.partition(".")
+    value = env.get(name)
+    if not dot or value is None:
+        return value
+    try:
+        return evaluate_path(path, json.loads(value))
+    except ValueError:
+        return None
 
 
 def java_string(value: Any) -> str:

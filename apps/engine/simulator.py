@@ -16,7 +16,6 @@ Source: Conductor's WorkflowTestRequest / TaskMock (docs/conductor-notes.md §2.
 from __future__ import annotations
 
 import copy
-import os
 import random
 
 from django.conf import settings
@@ -35,6 +34,7 @@ from apps.engine.state import WorkflowState
 from apps.engine.status import ACTIVE_WORKFLOW
 from apps.engine.task_types import get_type
 from apps.engine.task_types.ai import AI_TASK_TYPES
+from apps.metadata.environment import WorkflowEnvironment
 
 MAX_STEPS = 10_000
 EXTERNAL_TYPES = ("HTTP", "HUMAN", "SUB_WORKFLOW", "WAIT", "EVENT", *AI_TASK_TYPES)
@@ -196,7 +196,7 @@ def _decide(wf: WorkflowState, now: int) -> None:
     from apps.engine.executor import task_def_lookup
 
     decide_in_memory(lambda evaluated: decide(wf, now_ms=now, new_id=new_id, rng=random.Random(),
-                                              task_def_lookup=task_def_lookup, env=os.environ,
+                                              task_def_lookup=task_def_lookup, env=WorkflowEnvironment(),
                                               config=settings.CONDUCTOR, evaluated=evaluated))
 
 

@@ -86,3 +86,39 @@ class EventHandler(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.event})"
+
+
+
+class NamedEntry(models.Model):
+    """Base of the stores' rows, one per name (a key of ``[a-zA-Z0-9_-]+``). Times are epoch ms."""
+
+    name = models.CharField(max_length=255, primary_key=True)
+    create_time = models.BigIntegerField()
+    update_time = models.BigIntegerField()
+
+    class Meta:
+        abstract = True
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EnvironmentVariable(NamedEntry):
+    """One entry of the environment store that ``${workflow.env.NAME}`` reads (Conductor's
+    EnvironmentDAO; ``GET/PUT/DELETE /api/environment[/{key}]``)."""
+
+    value = models.TextField()
+
+    class Meta(NamedEntry.Meta):
+        db_table = "metadata_environment_variable"
+
+
+class Secret(NamedEntry):
+    """One secret of the secrets store (``/api/secrets``), its value encrypted at rest:
+    ``token`` is a Fernet token of the UTF-8 value (apps.metadata.secrets)."""
+
+    token = models.TextField()
+
+    class Meta(NamedEntry.Meta):
+        db_table = "metadata_secret"

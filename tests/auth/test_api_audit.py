@@ -106,3 +106,34 @@ def test_api_rows_show_on_the_audit_page(client):
     client.force_login(make_user("audit_viewer", "view_executions"))
     page = client.get("/audit/").content.decode()
     assert "api:POST /api/metadata/taskdefs" in page and "anonymous" in page
+
+
+def test_an_audit_row_commits_in_its_change_s_transaction(auth_on, transactional_db, monkeypatch):
+    """The process dies right after a write was answered (the step after the answer never
+    runs): the change and its audit row were committed together, through Django and the
+    ASGI fast path alike; a refused write, which changed nothing, is recorded after."""
+    from apps.api import audit
+    from apps.metadata.models import TaskDef
+
+    admin_key = make_key("admin", unique("durable_admin"))
+    admin = TokenApi(token_for(*admin_key))
+    name = unique("durable")
+    with monkeypatch.context() as crash:
+        crash.setattr(audit, "record_api_write", lambda *args, **kwargs: None)
+        admin.register_task_defs(task_def(name))
+        admin.register_workflow(workflow_def(name, [simple_task(name, "a")]))
+        status, out = asgi_request("POST", "/api/workflow", {"name": name},
+                                   headers=[(b"x-authorization", admin.token.encode())])
+    assert status == 200, out
+    assert TaskDef.objects.filter(pk=name).exists()
+    rows = _rows(username__startswith="app:durable_admin")
+    assert [(r.action, r.ok, r.message) for r in rows] == [
+        ("api:POST /api/metadata/taskdefs", True, "200"), ("api:POST /api/metadata/workflow", True, "200"),
+        ("api:POST /api/workflow", True, "200")]
+    assert rows[0].params["keyId"] == admin_key[0]
+
+    auth_on_again = TokenApi(token_for(*make_key("admin", unique("durable_admin2"))))
+    refused = auth_on_again.post("/metadata/workflow", {"name": ""})
+    assert refused.status_code == 400
+    (row,) = _rows(username__startswith="app:durable_admin2", action="api:POST /api/metadata/workflow")
+    assert not row.ok and row.message.startswith("400")

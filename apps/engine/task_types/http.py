@@ -5,7 +5,9 @@ Input: ``http_request`` map or the same keys at top level: ``uri``, ``method``,
 ``readTimeOut`` (ms). Output ``response: {body, headers, statusCode, reasonPhrase}``
 (body parsed as JSON when it is JSON). 2xx -> COMPLETED (IN_PROGRESS with
 ``asyncComplete``); other statuses or a connection error -> FAILED with a reason naming
-the status. Source: Conductor HttpTask (docs/conductor-notes.md §5; case 29).
+the status. ``${workflow.secrets.NAME}`` anywhere in the input is resolved only for the
+call, and masked in what is stored (docs/secrets.md). Source: Conductor HttpTask
+(docs/conductor-notes.md §5; case 29).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import httpx
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType, async_complete
+from apps.metadata import secrets
 
 DEFAULT_TIMEOUT_MS = 3000  # connectionTimeOut / readTimeOut when the request gives none
 
@@ -66,9 +69,20 @@ class Http(TaskType):
         return last + min(at_most, max(at_least, (last - task.scheduled_time) // 2))
 
     def run_async(self, task: TaskState) -> dict:
-        request = task.input_data.get("http_request")
+        """Send the request outside any lock. ``${workflow.secrets.NAME}`` in the request
+        (uri, headers, body...) is put in only here; the result (response, reason) has
+        those values masked (``***``) before it is stored."""
+        try:
+            request_input, given = secrets.resolve(task.input_data)
+        except secrets.MissingSecret as exc:
+            return {"status": "FAILED", "reasonForIncompletion": str(exc)}
+        result = self._call(task, request_input)
+        return secrets.mask(result, given) if given else result
+
+    def _call(self, task: TaskState, input_data: dict) -> dict:
+        request = input_data.get("http_request")
         if not isinstance(request, dict):
-            request = task.input_data
+            request = input_data
         uri = request.get("uri")
         method = request.get("method")
         if not uri:

@@ -1,0 +1,245 @@
+"""The secrets store (``/api/secrets``) and ``${workflow.secrets.NAME}``.
+
+* Values are encrypted at rest with Fernet (``cryptography``): ``settings.SECRETS_KEYS``
+  (``CONDUCTOR_SECRETS_KEYS``, comma-separated; the first encrypts, all decrypt, a
+  ``MultiFernet``), generated once into ``VAR_DIR/secrets_key`` when unset.
+  ``secret_rotate`` re-encrypts every row with the first key.
+* ``${workflow.secrets.NAME}`` (optionally ``${workflow.secrets.NAME.json.path}`` into a
+  JSON value) is left literal when a task is scheduled, so stored executions keep the
+  expression (Conductor's ParametersUtils defers it the same way). ``resolve`` puts the
+  values in only where they are used: the inputData a worker receives when it polls
+  (Conductor's ExecutionService.poll, ``substituteSecrets``) and the request an HTTP task
+  sends. A name with no secret raises ``MissingSecret`` naming it.
+* ``mask`` replaces each value of the secrets a task was given with ``***`` in what the
+  task sends back (a worker's output, reason and logs; an HTTP response), before it is
+  stored: nothing stored, hence nothing shown (API, UI, listeners, audit log), holds it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+from django.db import transaction
+
+from apps.core.clock import now_ms
+from apps.engine.params import evaluate_path
+from apps.metadata.models import Secret
+
+MASK = "***"
+# Conductor's SecretsService.ALLOWED_SECRET_NAME_PATTERN (SecretController.KEY_PATTERN)
+NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]+\Z")
+MARKER = "${workflow.secrets."
+_REFERENCE = re.compile(r"\$\{workflow\.secrets\.([a-zA-Z0-9_-]+)((?:\.[^}]*)?)\}")
+MAX_VALUE_CHARS = 65535
+
+
+class MissingSecret(Exception):
+    """A ``${workflow.secrets.NAME}`` names no stored secret; ``name`` is that name."""
+
+    def __init__(self, name: str):
+        super().__init__(f"Secret '{name}' referenced by the task does not exist")
+        self.name = name
+
+
+@lru_cache(maxsize=4)
+def _fernet_for(keys: tuple[str, ...]) -> MultiFernet:
+    return MultiFernet([Fernet(k.encode()) for k in keys])
+
+
+def fernet() -> MultiFernet:
+    """The MultiFernet of ``settings.SECRETS_KEYS``. Raises ValueError for a key that is
+    not 32 url-safe base64-encoded bytes."""
+    return _fernet_for(tuple(settings.SECRETS_KEYS))
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` is a secret name Conductor accepts (``[a-zA-Z0-9_-]+``, at most 255)."""
+    return bool(name) and len(name) <= 255 and NAME_PATTERN.match(name) is not None
+
+
+def secret_put(*, name: str, value: str) -> None:
+    """Create or replace the secret ``name`` (``PUT /api/secrets/{key}``), encrypted."""
+    token = fernet().encrypt(value.encode()).decode()
+    now = now_ms()
+    with transaction.atomic():
+        if not Secret.objects.filter(pk=name).update(token=token, update_time=now):
+            Secret.objects.create(name=name, token=token, create_time=now, update_time=now)
+
+
+def _decrypt(token: str) -> str:
+    try:
+        return fernet().decrypt(token.encode()).decode()
+    except InvalidToken as exc:  # a key dropped from CONDUCTOR_SECRETS_KEYS too early
+        raise RuntimeError("A stored secret cannot be decrypted with CONDUCTOR_SECRETS_KEYS") from exc
+
+
+def secret_get(name: str) -> str | None:
+    """The decrypted value of ``name``, or None when there is no such secret."""
+    token = Secret.objects.filter(pk=name).values_list("token", flat=True).first()
+    return None if token is None else _decrypt(token)
+
+
+def secret_values(names) -> dict[str, str]:
+    """``{name: value}`` of those of ``names`` that exist (one query)."""
+    names = set(names)
+    if not names:
+        return {}
+    return {n: _decrypt(t) for n, t in Secret.objects.filter(pk__in=names).values_list("name", "token")}
+
+
+def secret_delete(*, name: str) -> bool:
+    """Remove the secret ``name``; whether there was one."""
+    deleted, _ = Secret.objects.filter(pk=name).delete()
+    return deleted > 0
+
+
+def secret_exists(name: str) -> bool:
+    """Whether a secret ``name`` is stored."""
+    return Secret.objects.filter(pk=name).exists()
+
+
+def secret_names() -> list[str]:
+    """Every secret's name, sorted."""
+    return list(Secret.objects.order_by("name").values_list("name", flat=True))
+
+
+def secret_metadata() -> list[dict]:
+    """``GET /api/secrets/v2``: ``[{"name", "createTime", "updateTime"}]`` (epoch ms; no
+    part of any value: Conductor's CredentialMeta.partial is left out)."""
+    return [{"name": n, "createTime": c, "updateTime": u}
+            for n, c, u in Secret.objects.order_by("name").values_list("name", "create_time", "update_time")]
+
+
+def secret_rotate() -> int:
+    """Re-encrypt every secret with the first key of ``SECRETS_KEYS``; the number of rows."""
+    f = fernet()
+    count = 0
+    with transaction.atomic():
+        for name, token in Secret.objects.select_for_update().values_list("name", "token"):
+            Secret.objects.filter(pk=name).update(token=f.rotate(token.encode()).decode())
+            count += 1
+    return count
+
+
+# --- references -------------------------------------------------------------------------------
+
+def references(value: Any) -> bool:
+    """Whether a JSON value holds a ``${workflow.secrets.`` reference anywhere (cheap: a
+    substring test per string; no database)."""
+    if isinstance(value, str):
+        return MARKER in value
+    if isinstance(value, dict):
+        return any(references(v) for v in value.values())
+    if isinstance(value, list):
+        return any(references(v) for v in value)
+    return False
+
+
+def referenced_names(value: Any, found: set[str] | None = None) -> set[str]:
+    """The secret names referenced in a JSON value."""
+    found = set() if found is None else found
+    if isinstance(value, str):
+        if MARKER in value:
+            found.update(m.group(1) for m in _REFERENCE.finditer(value))
+    elif isinstance(value, dict):
+        for v in value.values():
+            referenced_names(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            referenced_names(v, found)
+    return found
+
+
+class _Substitution:
+    """One resolution: the stored values, and the texts put in (whole values and what a
+    JSON path picked out of them), which are what the result is masked with."""
+
+    def __init__(self, values: dict[str, str], missing_ok: bool):
+        self.values = values
+        self.missing_ok = missing_ok
+        self.used: dict[str, str] = {}
+
+    def lookup(self, name: str, path: str) -> Any:
+        if name not in self.values:
+            if self.missing_ok:
+                return None
+            raise MissingSecret(name)
+        value = self.values[name]
+        self.used[name] = value
+        if not path:
+            return value
+        try:
+            picked = evaluate_path(path[1:], json.loads(value))
+        except ValueError:
+            return None
+        if picked is not None:
+            self.used[name + path] = picked if isinstance(picked, str) else json.dumps(picked)
+        return picked
+
+    def text(self, m: re.Match) -> str:
+        found = self.lookup(m.group(1), m.group(2))
+        return "" if found is None else found if isinstance(found, str) else json.dumps(found)
+
+    def apply(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if MARKER not in value:
+                return value
+            whole = _REFERENCE.fullmatch(value)
+            if whole:
+                return self.lookup(whole.group(1), whole.group(2))
+            return _REFERENCE.sub(self.text, value)
+        if isinstance(value, dict):
+            return {k: self.apply(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.apply(v) for v in value]
+        return value
+
+
+def resolve(value: Any, *, missing_ok: bool = False) -> tuple[Any, dict[str, str]]:
+    """``(value with every ${workflow.secrets.NAME[.path]} replaced, {reference: text put in})``.
+    A string that is one whole reference takes the secret's value (or what its JSON path
+    selects); references inside text are replaced by their text. The second item maps each
+    name (and ``name.path``) used to the text it gave: what to ``mask`` a result with.
+    The input is not modified; a value without references is returned as it is, without a
+    query. Raises MissingSecret for the first name with no stored secret (``missing_ok``:
+    it resolves to null instead)."""
+    if not references(value):
+        return value, {}
+    substitution = _Substitution(secret_values(referenced_names(value)), missing_ok)
+    return substitution.apply(value), substitution.used
+
+
+def mask(value: Any, secrets: dict[str, str] | list[str]) -> Any:
+    """``value`` with every occurrence of each secret value (longest first) replaced by
+    ``***`` in its strings and keys; the input is not modified."""
+    texts = sorted({s for s in (secrets.values() if isinstance(secrets, dict) else secrets)
+                    if isinstance(s, str) and s}, key=len, reverse=True)
+    if not texts:
+        return value
+    return _mask(value, texts)
+
+
+def _mask(value: Any, texts: list[str]) -> Any:
+    if isinstance(value, str):
+        for t in texts:
+            if t in value:
+                value = value.replace(t, MASK)
+        return value
+    if isinstance(value, dict):
+        return {_mask(k, texts): _mask(v, texts) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v, texts) for v in value]
+    return value
+
+
+def values_for_task_input(input_data: Any) -> dict[str, str]:
+    """The secret texts a task with this (stored) inputData is given when it runs
+    (``resolve``'s second item): what its output must be masked with. Empty, without a
+    query, when it references none."""
+    if not references(input_data):
+        return {}
+    return resolve(input_data, missing_ok=True)[1]
