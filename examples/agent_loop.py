@@ -38,6 +38,11 @@ from conductor.client.workflow.conductor_workflow import ConductorWorkflow
 from conductor.client.workflow.executor.workflow_executor import WorkflowExecutor
 from conductor.client.workflow.task.do_while_task import DoWhileTask
 
+try:  # imported from the repository root (the tests), or run as python examples/<name>.py
+    from examples.registration import register_unless_present
+except ImportError:
+    from registration import register_unless_present
+
 WORKFLOW_NAME = "agent_loop"
 WORKFLOW_VERSION = 1
 MAX_ITERATIONS = 10
@@ -119,7 +124,7 @@ def agent_loop_workflow(executor: WorkflowExecutor, register: bool = True) -> Co
         "iterations": loop.output("iteration"),
     })
     if register:
-        workflow.register(overwrite=True)
+        register_unless_present(executor, workflow)
     return workflow
 
 

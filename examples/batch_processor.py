@@ -23,6 +23,11 @@ from conductor.client.workflow.conductor_workflow import ConductorWorkflow
 from conductor.client.workflow.executor.workflow_executor import WorkflowExecutor
 from conductor.client.workflow.task.sub_workflow_task import SubWorkflowTask
 
+try:  # imported from the repository root (the tests), or run as python examples/<name>.py
+    from examples.registration import register_unless_present
+except ImportError:
+    from registration import register_unless_present
+
 CHILD_NAME = "process_single_item"
 PARENT_NAME = "batch_processor"
 TERMINAL_STATUSES = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
@@ -69,7 +74,7 @@ def process_single_item_workflow(executor: WorkflowExecutor, register: bool = Tr
     child >> validate >> transform
     child.output_parameters({"result": transform.output("transformed")})
     if register:
-        child.register(overwrite=True)
+        register_unless_present(executor, child)
     return child
 
 
@@ -98,7 +103,7 @@ def batch_processor_workflow(executor: WorkflowExecutor, register: bool = True) 
         "grand_total": aggregate.output("grand_total"),
     })
     if register:
-        parent.register(overwrite=True)
+        register_unless_present(executor, parent)
     return parent
 
 

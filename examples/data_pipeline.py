@@ -51,6 +51,11 @@ from conductor.client.workflow.task.http_task import HttpTask
 from conductor.client.workflow.task.json_jq_task import JsonJQTask
 from conductor.client.workflow.task.wait_task import WaitTask
 
+try:  # imported from the repository root (the tests), or run as python examples/<name>.py
+    from examples.registration import register_unless_present
+except ImportError:
+    from registration import register_unless_present
+
 WORKFLOW_NAME = "data_pipeline"
 WORKFLOW_VERSION = 1
 JQ_SCRIPT = ".records.records | map({id: .id, value: .metrics.total})"
@@ -122,7 +127,7 @@ def data_pipeline_workflow(executor: WorkflowExecutor, register: bool = True) ->
     workflow >> fetch >> transform >> enrich >> cooldown >> store
     workflow.output_parameters({"stored": store.output("count")})
     if register:
-        workflow.register(overwrite=True)
+        register_unless_present(executor, workflow)
     return workflow
 
 

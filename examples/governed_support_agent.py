@@ -14,7 +14,8 @@ The AI tasks run inside the server; only these two are workers:
     export CONDUCTOR_SERVER_URL=http://127.0.0.1:8080/api
     python examples/governed_support_agent.py   # runs the workers until Ctrl-C
 
-See the README section "AI and agent tasks" for the provider and MCP settings.
+See docs/ai.md for the provider and MCP settings; ``examples/agent_demo.py`` runs the
+whole agent with a demo MCP shop and a stub planner, no keys needed.
 
 No ``from __future__ import annotations`` here: the SDK maps task input to worker
 arguments by their annotations and needs real types, not strings.

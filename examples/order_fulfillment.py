@@ -31,6 +31,11 @@ from conductor.client.worker.worker_task import worker_task
 from conductor.client.workflow.conductor_workflow import ConductorWorkflow
 from conductor.client.workflow.executor.workflow_executor import WorkflowExecutor
 
+try:  # imported from the repository root (the tests), or run as python examples/<name>.py
+    from examples.registration import register_unless_present
+except ImportError:
+    from registration import register_unless_present
+
 WORKFLOW_NAME = "order_fulfillment"
 WORKFLOW_VERSION = 1
 TERMINAL_STATUSES = ("COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
@@ -76,19 +81,6 @@ def order_fulfillment_workflow(executor: WorkflowExecutor, register: bool = True
     if register:
         register_unless_present(executor, workflow)
     return workflow
-
-
-def register_unless_present(executor: WorkflowExecutor, workflow: ConductorWorkflow) -> bool:
-    """Register ``workflow`` (an admin key's call) unless its name and version exist
-    (a read any key may make); True when it was registered."""
-    try:
-        executor.metadata_client.get(workflow.name, version=workflow.version)
-        return False
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    workflow.register(overwrite=False)
-    return True
 
 
 def wait_for_completion(executor: WorkflowExecutor, workflow_id: str, timeout_seconds: float = 60):

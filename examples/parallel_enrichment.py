@@ -25,6 +25,11 @@ from conductor.client.workflow.executor.workflow_executor import WorkflowExecuto
 from conductor.client.workflow.task.fork_task import ForkTask
 from conductor.client.workflow.task.join_task import JoinTask
 
+try:  # imported from the repository root (the tests), or run as python examples/<name>.py
+    from examples.registration import register_unless_present
+except ImportError:
+    from registration import register_unless_present
+
 WORKFLOW_NAME = "parallel_enrichment"
 WORKFLOW_VERSION = 1
 MIN_CREDIT_SCORE = 650
@@ -103,7 +108,7 @@ def parallel_enrichment_workflow(executor: WorkflowExecutor, register: bool = Tr
     workflow >> fork >> join >> decide
     workflow.output_parameters({"decision": decide.output("result")})
     if register:
-        workflow.register(overwrite=True)
+        register_unless_present(executor, workflow)
     return workflow
 
 

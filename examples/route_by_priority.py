@@ -28,6 +28,11 @@ from conductor.client.workflow.conductor_workflow import ConductorWorkflow
 from conductor.client.workflow.executor.workflow_executor import WorkflowExecutor
 from conductor.client.workflow.task.switch_task import SwitchTask
 
+try:  # imported from the repository root (the tests), or run as python examples/<name>.py
+    from examples.registration import register_unless_present
+except ImportError:
+    from registration import register_unless_present
+
 WORKFLOW_NAME = "route_by_priority"
 WORKFLOW_VERSION = 1
 
@@ -69,7 +74,7 @@ def add_to_backlog(ticket_id: str) -> dict:
 
 
 def route_by_priority_workflow(executor: WorkflowExecutor, register: bool = True) -> ConductorWorkflow:
-    """Build ``route_by_priority`` v1 (classify >> switch) and register it (overwrite)."""
+    """Build ``route_by_priority`` v1 (classify >> switch) and register it unless present."""
     workflow = ConductorWorkflow(name=WORKFLOW_NAME, version=WORKFLOW_VERSION, executor=executor)
 
     classify = classify_ticket(
@@ -93,7 +98,7 @@ def route_by_priority_workflow(executor: WorkflowExecutor, register: bool = True
     workflow >> classify >> switch
     workflow.output_parameters({"priority": classify.output("priority")})
     if register:
-        workflow.register(overwrite=True)
+        register_unless_present(executor, workflow)
     return workflow
 
 

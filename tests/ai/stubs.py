@@ -26,6 +26,7 @@ import re
 import time
 import uuid
 
+from examples.agent_demo import text_result  # noqa: F401 - the tests' MCP results, as the demo's
 from tests.support.http_stub import HttpStub, Reply, StubRequest
 
 DIMENSIONS = 16
@@ -177,9 +178,3 @@ class MCPStub(_Server):
                 return self._answer(request_id, error={"code": -32602, "message": f"Unknown tool: {name}"})
             return self._answer(request_id, self.tools[name][2](args))
         return self._answer(request_id, error={"code": -32601, "message": f"Method not found: {method}"})
-
-
-def text_result(value, is_error: bool = False) -> dict:
-    """An MCP CallToolResult with one text item (JSON-encoded unless a string)."""
-    text = value if isinstance(value, str) else json.dumps(value)
-    return {"content": [{"type": "text", "text": text}], "isError": is_error}

@@ -381,3 +381,41 @@ def test_a_server_that_wants_a_key_gets_told_which_variables_to_set(monkeypatch,
     err = capsys.readouterr().err
     assert "set CONDUCTOR_AUTH_KEY and CONDUCTOR_AUTH_SECRET" in err and "create_access_key" in err
     assert "Missing X-Authorization header" in err
+
+
+def _drill_commands() -> list[str]:
+    """The ``conductor`` lines of docs/production-path.md's recovery drill, in order."""
+    text = (ROOT / "docs" / "production-path.md").read_text()
+    block = text[text.index("A recovery drill"):]
+    block = block[block.index("```sh\n") + 6:block.index("\n```", block.index("```sh\n"))]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if "conductor " in line]
+
+
+def test_the_documented_recovery_drill_runs_as_written(cli, tmp_path):
+    """Each ``conductor`` command of the drill, on ``order_saga`` as ``make run`` loads it,
+    exits 0; the failure fails the run and the retry plus the completion complete it."""
+    import shlex
+
+    bundle = json.loads((ROOT / "examples" / "definitions" / "order_saga.json").read_text())
+    (tmp_path / "defs.json").write_text(json.dumps(bundle["taskDefs"]))
+    (tmp_path / "wfs.json").write_text(json.dumps(bundle["workflowDefs"]))
+    cli.ok("taskDef", "create", str(tmp_path / "defs.json"))
+    cli.ok("workflow", "create", str(tmp_path / "wfs.json"), "--force")
+    commands = _drill_commands()
+    assert len(commands) >= 12 and commands[0].startswith("wid=$(.venv/bin/conductor workflow start -w order_saga")
+    wid = None
+    for command in commands:
+        if command.startswith("wid=$("):
+            wid = cli.ok(*shlex.split(command[len("wid=$("):-1])[1:]).strip()
+            continue
+        args = shlex.split(command.replace("$wid", wid))[1:]
+        if "<taskId>" in args:
+            args[args.index("<taskId>")] = cli.json("task", "list", "-w", wid, "--json")[0]["taskId"]
+        cli.ok(*args)
+        status = cli.json("workflow", "status", wid)["status"] if args[0] != "taskDef" else None
+        if args[:2] == ["task", "fail"]:
+            assert status == "FAILED", command
+        if args[:2] == ["task", "complete"] and args[3] == "confirm":
+            assert status == "COMPLETED", command
+    assert status is None and wid
+    assert cli.json("workflow", "status", wid)["status"] == "RUNNING"  # the restarted run
