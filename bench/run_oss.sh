@@ -33,7 +33,8 @@ one() {  # one STORE [DATABASE_URL]: start, benchmark, idle, stop
     local store=$1 db_url=${2:-} url pid
     echo "# conductor-oss $(scripts/conductor_oss.sh version), $store: starting"
     if ! url=$(scripts/conductor_oss.sh start "$WORK/$store" $db_url); then
-        echo "# FAILED: Conductor OSS did not start on $store (see above)"
+        echo "# FAILED: Conductor OSS did not start on $store (see above; log: $OUT/oss-$store-server.log)"
+        tail -n 300 "$WORK/$store/server.log" >"$OUT/oss-$store-server.log" 2>/dev/null || true
         return 0
     fi
     pid=$(cat "$WORK/$store/pid")
@@ -44,6 +45,7 @@ one() {  # one STORE [DATABASE_URL]: start, benchmark, idle, stop
         --timeout-ms 100 --seconds "$IDLE_S" --json-out "$OUT/oss-idle.jsonl" >/dev/null \
         || echo "# FAILED: conductor-oss $store idle"
     scripts/conductor_oss.sh stop "$WORK/$store"
+    tail -n 300 "$WORK/$store/server.log" >"$OUT/oss-$store-server.log" 2>/dev/null || true
 }
 
 # Its PostgreSQL store on a fresh database of the same cluster (Flyway creates its schema).

@@ -24,8 +24,9 @@ set -euo pipefail
 CONDUCTOR_OSS_VERSION=3.32.3
 CACHE=${CONDUCTOR_OSS_CACHE:-$HOME/.cache/conductor-web}/conductor-oss
 JAR=$CACHE/conductor-server-$CONDUCTOR_OSS_VERSION-boot.jar
-# Seconds to wait for GET /health (a cold start takes 40-100 s on a loaded 2-core machine).
-START_TIMEOUT=${CONDUCTOR_OSS_START_TIMEOUT:-240}
+# Seconds to wait for GET /health: a cold start took 95-130 s on SQLite and over 240 s on
+# PostgreSQL (Flyway creates its schema) on the 2-core machine at a load average of 12-20.
+START_TIMEOUT=${CONDUCTOR_OSS_START_TIMEOUT:-600}
 STOP_TIMEOUT=20
 # The JVM's heap; the default (a quarter of the RAM) is more than a peer on a shared machine needs.
 HEAP=${CONDUCTOR_OSS_HEAP:-1g}

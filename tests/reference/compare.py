@@ -174,13 +174,14 @@ def _brief(task: Any) -> Any:
 
 def documented_patterns(doc: Path) -> list[tuple[str, str]]:
     """``[(pattern, why)]`` from the table of docs/differences.md: the first cell of each
-    row is a backquoted glob over ``<scenario> <field path>``, the last cell the reason."""
+    row holds one or more backquoted globs over ``<scenario> <field path>``, the last cell
+    the reason."""
     out = []
     for line in doc.read_text().splitlines():
         if not line.startswith("| `"):
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        out.append((cells[0].strip("`"), cells[-1]))
+        out += [(pattern, cells[-1]) for pattern in re.findall(r"`([^`]+)`", cells[0])]
     return out
 
 

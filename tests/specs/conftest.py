@@ -123,7 +123,7 @@ REFERENCE_URL_VARIABLE = "CONDUCTOR_REFERENCE_URL"
 
 
 @pytest.fixture
-def conductor(request, monkeypatch) -> SpecDriver:
+def conductor(request, transactional_db, monkeypatch) -> SpecDriver:
     remote_url = os.environ.get(REFERENCE_URL_VARIABLE)
     if remote_url:
         from tests.reference.remote import RemoteSpecDriver
@@ -131,7 +131,6 @@ def conductor(request, monkeypatch) -> SpecDriver:
         driver = RemoteSpecDriver(remote_url)
         request.addfinalizer(driver.cleanup)
         return driver
-    request.getfixturevalue("transactional_db")
     clock = FakeClock().install(monkeypatch)
     jobs: list = []
     install_job_capture(monkeypatch, jobs)
