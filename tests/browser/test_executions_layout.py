@@ -2,7 +2,8 @@
 px the page and the table need no horizontal scroll, workflow ids are shortened to one
 line with a copy button that copies the whole id; at 390 px the page still needs no
 horizontal scroll, the nav is on screen, rows become labelled cards; at both widths the
-filters (a searchable picker of workflow names, status chips) narrow the search."""
+filters (a searchable picker of workflow names, status chips) narrow the search. And a 404
+page keeps the signed-in admin's nav."""
 from __future__ import annotations
 
 import re
@@ -117,5 +118,18 @@ def test_the_list_works_on_a_phone(chromium, ui_server, runs):
         search_with_the_filters(page, runs)
         assert page.evaluate(NO_PAGE_SCROLL)
         assert errors == []
+    finally:
+        context.close()
+
+
+def test_a_404_in_the_browser_keeps_the_admin_nav(chromium, ui_server):
+    context, page = open_page(chromium, ui_server, 1280)
+    try:
+        resp = page.goto(f"{ui_server.base}/nope")
+        assert resp.status == 404 and resp.headers["content-type"].startswith("text/html")
+        nav = page.inner_text("header.topbar")
+        assert "Start a workflow" in nav and "Admin" in nav and "read-only" not in nav
+        assert page.inner_text("#error-page").count("There is no page at /nope.") == 1
+        assert "Resolver404" not in page.content()
     finally:
         context.close()
