@@ -14,7 +14,8 @@ workflow and runs, one call at a time in one thread, n times each:
 
 and prints, per path: wall ms per call (p50/mean), SQL statements per call, ms spent in
 the database driver per call (measured around each statement with
-``connection.execute_wrapper``, and around each COMMIT), and the statements of one call. The difference between
+``connection.execute_wrapper``, and around each COMMIT), and the statements of one call, and the CPU ms of this process per call (``time.process_time``:
+less noisy than wall time on a loaded machine; the database server's CPU is not in it). The difference between
 wall and SQL time is Python (ORM, decider, JSON). With ``--pyinstrument`` the whole loop is
 profiled into an HTML call tree (pyinstrument from a separate venv, added to sys.path with
 ``--tools-site``).
@@ -96,17 +97,18 @@ def run(a) -> None:
     wrapper_cls._commit = timed_commit
 
     def measure(name: str, fn, n: int):
-        walls, sqls, counts = [], [], []
+        walls, cpus, sqls, counts = [], [], [], []
         sample: list[tuple[str, float]] = []
         for _ in range(n):
             timer.records.clear()
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             fn()
             walls.append((time.perf_counter() - t) * 1000)
+            cpus.append((time.process_time() - c) * 1000)
             sqls.append(sum(s for _, s in timer.records) * 1000)
             counts.append(len(timer.records))
             sample = list(timer.records)
-        results[name] = {"wall": walls, "sql": sqls, "count": counts, "sample": sample}
+        results[name] = {"wall": walls, "cpu": cpus, "sql": sqls, "count": counts, "sample": sample}
 
     profiler = None
     if a.pyinstrument:
@@ -152,11 +154,12 @@ def run(a) -> None:
             profiler.stop()
 
     print(f"# {connection.vendor}, n={a.n} per path, one thread, no HTTP (ms per call)")
-    print(f"{'path':<20}{'wall p50':>10}{'wall mean':>11}{'sql/call':>10}{'sql ms':>9}{'python ms':>11}")
+    print(f"{'path':<20}{'wall p50':>10}{'wall mean':>11}{'cpu mean':>10}{'sql/call':>10}{'sql ms':>9}{'python ms':>11}")
     for name, r in results.items():
         wall = statistics.mean(r["wall"])
         sql = statistics.mean(r["sql"])
-        print(f"{name:<20}{statistics.median(r['wall']):>10.2f}{wall:>11.2f}{statistics.mean(r['count']):>10.1f}"
+        print(f"{name:<20}{statistics.median(r['wall']):>10.2f}{wall:>11.2f}{statistics.mean(r['cpu']):>10.2f}"
+              f"{statistics.mean(r['count']):>10.1f}"
               f"{sql:>9.2f}{wall - sql:>11.2f}")
     for name in ("start", "poll bench_b", "update-v2 bench_b", "empty poll"):
         print(f"\n-- statements of one '{name}' call (ms) --")

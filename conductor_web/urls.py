@@ -35,9 +35,9 @@ def _not_found(request, exception=None):
     """404 for a path no route matches, or a view's ``Http404``.
 
     * Under /api: Conductor's JSON error body (the SDK reads its ``message``).
-    * Elsewhere, for a client that does not ask for HTML (an SDK or the CLI given the
-      server's address without ``/api``): the same JSON body, saying the API is under /api
-      and where this path would be.
+    * Elsewhere, a path no route matches, for a client that does not ask for HTML (an SDK
+      or the CLI given the server's address without ``/api``): the same JSON body, saying
+      the API is under /api and where this path would be.
     * Elsewhere, for a browser: ``404.html`` with the page's usual context (the nav the
       user's permissions allow) and a sentence, never an exception's class name.
     """
@@ -49,13 +49,14 @@ def _not_found(request, exception=None):
 
     if request.path.startswith("/api/"):
         return JsonResponse(error_body(404, f"No endpoint {request.method} {request.path}"), status=404)
-    if not _wants_html(request):
+    no_route = exception is None or isinstance(exception, Resolver404)
+    if no_route and not _wants_html(request):
         api_url = request.build_absolute_uri("/api")
         message = (f"No endpoint {request.method} {request.path}: the API is under /api, so point the client "
                    f"at {api_url} (this path would be {api_url}{request.path})")
         return JsonResponse(error_body(404, message), status=404)
     detail = None
-    if exception is not None and not isinstance(exception, Resolver404) and exception.args \
+    if not no_route and exception.args \
             and isinstance(exception.args[0], str):
         detail = exception.args[0].rstrip(".")  # the view's own sentence ("No such workflow found by id: x")
     return render(request, "404.html", {"request_path": request.path, "detail": detail}, status=404)

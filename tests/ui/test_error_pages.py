@@ -69,6 +69,14 @@ def test_a_client_not_asking_for_html_gets_json_saying_the_api_is_under_api(clie
     assert resp.status_code == 404 and "the API is under /api" in resp.json()["message"]
 
 
+def test_a_view_that_finds_nothing_is_not_told_the_api_is_under_api(client, db):
+    make_user("looker", "view_executions")
+    sign_in(client, "looker")
+    resp = client.get("/execution/does-not-exist", HTTP_ACCEPT="*/*")  # the route exists: its view found nothing
+    assert resp.status_code == 404 and b"the API is under /api" not in resp.content
+    assert b"No such workflow found by id: does-not-exist" in resp.content
+
+
 def test_under_api_the_404_is_json_even_for_a_browser(client, db):
     resp = client.get("/api/no-such-endpoint", **BROWSER)
     assert resp.status_code == 404 and resp.json()["message"] == "No endpoint GET /api/no-such-endpoint"

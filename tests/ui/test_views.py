@@ -372,7 +372,7 @@ def test_reason_column_is_one_line_with_the_whole_text_on_hover(viewer_client, c
     long = "x" * 400
     make_workflow(chain, status="FAILED", reason=long)
     html = viewer_client.get("/executions/").content.decode()
-    assert f'class="reason one-line" title="{long}"' in html
+    assert f'class="col-reason reason one-line" data-label="Reason" title="{long}"' in html
 
 
 def test_favicon_and_styled_not_found(viewer_client, client):

@@ -6,11 +6,23 @@ import json
 from datetime import datetime, timezone
 
 from django import template
-from django.utils.html import json_script
+from django.utils.html import format_html, json_script
 
 from apps.engine.status import page_sets
 
 register = template.Library()
+
+# an id longer than this is shown by its first SHORT_ID characters and an ellipsis
+SHORT_ID = 8
+
+
+@register.filter
+def short_id(value) -> str:
+    """A workflow or task id shortened for a table cell: a UUID's first 8 characters and
+    "…" (the whole id goes in the link's title and the copy button); ids of up to 12
+    characters unchanged."""
+    text = "" if value is None else str(value)
+    return text if len(text) <= SHORT_ID + 4 else text[:SHORT_ID] + "…"
 
 
 @register.filter
@@ -23,6 +35,17 @@ def ms_datetime(value) -> str:
     if ms <= 0:
         return ""
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@register.filter
+def ms_datetime_cell(value) -> str:
+    """``ms_datetime`` for a narrow table cell: the date and the time each kept on one
+    line, free to stack (HTML, escaped); empty for 0/None."""
+    text = ms_datetime(value)
+    if not text:
+        return ""
+    day, clock = text.split(" ")
+    return format_html('<span class="nowrap">{}</span> <span class="nowrap">{}</span>', day, clock)
 
 
 @register.filter
