@@ -1,0 +1,43 @@
+"""Key rotation of the secrets store (a new key put first; ``manage.py rotate_secrets``
+re-encrypts every row with it; then the old key can go), and what an event handler's
+action can read of the process."""
+from __future__ import annotations
+
+import pytest
+from cryptography.fernet import Fernet
+from django.core.management import call_command
+
+from apps.metadata import secrets
+
+
+@pytest.mark.django_db
+def test_rotation_moves_every_secret_to_the_new_key(settings):
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.SECRETS_KEYS = [old]
+    secrets.secret_put(name="rot_a", value="alpha")
+    secrets.secret_put(name="rot_b", value="beta")
+
+    settings.SECRETS_KEYS = [new, old]  # the new key first: both still read
+    assert secrets.secret_get("rot_a") == "alpha"
+    call_command("rotate_secrets")
+
+    settings.SECRETS_KEYS = [new]  # the old key dropped
+    assert (secrets.secret_get("rot_a"), secrets.secret_get("rot_b")) == ("alpha", "beta")
+    settings.SECRETS_KEYS = [old]
+    with pytest.raises(RuntimeError, match="CONDUCTOR_SECRETS_KEYS"):
+        secrets.secret_get("rot_a")
+
+
+@pytest.mark.django_db
+def test_an_event_handler_action_reads_no_process_variable(monkeypatch):
+    """An event handler's action input (``PayloadDocument``): bare names are payload paths,
+    ``${workflow.env.X}`` reads the environment store and ``CONDUCTOR_ENV_X`` only."""
+    from apps.engine import params
+    from apps.engine.event_handlers import PayloadDocument
+
+    monkeypatch.setenv("SECRET_PROBE_EVT", "hunter2")
+    monkeypatch.setenv("CONDUCTOR_ENV_EVT_OK", "fine")
+    doc = PayloadDocument({"order": {"id": 7}})
+    assert params.resolve_value({"a": "${SECRET_PROBE_EVT}", "b": "${order.id}", "c": "${workflow.env.EVT_OK}",
+                                 "d": "${workflow.env.SECRET_PROBE_EVT}", "e": "${workflow.env.SECRET_KEY}"},
+                                doc) == {"a": None, "b": 7, "c": "fine", "d": None, "e": None}
