@@ -41,3 +41,18 @@ def test_an_event_handler_action_reads_no_process_variable(monkeypatch):
     assert params.resolve_value({"a": "${SECRET_PROBE_EVT}", "b": "${order.id}", "c": "${workflow.env.EVT_OK}",
                                  "d": "${workflow.env.SECRET_PROBE_EVT}", "e": "${workflow.env.SECRET_KEY}"},
                                 doc) == {"a": None, "b": 7, "c": "fine", "d": None, "e": None}
+
+
+@pytest.mark.django_db
+def test_without_a_key_setting_one_is_generated_on_first_use_private_to_the_machine(settings, tmp_path,
+                                                                                    monkeypatch):
+    import conductor_web.settings as project
+
+    monkeypatch.setattr(project, "VAR_DIR", tmp_path)
+    settings.SECRETS_KEYS = []
+    assert not (tmp_path / "secrets_key").exists()
+    secrets.secret_put(name="gen_a", value="alpha")
+    key_file = tmp_path / "secrets_key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    settings.SECRETS_KEYS = [key_file.read_text().strip()]  # the generated key is the one in use
+    assert secrets.secret_get("gen_a") == "alpha"
