@@ -62,10 +62,10 @@ def _secret_key() -> str:
         return _DEV_SECRET_KEY
     import secrets
 
-    return _generated_once("secret_key", lambda: secrets.token_urlsafe(50))
+    return generated_once("secret_key", lambda: secrets.token_urlsafe(50))
 
 
-def _generated_once(name: str, make) -> str:
+def generated_once(name: str, make) -> str:
     """The text of ``VAR_DIR/<name>`` (mode 0600), written with ``make()`` by the first
     process that needs it: the server and cluster of one machine share it. Written whole
     under a private name, then linked: of two processes starting together, one link wins
@@ -93,17 +93,10 @@ def _secrets_keys() -> list[str]:
     """The Fernet keys (urlsafe base64 of 32 bytes) that encrypt the secrets store
     (apps.metadata.secrets): ``CONDUCTOR_SECRETS_KEYS``, comma-separated, the first
     encrypts and every one decrypts (rotation: put the new key first, run
-    ``manage.py rotate_secrets``, then drop the old one). Unset: one key generated once
-    into ``VAR_DIR/secrets_key`` (mode 0600), random, never derived from SECRET_KEY, so
-    the embedded setup has a key nobody else knows; a deployment of several hosts sets
-    the variable (the same value everywhere)."""
-    value = os.environ.get("CONDUCTOR_SECRETS_KEYS", "").strip()
-    if value:
-        return [k.strip() for k in value.split(",") if k.strip()]
-    import base64
-    import secrets
-
-    return [_generated_once("secrets_key", lambda: base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())]
+    ``manage.py rotate_secrets``, then drop the old one). Empty when unset: the secrets
+    store then generates one key, on first use (never at import, so a build step does not
+    bake one into an image), into ``VAR_DIR/secrets_key`` (``generated_once``)."""
+    return [k.strip() for k in os.environ.get("CONDUCTOR_SECRETS_KEYS", "").split(",") if k.strip()]
 
 
 SECRET_KEY = _secret_key()

@@ -132,6 +132,8 @@ def record_api_write(call: AuditedCall, status: int, message: str = "") -> None:
     it must be as durable as). Never raises: a failure to audit is logged."""
     from apps.ui.models import AuditLog
 
+    if call.committed and status == 200 and not message:
+        return  # the common case: written as it is, with the change
     fields = _row_fields(call.principal, call.method, call.path, call.route(), call.query, status, message)
     own_commit = not connection.in_atomic_block
     try:

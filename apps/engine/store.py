@@ -18,7 +18,7 @@ handed, inside the transaction, to ``notify.transitions`` (the status listeners'
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import orjson
 
@@ -101,12 +101,28 @@ class _BoundCursor:
         self._cursor.close()
 
     def execute(self, sql: str, params=None) -> None:
+        if connection.execute_wrappers:
+            return self._wrapped(sql, params, False)
         with connection.wrap_database_errors:
             self._cursor.execute(sql, params)
 
     def executemany(self, sql: str, seq_of_params) -> None:
+        if connection.execute_wrappers:
+            return self._wrapped(sql, seq_of_params, True)
         with connection.wrap_database_errors:
             self._cursor.executemany(sql, seq_of_params)
+
+    def _wrapped(self, sql: str, params, many: bool) -> None:
+        """Through the connection's execute wrappers (``connection.execute_wrapper``, as
+        Django's cursors do: the API's audit row is written by one, apps.api.audit)."""
+        def run(sql, params, many, context):
+            with connection.wrap_database_errors:
+                (self._cursor.executemany if many else self._cursor.execute)(sql, params)
+
+        executor = run
+        for wrapper in reversed(connection.execute_wrappers):
+            executor = partial(wrapper, executor)
+        executor(sql, params, many, {"connection": connection, "cursor": self})
 
     def fetchone(self):
         return self._cursor.fetchone()

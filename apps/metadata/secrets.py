@@ -2,7 +2,7 @@
 
 * Values are encrypted at rest with Fernet (``cryptography``): ``settings.SECRETS_KEYS``
   (``CONDUCTOR_SECRETS_KEYS``, comma-separated; the first encrypts, all decrypt, a
-  ``MultiFernet``), generated once into ``VAR_DIR/secrets_key`` when unset.
+  ``MultiFernet``), or a key generated once into ``VAR_DIR/secrets_key`` when unset.
   ``secret_rotate`` re-encrypts every row with the first key.
 * ``${workflow.secrets.NAME}`` (optionally ``${workflow.secrets.NAME.json.path}`` into a
   JSON value) is left literal when a task is scheduled, so stored executions keep the
@@ -51,9 +51,16 @@ def _fernet_for(keys: tuple[str, ...]) -> MultiFernet:
 
 
 def fernet() -> MultiFernet:
-    """The MultiFernet of ``settings.SECRETS_KEYS``. Raises ValueError for a key that is
+    """The MultiFernet of ``settings.SECRETS_KEYS`` or, when that is empty (the embedded
+    setup), of one random key generated once into ``VAR_DIR/secrets_key`` (mode 0600,
+    shared by the server and cluster of one machine). Raises ValueError for a key that is
     not 32 url-safe base64-encoded bytes."""
-    return _fernet_for(tuple(settings.SECRETS_KEYS))
+    keys = tuple(settings.SECRETS_KEYS)
+    if not keys:
+        from conductor_web.settings import generated_once
+
+        keys = (generated_once("secrets_key", lambda: Fernet.generate_key().decode()),)
+    return _fernet_for(keys)
 
 
 def valid_name(name: str) -> bool:

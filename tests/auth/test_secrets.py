@@ -52,10 +52,17 @@ def test_secrets_api_roles_and_encryption_at_rest(admin, as_role):
                            HTTP_X_AUTHORIZATION=admin.token)  # curl's shape: kept as sent
     assert raw.status_code == 200
     assert admin.get(f"/secrets/{name}2").content.decode() == "plain text \\n kept"
+    java = admin.client.put(f"/api/secrets/{name}3", data="C:\\new", content_type="application/json",
+                            HTTP_USER_AGENT="okhttp/4.12.0", HTTP_X_AUTHORIZATION=admin.token)  # the Java SDK
+    assert java.status_code == 200
+    assert admin.get(f"/secrets/{name}3").content.decode() == "C:\\new"
+    assert put_secret(admin, name + "4", "é \\ ü").status_code == 200  # the Python SDK: \u00e9 ...
+    assert admin.get(f"/secrets/{name}4").content.decode() == "é \\ ü"
 
     token = Secret.objects.get(pk=name).token
     assert "quote" not in token
-    assert Fernet(settings.SECRETS_KEYS[0].encode()).decrypt(token.encode()).decode() == 'quote " and \\ slash'
+    key = (settings.SECRETS_KEYS or [(settings.VAR_DIR / "secrets_key").read_text().strip()])[0]
+    assert Fernet(key.encode()).decrypt(token.encode()).decode() == 'quote " and \\ slash'
 
     assert name in admin.get("/secrets").json() and name in admin.post("/secrets").json()
     meta = {m["name"]: m for m in admin.get("/secrets/v2").json()}

@@ -25,15 +25,17 @@ def _checked_name(name: str, what: str) -> str:
 
 
 def body_value(request) -> str:
-    """The value a PUT carries as its whole body. A JSON body that is one JSON string
-    literal is decoded; the Python SDK sends ``json.dumps(value)`` with its quotes
-    stripped (``Content-Type: application/json``), which is decoded too; anything else (a
-    ``text/plain`` body, curl, the Java SDK) is taken as it is. Raises InvalidInput for an
-    empty value or one with a NUL, PayloadTooLarge above 65535 characters."""
+    """The value a PUT carries as its whole body. With ``Content-Type: application/json``
+    a body that is one JSON string literal is decoded, and so is the Python SDK's form
+    (``json.dumps(value)`` with its quotes stripped: ``a\\"b`` is ``a"b``), except from
+    the Java SDK (okhttp), which sends the raw string under that type; anything else (a
+    ``text/plain`` body, curl) is taken as it is. Raises InvalidInput for an empty value
+    or one with a NUL, PayloadTooLarge above 65535 characters."""
     raw = request.body.decode("utf-8", errors="replace")
     value = raw
     if "json" in (request.content_type or ""):
-        for candidate in (raw, f'"{raw}"'):
+        raw_sender = request.headers.get("User-Agent", "").lower().startswith("okhttp")
+        for candidate in (raw,) if raw_sender else (raw, f'"{raw}"'):
             try:
                 decoded = json.loads(candidate)
             except ValueError:
