@@ -249,7 +249,16 @@ def _poll_once_in_pool(task_type: str, worker_id: str | None, domain: str | None
         close_old_connections()
 
 
+def _record_poll_closing(task_type: str, domain: str | None, worker_id: str | None, now: int) -> None:
+    """``record_poll`` in a pool thread, its connection then closed or given back."""
+    try:
+        record_poll(task_type, domain, worker_id, now)
+    finally:
+        close_old_connections()
+
+
 _attempt_in_pool = sync_to_async(_poll_once_in_pool, thread_sensitive=False)
+_record_poll_in_pool = sync_to_async(_record_poll_closing, thread_sensitive=False)
 _attempt_in_caller = sync_to_async(_attempt, thread_sensitive=True)
 
 
@@ -258,8 +267,8 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     """Poll up to ``count`` (1 to ``POLL_MAX_TASKS``) tasks of ``task_type`` (and
     ``domain``), waiting up to ``timeout_ms`` (a long poll, ms) for some to be queued.
 
-    An attempt on a queue this process knows to be empty (``known_idle``) whose poll data
-    need not be written yet is answered without a thread or a query. Every other attempt
+    An attempt on a queue this process knows to be empty (``known_idle``) is answered
+    without reading it (without a thread at all unless its poll data is due). Every other attempt
     (``poll_once``) runs in a pool thread with its own database connection;
     with ``in_caller_thread`` it runs in the thread that called ``async_to_sync`` instead
     (a synchronous Django view: its connection, its transaction). The wait is on the event
@@ -288,8 +297,10 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
         with notify.queue_waiter(queue_name) as waiter:
             now = now_ms()
             idle, next_at = (False, None) if woken or in_caller_thread else known_idle(queue_name, now)
-            if idle and not poll_data_due(task_type, domain, worker_id, now):
-                tasks = []  # known empty, poll data fresh: no thread, no query
+            if idle:
+                tasks = []  # known empty: no read; poll data written when due (then in a pool thread)
+                if poll_data_due(task_type, domain, worker_id, now):
+                    await _record_poll_in_pool(task_type, domain, worker_id, now)
             else:
                 tasks, next_at = await attempt(task_type, worker_id, domain, count, woken)
             remaining = deadline - time.monotonic()

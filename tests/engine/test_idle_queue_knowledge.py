@@ -43,9 +43,9 @@ def looks(monkeypatch, settings):
     return calls
 
 
-def poll(task_type: str, timeout_ms: int = 0):
+def poll(task_type: str, timeout_ms: int = 0, worker_id: str = "w-idle"):
     """One poll as the fast path makes it (not in the caller's thread)."""
-    return async_to_sync(queue.poll)(task_type=task_type, worker_id="w-idle", count=1, timeout_ms=timeout_ms)
+    return async_to_sync(queue.poll)(task_type=task_type, worker_id=worker_id, count=1, timeout_ms=timeout_ms)
 
 
 def delayed_task(task_type: str) -> str:
@@ -61,6 +61,14 @@ def test_an_empty_queue_is_read_once_then_known_empty(looks):
     assert poll(task_type) == []
     assert poll(task_type, timeout_ms=150) == []
     assert looks == [task_type]
+
+
+def test_poll_data_is_still_recorded_for_a_queue_known_empty(looks):
+    task_type = unique("idle_polldata")
+    assert poll(task_type, worker_id="w-first") == []
+    assert poll(task_type, worker_id="w-second") == []  # its poll data is due: written, no read
+    assert looks == [task_type]
+    assert sorted(p["workerId"] for p in queue.poll_data(task_type)) == ["w-first", "w-second"]
 
 
 def test_a_commit_of_this_process_that_queues_a_task_ends_the_knowledge(looks):
