@@ -328,6 +328,12 @@ class Server:
             cmd = [py, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port), "--workers", str(k),
                    "--log-level", "warning", "--no-access-log", "--lifespan", "off"]
             cmds = [(cmd, ())]
+        elif a.server == "granian":
+            port = free_port()
+            cmd = [py, "-m", "granian", "--interface", "asginl", "--host", "127.0.0.1", "--port", str(port),
+                   "--workers", str(k), "--loop", "uvloop", "--log-level", "warning", "--ws",
+                   app]
+            cmds = [(cmd, ())]
         elif a.server == "gunicorn":
             port = free_port()
             worker_class = a.gunicorn_worker_class
@@ -725,7 +731,7 @@ def parse_args(argv=None):
                                     "(default $PG_URL or $DATABASE_URL); a new database is created beside it")
     g.add_argument("--pg-data", default=os.environ.get("BENCH_PG_DATA"),
                    help="data dir of the PostgreSQL cluster, to count its CPU (bench/with_pg.sh sets BENCH_PG_DATA)")
-    g.add_argument("--server", choices=("daphne", "uvicorn", "gunicorn", "gunicorn-wsgi"), default="daphne",
+    g.add_argument("--server", choices=("daphne", "uvicorn", "granian", "gunicorn", "gunicorn-wsgi"), default="daphne",
                    help="gunicorn = gunicorn with UvicornWorker (ASGI); gunicorn-wsgi = gthread WSGI workers "
                         "(API only, for comparison); uvicorn/gunicorn need --server-python of a venv that has them")
     g.add_argument("--wsgi-threads", type=int, default=16, help="threads per gunicorn-wsgi worker")

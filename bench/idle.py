@@ -153,6 +153,7 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--wakes", type=int, default=20)
     p.add_argument("--app-dir", default=str(REPO), help="project tree to serve (e.g. a `git archive` of one commit)")
+    p.add_argument("--server", default="daphne", help="bench.py's --server (daphne, uvicorn, granian, ...)")
     p.add_argument("--json-out", metavar="FILE", help="append the JSON line to FILE")
     p.add_argument("--url", help="measure a running server instead (base URL, no /api; the idle phase only)")
     p.add_argument("--server-pid", type=int, action="append", default=[], metavar="PID",
@@ -162,11 +163,11 @@ def main() -> int:
     if a.url:
         return external(a)
     sys.path.insert(0, str(Path(a.app_dir).resolve()))  # the wake phase queues with the served tree's engine
-    argv = ["--start-server", "--db", a.db, "--app-dir", a.app_dir] + (["--pg-url", a.pg_url] if a.pg_url else [])
+    argv = ["--start-server", "--db", a.db, "--app-dir", a.app_dir, "--server", a.server] + (["--pg-url", a.pg_url] if a.pg_url else [])
     server = Server(bench_args(argv))
     try:
         server.start()
-        out = {"system": a.system, "db": a.db, "workers": a.workers, "seconds": a.seconds,
+        out = {"system": a.system, "db": a.db, "server": a.server, "workers": a.workers, "seconds": a.seconds,
                "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
                "idle": [idle_phase(server.url, server.pids(), a.workers, t, a.sdk_backoff, a.seconds)
                         for t in a.timeout_ms or [100]]}

@@ -374,6 +374,10 @@ CONDUCTOR = {
     # this many ms per (queue, domain, worker) and process.
     "POLL_MAX_TASKS": envint("CONDUCTOR_POLL_MAX_TASKS", 1000),
     "POLL_DATA_RESOLUTION_MS": envint("CONDUCTOR_POLL_DATA_RESOLUTION_MS", 1000),
+    # An empty read of a queue answers this process's next polls of it without a read while
+    # no task was queued on it (its own commits, PostgreSQL's LISTEN/NOTIFY, SQLite's WAL
+    # index tell), for at most this many ms (what a lost wake-up could cost); 0 = off.
+    "IDLE_QUEUE_KNOWLEDGE_MS": envint("CONDUCTOR_IDLE_QUEUE_KNOWLEDGE_MS", 5000),
     # A task refused by its TaskDef's rate or concurrency limit goes back to its queue,
     # hidden this long (ms) when no better time is known (apps.engine.limits).
     "TASK_LIMIT_POSTPONE_MS": envint("CONDUCTOR_TASK_LIMIT_POSTPONE_MS", 1000),

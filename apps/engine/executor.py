@@ -32,7 +32,7 @@ from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, val
 from apps.core.fields import length_errors
 from apps.core.ids import new_id
 from apps.core.logs import log_context
-from apps.engine import effects, evaluation, event_queue, history, jobqueue, notify, queue, retention, store
+from apps.engine import definitions, effects, evaluation, event_queue, history, jobqueue, notify, queue, retention, store
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
@@ -40,7 +40,7 @@ from apps.engine.state import TaskState, WorkflowState, task_by_id
 from apps.engine.status import TASK_RESULT_STATUSES, TERMINAL_TASK, TERMINAL_WORKFLOW
 from apps.engine.task_types import get_type, set_variable
 from apps.metadata.models import TaskDef
-from apps.metadata.services import workflow_def_row, workflow_def_validate
+from apps.metadata.services import workflow_def_validate
 from apps.metadata.validation import iter_workflow_tasks, with_task_definitions
 from apps.metadata import secrets
 from apps.metadata.environment import WorkflowEnvironment
@@ -216,14 +216,17 @@ def populate_task_definitions(definition: dict) -> dict:
 
 def _resolve_definition(name: str | None, version: int | None, workflow_def: dict | None,
                         not_found: str) -> dict:
+    """The definition a start runs, TaskDefs populated: the inline ``workflow_def``
+    (validated) or the registered one (``definitions.registered_populated``, cached per
+    process and checked against the database); NotFound as ``workflow_start`` says."""
     if workflow_def:
-        return workflow_def_validate(workflow_def=workflow_def, path="startWorkflow.workflowDef")
-    row = workflow_def_row(name=name, version=version)
-    if row is None:
+        return populate_task_definitions(workflow_def_validate(workflow_def=workflow_def, path="startWorkflow.workflowDef"))
+    populated = definitions.registered_populated(name, version)
+    if populated is None:
         if not_found == "name":
             raise NotFound(f"No such workflow found by name: {name}, version: {version if version is not None else 'null'}")
         raise NotFound(f"No such workflow defined. name={name}, version={version if version is not None else 'null'}")
-    return row.definition
+    return populated
 
 
 def workflow_start(*, name: str | None, version: int | None = None, input: dict | None = None,
@@ -264,7 +267,7 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
         raise validation_failed([{"path": "startWorkflow.arg0.priority", "message": "99 is the maximum priority value", "invalidValue": priority}])
     check_columns(correlation_id=correlation_id, idempotency_key=idempotency_key, created_by=created_by,
                    event=event, task_to_domain=task_to_domain)
-    definition = populate_task_definitions(_resolve_definition(name, version, workflow_def, not_found))
+    definition = _resolve_definition(name, version, workflow_def, not_found)
     wf_input = dict(definition.get("inputTemplate") or {})
     wf_input.update(input)
     _check_input_schema(definition, wf_input)

@@ -29,6 +29,9 @@ _listeners: list[Callable[[str], None]] = []
 _transition_recorders: list[Callable] = []
 _waiters: dict[str, set[QueueWaiter]] = {}
 _waiters_lock = threading.Lock()
+# queue name -> how many times tasks were queued on it as this process learnt (its own
+# commits, the PostgreSQL listener): the part of ``queue_mark`` that changes per queue
+_generations: dict[str, int] = {}
 
 
 class QueueWaiter:
@@ -84,6 +87,7 @@ def tasks_queued(queue_names: Iterable[str]) -> None:
 def _wake_local(queue_names: Iterable[str]) -> None:
     for name in {q for q in queue_names if q}:
         with _waiters_lock:
+            _generations[name] = _generations.get(name, 0) + 1
             waiting = list(_waiters.get(name, ()))
         for waiter in waiting:
             waiter.wake()
@@ -123,6 +127,54 @@ def transitions(wf, previous_status: str | None, task_changes: list) -> None:
         fn(wf, previous_status, task_changes)
 
 
+# --- what this process knows about a queue without reading it ----------------------------------
+
+def queue_mark(queue_name: str, connection_alias: str = "default"):
+    """A token that changes whenever tasks may have been queued on ``queue_name`` since
+    it was taken (compare two with ``==``), or None when this process cannot know that
+    (then only a read of the queue tells). Cheap: no query, callable on the event loop.
+
+    * PostgreSQL: the queue's generation (bumped by this process's commits and by the
+      listener's notifications of other processes' commits, ``_wake_local``) and the
+      listener's connection epoch; None while the listener is not listening (a
+      notification sent meanwhile is lost).
+    * SQLite (WAL mode, a database file): the queue's generation and the WAL index
+      header from the ``-shm`` file (its change counter and frame count, which every
+      commit of every connection to the database changes: SQLite's documented WAL
+      format), with the file's inode; None when there is no ``-shm`` file.
+
+    ``queue.poll`` remembers an empty read of a queue under the mark taken before the
+    read and answers later polls from it while the mark is unchanged."""
+    from django.db import connections
+
+    wrapper = connections[connection_alias]
+    generation = _generations.get(queue_name, 0)
+    if wrapper.vendor == "postgresql":
+        listener = _listener
+        if listener is None or not listener.ready.is_set() or listener.params.get("dbname") != wrapper.settings_dict["NAME"]:
+            return None
+        return generation, id(listener), listener.epoch
+    if wrapper.vendor == "sqlite":
+        name = str(wrapper.settings_dict.get("NAME") or "")
+        if not name or name == ":memory:" or name.startswith("file:"):
+            return None
+        try:
+            fd = os.open(name + "-shm", os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            header = os.pread(fd, 48, 0)  # WalIndexHdr: iVersion, unused, iChange, ..., mxFrame, ...
+            inode = os.fstat(fd).st_ino
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(header) < 48:
+            return None
+        return generation, inode, header
+    return None
+
+
 # --- cross-process wake-ups on PostgreSQL (LISTEN/NOTIFY) ---------------------------------------
 
 def publish_queued(queue_names: Iterable[str]) -> None:
@@ -151,6 +203,7 @@ class _QueueListener(threading.Thread):
         self.params = params
         self.ready = threading.Event()
         self.stopping = threading.Event()
+        self.epoch = 0  # bumped at each (re)connection: notifications may have been missed before it
 
     def run(self) -> None:
         import psycopg
@@ -160,6 +213,7 @@ class _QueueListener(threading.Thread):
             try:
                 with psycopg.connect(**self.params, autocommit=True) as conn:
                     conn.execute(f"LISTEN {QUEUE_CHANNEL}")
+                    self.epoch += 1
                     self.ready.set()
                     while not self.stopping.is_set():
                         # wakes at each notification, and once a second to see ``stopping``
@@ -170,6 +224,7 @@ class _QueueListener(threading.Thread):
                 if not self.stopping.is_set():
                     log.warning("queue listener lost its connection; reconnecting", exc_info=True)
             self.ready.clear()
+            self.epoch += 1
             self.stopping.wait(1.0)
 
 

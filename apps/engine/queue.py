@@ -145,6 +145,13 @@ _poll_seen: dict[tuple[str, str, str], int] = {}
 _poll_lock = threading.Lock()
 
 
+def poll_data_due(task_type: str, domain: str | None, worker_id: str | None, now: int) -> bool:
+    """Would ``record_poll`` write now (the last write of this key by this process is
+    ``POLL_DATA_RESOLUTION_MS`` or more ago)? A read of this process's memory only."""
+    last = _poll_seen.get((task_type, domain or "", worker_id or ""), 0)
+    return now - last >= settings.CONDUCTOR["POLL_DATA_RESOLUTION_MS"]
+
+
 def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: int) -> None:
     """Remember that ``worker_id`` polled ``task_type`` (PollData.lastPollTime, ms)."""
     key = (task_type, domain or "", worker_id or "")
@@ -166,6 +173,38 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
                                        defaults={"last_poll_time": now})
 
 
+# --- empty queues known without a read ------------------------------------------------------------
+# queue name -> (notify.queue_mark taken before the read that found nothing pollable, epoch ms
+# until which the answer holds, the read's next visible time or None)
+_idle: dict[str, tuple[object, int, int | None]] = {}
+
+
+def _remember_idle(queue_name: str, mark, at: int | None, now: int) -> None:
+    """The read that began under ``mark`` found nothing pollable on ``queue_name`` at
+    ``now`` (``at``: when its earliest delayed task becomes visible, None when empty)."""
+    ttl = settings.CONDUCTOR["IDLE_QUEUE_KNOWLEDGE_MS"]
+    if mark is None or ttl <= 0:
+        return
+    _idle[queue_name] = (mark, now + ttl if at is None else min(at, now + ttl), at)
+
+
+def known_idle(queue_name: str, now: int) -> tuple[bool, int | None]:
+    """``(True, next visible time or None)`` when this process knows without a read that
+    nothing is pollable on ``queue_name`` now: an earlier read found nothing, no task was
+    queued on it since (``notify.queue_mark`` unchanged: this process's commits, other
+    processes' through the PostgreSQL listener or SQLite's WAL index) and neither its
+    next delayed task's time nor ``IDLE_QUEUE_KNOWLEDGE_MS`` after the read (a bound on
+    what a lost wake-up could cost) has come. ``(False, None)`` otherwise."""
+    entry = _idle.get(queue_name)
+    if entry is None:
+        return False, None
+    mark, until, at = entry
+    if now < until and notify.queue_mark(queue_name) == mark:
+        return True, at
+    _idle.pop(queue_name, None)
+    return False, None
+
+
 def poll_once(task_type: str, worker_id: str | None, domain: str | None, count: int) -> list[TaskState]:
     """One attempt of a poll, no waiting: record poll data, then claim up to ``count``
     tasks of ``[domain:]task_type`` (after a plain read: an idle poll takes no write lock)."""
@@ -173,17 +212,21 @@ def poll_once(task_type: str, worker_id: str | None, domain: str | None, count: 
 
 
 def _attempt(task_type: str, worker_id: str | None, domain: str | None, count: int,
-             woken: bool = False) -> tuple[list[TaskState], int | None]:
+             woken: bool = False, learn: bool = False) -> tuple[list[TaskState], int | None]:
     """``poll_once`` plus, when nothing was handed out, when the queue's next task becomes
     visible (epoch ms, or None for an empty queue): how long a long poll may sleep.
     ``woken``: tasks were just queued on the queue, so claim without looking first (a
-    poll that another one beat to them then looks, to sleep as long as it may)."""
+    poll that another one beat to them then looks, to sleep as long as it may).
+    ``learn``: remember an empty look for ``known_idle`` (outside a transaction only,
+    where every change this look could miss commits and so changes the queue's mark)."""
     now = now_ms()
     record_poll(task_type, domain, worker_id, now)
     queue_name = queue_name_for(task_type, domain)
     if not woken:
+        mark = notify.queue_mark(queue_name) if learn and not connection.in_atomic_block else None
         at = next_visible(queue_name)
         if at is None or at > now:
+            _remember_idle(queue_name, mark, at, now)
             return [], at
     tasks = claim(queue_name, count, worker_id)
     if tasks:
@@ -197,15 +240,25 @@ def _attempt(task_type: str, worker_id: str | None, domain: str | None, count: i
 
 def _poll_once_in_pool(task_type: str, worker_id: str | None, domain: str | None,
                        count: int, woken: bool = False) -> tuple[list[TaskState], int | None]:
-    """``_attempt`` in a pool thread, whose database connection is then closed or given
-    back to the pool, as Django does at the end of a request."""
+    """``_attempt`` in a pool thread (an empty look remembered for ``known_idle``), whose
+    database connection is then closed or given back to the pool, as Django does at the
+    end of a request."""
     try:
-        return _attempt(task_type, worker_id, domain, count, woken)
+        return _attempt(task_type, worker_id, domain, count, woken, learn=True)
+    finally:
+        close_old_connections()
+
+
+def _record_poll_closing(task_type: str, domain: str | None, worker_id: str | None, now: int) -> None:
+    """``record_poll`` in a pool thread, its connection then closed or given back."""
+    try:
+        record_poll(task_type, domain, worker_id, now)
     finally:
         close_old_connections()
 
 
 _attempt_in_pool = sync_to_async(_poll_once_in_pool, thread_sensitive=False)
+_record_poll_in_pool = sync_to_async(_record_poll_closing, thread_sensitive=False)
 _attempt_in_caller = sync_to_async(_attempt, thread_sensitive=True)
 
 
@@ -214,7 +267,9 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     """Poll up to ``count`` (1 to ``POLL_MAX_TASKS``) tasks of ``task_type`` (and
     ``domain``), waiting up to ``timeout_ms`` (a long poll, ms) for some to be queued.
 
-    Each attempt (``poll_once``) runs in a pool thread with its own database connection;
+    An attempt on a queue this process knows to be empty (``known_idle``) is answered
+    without reading it (without a thread at all unless its poll data is due). Every other attempt
+    (``poll_once``) runs in a pool thread with its own database connection;
     with ``in_caller_thread`` it runs in the thread that called ``async_to_sync`` instead
     (a synchronous Django view: its connection, its transaction). The wait is on the event
     loop: woken at once by a commit in this process and, on PostgreSQL, by the process's
@@ -240,7 +295,14 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
     woken = False
     while True:
         with notify.queue_waiter(queue_name) as waiter:
-            tasks, next_at = await attempt(task_type, worker_id, domain, count, woken)
+            now = now_ms()
+            idle, next_at = (False, None) if woken or in_caller_thread else known_idle(queue_name, now)
+            if idle:
+                tasks = []  # known empty: no read; poll data written when due (then in a pool thread)
+                if poll_data_due(task_type, domain, worker_id, now):
+                    await _record_poll_in_pool(task_type, domain, worker_id, now)
+            else:
+                tasks, next_at = await attempt(task_type, worker_id, domain, count, woken)
             remaining = deadline - time.monotonic()
             if tasks or remaining <= 0:
                 return tasks
