@@ -116,3 +116,44 @@ func TestTaskSignal(t *testing.T) {
 		t.Fatalf("output %v", done.Output)
 	}
 }
+
+// The synchronous signal (POST /tasks/{workflowId}/{status}/signal/sync) and
+// ExecuteWorkflowWithReturnStrategy: BLOCKING_TASK answers the task the workflow waits on,
+// TARGET_WORKFLOW the workflow with its tasks.
+func TestSyncSignalReturnStrategies(t *testing.T) {
+	t.Parallel()
+	wfName := name("gates_wf")
+	wf := workflow.NewConductorWorkflow(wfExecutor).Name(wfName).Version(1).OwnerEmail("go-sdk@example.com").
+		Add(workflow.NewWaitTask("gate1")).Add(workflow.NewWaitTask("gate2")).
+		OutputParameters(map[string]interface{}{"first": "${gate1.output.v}", "second": "${gate2.output.v}"})
+	must(t, "Register", wf.Register(true))
+
+	started, err := workflowClient.ExecuteWorkflowWithReturnStrategy(ctx,
+		model.StartWorkflowRequest{Name: wfName, Version: 1},
+		client.ExecuteWorkflowOpts{WaitUntilTaskRef: []string{"gate1"}, WaitForSeconds: 5,
+			ReturnStrategy: model.ReturnBlockingTask})
+	must(t, "ExecuteWorkflowWithReturnStrategy", err)
+	if !started.IsBlockingTask() || started.ReferenceTaskName != "gate1" || started.TaskType != "WAIT" ||
+		started.Status != "IN_PROGRESS" || started.TargetWorkflowStatus != model.RunningWorkflow {
+		t.Fatalf("BLOCKING_TASK answer: %+v", started)
+	}
+	id := started.WorkflowId
+
+	signalled, err := taskClient.Signal(ctx, map[string]interface{}{"v": 1}, id, model.CompletedWorkflow)
+	must(t, "Signal (TARGET_WORKFLOW)", err)
+	if !signalled.IsTargetWorkflow() || signalled.TargetWorkflowId != id || signalled.Status != "RUNNING" {
+		t.Fatalf("TARGET_WORKFLOW answer: %+v", signalled)
+	}
+	run, err := signalled.GetWorkflow()
+	must(t, "GetWorkflow of the signal answer", err)
+	if got := statuses(run); !equalStrings(got, []string{"gate1:COMPLETED", "gate2:IN_PROGRESS"}) {
+		t.Fatalf("workflow in the signal answer: %v", got)
+	}
+
+	last, err := taskClient.Signal(ctx, map[string]interface{}{"v": 2}, id, model.CompletedWorkflow,
+		client.SignalTaskOpts{ReturnStrategy: model.ReturnTargetWorkflow})
+	must(t, "Signal gate2", err)
+	if last.Status != "COMPLETED" || last.Output["first"] != float64(1) || last.Output["second"] != float64(2) {
+		t.Fatalf("after the second signal: %s %v", last.Status, last.Output)
+	}
+}
