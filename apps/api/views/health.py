@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from apps.api.views.base import ConductorApi, text
@@ -42,6 +44,8 @@ def server_version() -> str:
 class VersionApi(ConductorApi):
     """``GET /version`` -> ``text/plain`` version string (Conductor's ``VersionResource``)."""
 
+    @extend_schema(operation_id="getVersion", tags=["version-resource"], summary="Get the server's version",
+                   responses={(200, "text/plain"): OpenApiTypes.STR})
     def get(self, request):
         return text(server_version())
 
