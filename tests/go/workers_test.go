@@ -44,6 +44,9 @@ func TestWorkerBatchSizeAndPollInterval(t *testing.T) {
 	oneTaskWorkflow(t, wfName, taskName)
 	ids := startN(t, wfName, 6, nil)
 
+	// The first three executions wait (up to 20 s) until three run at once: they do when
+	// one batch poll handed out three tasks; with one task a poll they would not, and
+	// maxRunning would stay 1.
 	var running, maxRunning, executed int32
 	var mu sync.Mutex
 	runner := newRunner(t, taskName)
@@ -55,8 +58,17 @@ func TestWorkerBatchSizeAndPollInterval(t *testing.T) {
 		}
 		mu.Unlock()
 		defer atomic.AddInt32(&running, -1)
-		atomic.AddInt32(&executed, 1)
-		time.Sleep(300 * time.Millisecond)
+		if atomic.AddInt32(&executed, 1) <= 3 {
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+				mu.Lock()
+				reached := maxRunning >= 3
+				mu.Unlock()
+				if reached {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		n := task.InputData["n"].(float64)
 		return map[string]interface{}{"result": n * 10, "by": task.WorkerId}, nil
 	}, 3, 50*time.Millisecond))
@@ -80,8 +92,8 @@ func TestWorkerBatchSizeAndPollInterval(t *testing.T) {
 	if executed != 6 {
 		t.Fatalf("worker executed %d tasks, want 6", executed)
 	}
-	if maxRunning < 2 || maxRunning > 3 {
-		t.Fatalf("at most %d tasks ran at once, want 2..3 (batch size 3, 6 tasks queued)", maxRunning)
+	if maxRunning != 3 {
+		t.Fatalf("at most %d tasks ran at once, want 3 (batch size 3, 6 tasks queued)", maxRunning)
 	}
 }
 
