@@ -31,7 +31,13 @@ INSTALLED := $(VENV)/.installed
 TS_DIR := tests/ts
 TS_INSTALLED := $(TS_DIR)/node_modules/.installed
 
-.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-scale-out test-packages ts-sdk clean bench test-reference
+# The official Go SDK for the e2e suite (tests/e2e/test_go_sdk.py): the modules that
+# tests/go/go.sum pins, downloaded into Go's module cache (outside the repo; GOMODCACHE);
+# redone only when go.mod or go.sum changes. The suite builds with -mod=readonly.
+GO_DIR := tests/go
+GO_DOWNLOADED := build/go-sdk-modules.stamp
+
+.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-scale-out test-packages ts-sdk go-sdk clean bench test-reference
 
 install: $(INSTALLED)
 
@@ -61,7 +67,7 @@ rc=0; $(1) $(PY) -m pytest --timeout=$(TEST_TIMEOUT) $(2) $(PYTEST_ARGS) || rc=$
 if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; rc=1; fi; exit $$rc
 endef
 
-test: $(INSTALLED) test-packages ts-sdk
+test: $(INSTALLED) test-packages ts-sdk go-sdk
 	@sqlite=passed; pg=passed; \
 	$(MAKE) --no-print-directory test-sqlite || sqlite=FAILED; \
 	$(MAKE) --no-print-directory test-pg || pg=FAILED; \
@@ -69,7 +75,7 @@ test: $(INSTALLED) test-packages ts-sdk
 	echo "make test: SQLite $$sqlite, PostgreSQL $$pg, fuzzing $$fuzz"; \
 	[ $$sqlite = passed ] && [ $$pg = passed ] && [ $$fuzz = passed ]
 
-test-sqlite: $(INSTALLED) ts-sdk
+test-sqlite: $(INSTALLED) ts-sdk go-sdk
 	@echo "=== tests on SQLite"
 	@$(call pytest,env -u DATABASE_URL,-m "not fuzz")
 
@@ -82,7 +88,7 @@ test-fast: $(INSTALLED)
 test-fuzz: $(INSTALLED)
 	@$(call pytest,env -u DATABASE_URL,-m fuzz)
 
-test-pg: $(INSTALLED) test-packages ts-sdk
+test-pg: $(INSTALLED) test-packages ts-sdk go-sdk
 	@echo "=== tests on PostgreSQL"
 	@$(call pytest,scripts/with_postgres.sh,-m "not fuzz")
 
@@ -123,8 +129,15 @@ $(TS_INSTALLED): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 	cd $(TS_DIR) && npm ci --legacy-peer-deps --no-audit --no-fund
 	touch $@
 
+go-sdk: $(GO_DOWNLOADED)
+
+$(GO_DOWNLOADED): $(GO_DIR)/go.mod $(GO_DIR)/go.sum
+	@command -v go >/dev/null 2>&1 || { echo "go is missing: the Go SDK tests need Go 1.23 or newer" >&2; exit 1; }
+	cd $(GO_DIR) && go mod download && go mod verify
+	@mkdir -p $(@D) && touch $@
+
 clean:
-	rm -rf $(VENV) var/test_db.sqlite3* .pytest_cache *.egg-info $(TS_DIR)/node_modules
+	rm -rf $(VENV) var/test_db.sqlite3* .pytest_cache *.egg-info $(TS_DIR)/node_modules build/go-sdk build/go-sdk-modules.stamp
 
 # make bench: bench/bench.py (ours, the QUICK set-ups of bench/run_all.sh on PostgreSQL and
 # SQLite) and the peers of bench/peers/ (DBOS, Procrastinate, Celery+Redis; their packages

@@ -9,6 +9,7 @@ urlpatterns = [
     path("token", token.TokenApi.as_view()),
     path("token/userInfo", token.UserInfoApi.as_view()),
     path("health/ready", health.ReadyApi.as_view()),
+    path("version", health.VersionApi.as_view()),
     # --- metadata
     path("metadata/taskdefs", metadata.TaskDefsApi.as_view()),
     # <path:name>: a name with '/' (refused since, but possibly stored before) can be read and deleted

@@ -57,3 +57,14 @@ def test_not_ready_when_the_broker_is_down(client, monkeypatch):
     assert body["healthy"] is False
     broker = next(r for r in body["healthResults"] if r["name"] == "broker")
     assert broker["healthy"] is False and "Connection refused" in broker["details"]["error"]
+
+
+@pytest.mark.django_db
+def test_version_answers_the_package_version_as_text(client):
+    """GET /api/version: Conductor's VersionResource, a text/plain version string."""
+    from importlib.metadata import version
+
+    response = client.get("/api/version", HTTP_ACCEPT="text/plain")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    assert response.content.decode() == version("conductor-web")

@@ -7,21 +7,12 @@ from rest_framework.response import Response
 
 from apps.api.params import qbool, qint
 from apps.api.views.base import ConductorApi, text
+from apps.api.views.health import server_version
 from apps.core.errors import InvalidInput
 from apps.engine import event_queue, queue, sweeper
 from apps.engine.representation import task_json
 
 MAX_INT = 2**31 - 1  # start/count are Java ints
-
-
-def _version() -> str:
-    """This server's package version, ``UNKNOWN`` when it is not installed as a package."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("conductor-web")
-    except PackageNotFoundError:
-        return "UNKNOWN"
 
 
 class ConfigApi(ConductorApi):
@@ -31,7 +22,7 @@ class ConfigApi(ConductorApi):
 
     def get(self, request):
         out = {k: v for k, v in sorted(settings.CONDUCTOR.items()) if isinstance(v, (bool, int, float))}
-        out["version"] = _version()
+        out["version"] = server_version()
         out["buildDate"] = "UNKNOWN"  # as Conductor's AdminServiceImpl answers
         return Response(out)
 

@@ -12,16 +12,42 @@ stops sending traffic to this process. ``cluster`` says whether a cluster's swee
 ticked within ``HEALTH_CLUSTER_STALE_SECONDS`` (its lease, renewed every tick): it is reported
 but suppressed (never makes the answer 503), since the API keeps serving workers while
 the clusters restart; alert on it instead (``deploy/alerts.yml``).
+
+``GET /api/version``: the server's version as ``text/plain``, as Conductor's
+VersionResource answers (the SDKs' version clients read it; a read like any other, so
+behind the API key when auth is on).
 """
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from apps.api.views.base import ConductorApi
+from apps.api.views.base import ConductorApi, text
 from apps.core.clock import now_ms
 
+
+
+def server_version() -> str:
+    """This server's package version (``conductor-web`` in pyproject.toml), ``UNKNOWN``
+    when it is not installed as a package."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("conductor-web")
+    except PackageNotFoundError:
+        return "UNKNOWN"
+
+
+class VersionApi(ConductorApi):
+    """``GET /version`` -> ``text/plain`` version string (Conductor's ``VersionResource``)."""
+
+    @extend_schema(operation_id="getVersion", tags=["version-resource"], summary="Get the server's version",
+                   responses={(200, "text/plain"): OpenApiTypes.STR})
+    def get(self, request):
+        return text(server_version())
 
 
 class HealthApi(ConductorApi):
