@@ -82,3 +82,13 @@ def test_no_module_level_tunable_outside_the_settings():
              for top in ("engine", "listeners", "api") for path in (ROOT / "apps" / top).rglob("*.py")
              if "migrations" not in path.parts for m in tunable.finditer(path.read_text())]
     assert found == []
+
+
+def test_the_readme_java_example_is_the_file_the_java_suite_runs():
+    """README.md shows tests/java's ``OrderFulfillment.java`` verbatim; the Java suite's
+    ``ReadmeExampleTest`` runs it (tests/e2e/test_java_sdk.py)."""
+    java = ROOT / "tests" / "java" / "src"
+    example = java / "main" / "java" / "com" / "example" / "orders" / "OrderFulfillment.java"
+    assert example.read_text().strip() in (ROOT / "README.md").read_text()
+    assert "OrderFulfillment.main" in (java / "test" / "java" / "com" / "example" / "conductor"
+                                       / "ReadmeExampleTest.java").read_text()

@@ -82,3 +82,4 @@ def test_scenario(java_run, scenario):
         output = REPORTS / f"com.example.conductor.{scenario}-output.txt"
         log = output.read_text(errors="replace")[-OUTPUT_TAIL_CHARS:] if output.exists() else ""
         pytest.fail("\n\n".join(problems) + (f"\n--- JVM output\n{log}" if log else ""), pytrace=False)
+

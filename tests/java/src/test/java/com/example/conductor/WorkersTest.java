@@ -215,6 +215,12 @@ class WorkersTest {
         return Sdk.CLIENTS.getWorkflowClient().startWorkflow(request);
     }
 
+    /** Runs a workflow of just ``taskName`` (as ``ref``, no input) until it has ``status``. */
+    static Workflow runAlone(String taskName, String ref, Workflow.WorkflowStatus status) {
+        String id = start(register(taskName + "_wf", List.of(simple(taskName, ref, Map.of()))), Map.of(), null);
+        return Sdk.awaitStatus(id, status);
+    }
+
     static List<Task> attempts(Workflow wf, String ref) {
         return wf.getTasks().stream().filter(t -> t.getReferenceTaskName().equals(ref)).toList();
     }
@@ -253,8 +259,7 @@ class WorkersTest {
 
     @Test
     void callbackAfterSeconds() {
-        String id = start(register("java_w_callback_wf", List.of(simple(CALLBACK, "cb", Map.of()))), Map.of(), null);
-        Workflow wf = Sdk.awaitStatus(id, Workflow.WorkflowStatus.COMPLETED);
+        Workflow wf = runAlone(CALLBACK, "cb", Workflow.WorkflowStatus.COMPLETED);
         List<Task> tasks = attempts(wf, "cb");
         assertEquals(1, tasks.size(), "IN_PROGRESS with a callback is the same task, not a retry");
         assertEquals(2, tasks.get(0).getPollCount());
@@ -263,8 +268,7 @@ class WorkersTest {
 
     @Test
     void retriesThenSuccess() {
-        String id = start(register("java_w_flaky_wf", List.of(simple(FLAKY, "flaky", Map.of()))), Map.of(), null);
-        Workflow wf = Sdk.awaitStatus(id, Workflow.WorkflowStatus.COMPLETED);
+        Workflow wf = runAlone(FLAKY, "flaky", Workflow.WorkflowStatus.COMPLETED);
         List<Task> tasks = attempts(wf, "flaky");
         assertEquals(List.of(Task.Status.FAILED, Task.Status.FAILED, Task.Status.COMPLETED),
                 tasks.stream().map(Task::getStatus).toList());
@@ -275,8 +279,7 @@ class WorkersTest {
 
     @Test
     void failedWithTerminalErrorIsNotRetried() {
-        String id = start(register("java_w_terminal_wf", List.of(simple(TERMINAL, "charge", Map.of()))), Map.of(), null);
-        Workflow wf = Sdk.awaitStatus(id, Workflow.WorkflowStatus.FAILED);
+        Workflow wf = runAlone(TERMINAL, "charge", Workflow.WorkflowStatus.FAILED);
         List<Task> tasks = attempts(wf, "charge");
         assertEquals(1, tasks.size(), "retryCount 3 in the definition, but a terminal error is final");
         assertEquals(Task.Status.FAILED_WITH_TERMINAL_ERROR, tasks.get(0).getStatus());
@@ -286,8 +289,7 @@ class WorkersTest {
 
     @Test
     void anExceptionFailsTheTask() {
-        String id = start(register("java_w_throwing_wf", List.of(simple(THROWING, "boom", Map.of()))), Map.of(), null);
-        Workflow wf = Sdk.awaitStatus(id, Workflow.WorkflowStatus.FAILED);
+        Workflow wf = runAlone(THROWING, "boom", Workflow.WorkflowStatus.FAILED);
         Task task = attempts(wf, "boom").get(0);
         assertEquals(Task.Status.FAILED, task.getStatus());
         assertTrue(task.getReasonForIncompletion().contains("worker blew up"), task.getReasonForIncompletion());
