@@ -37,7 +37,15 @@ TS_INSTALLED := $(TS_DIR)/node_modules/.installed
 GO_DIR := tests/go
 GO_DOWNLOADED := build/go-sdk-modules.stamp
 
-.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-scale-out test-packages ts-sdk go-sdk clean bench test-reference
+
+# The official Java SDK for the e2e suite (tests/e2e/test_java_sdk.py): the pinned artifacts
+# of tests/java/pom.xml (SDK, JUnit, Maven plugins and surefire's JUnit provider) into the
+# local Maven repository (~/.m2, outside the repo), and the scenarios compiled; redone only
+# when pom.xml changes. The SDK is Java 21 bytecode: tests/java/java_home.sh picks a JDK 21+.
+JAVA_DIR := tests/java
+JAVA_RESOLVED := $(JAVA_DIR)/target/.resolved
+
+.PHONY: install run migrate test test-sqlite test-fast test-pg test-fuzz test-scale-out test-packages ts-sdk go-sdk java-sdk clean bench test-reference
 
 install: $(INSTALLED)
 
@@ -67,7 +75,7 @@ rc=0; $(1) $(PY) -m pytest --timeout=$(TEST_TIMEOUT) $(2) $(PYTEST_ARGS) || rc=$
 if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; rc=1; fi; exit $$rc
 endef
 
-test: $(INSTALLED) test-packages ts-sdk go-sdk
+test: $(INSTALLED) test-packages ts-sdk go-sdk java-sdk
 	@sqlite=passed; pg=passed; \
 	$(MAKE) --no-print-directory test-sqlite || sqlite=FAILED; \
 	$(MAKE) --no-print-directory test-pg || pg=FAILED; \
@@ -75,7 +83,7 @@ test: $(INSTALLED) test-packages ts-sdk go-sdk
 	echo "make test: SQLite $$sqlite, PostgreSQL $$pg, fuzzing $$fuzz"; \
 	[ $$sqlite = passed ] && [ $$pg = passed ] && [ $$fuzz = passed ]
 
-test-sqlite: $(INSTALLED) ts-sdk go-sdk
+test-sqlite: $(INSTALLED) ts-sdk go-sdk java-sdk
 	@echo "=== tests on SQLite"
 	@$(call pytest,env -u DATABASE_URL,-m "not fuzz")
 
@@ -88,7 +96,7 @@ test-fast: $(INSTALLED)
 test-fuzz: $(INSTALLED)
 	@$(call pytest,env -u DATABASE_URL,-m fuzz)
 
-test-pg: $(INSTALLED) test-packages ts-sdk go-sdk
+test-pg: $(INSTALLED) test-packages ts-sdk go-sdk java-sdk
 	@echo "=== tests on PostgreSQL"
 	@$(call pytest,scripts/with_postgres.sh,-m "not fuzz")
 
@@ -105,12 +113,14 @@ test-reference: $(INSTALLED)
 
 # Debian packages the tests use, installed (as root, with apt-get) only when missing:
 # PostgreSQL's server binaries (required by the PostgreSQL pass), chromium (the browser
-# tests skip without it) and redis-server (the channels-redis live-update test).
+# tests skip without it), redis-server (the channels-redis live-update test) and maven (the
+# Java SDK suite; its JDK 21+ is not a Debian 12 package: see tests/java/java_home.sh).
 test-packages:
 	@pkgs=""; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs="$$pkgs postgresql"; \
 	[ -x /usr/bin/chromium ] || pkgs="$$pkgs chromium"; \
 	command -v redis-server >/dev/null 2>&1 || pkgs="$$pkgs redis-server"; \
+	command -v mvn >/dev/null 2>&1 || pkgs="$$pkgs maven"; \
 	if [ -n "$$pkgs" ]; then \
 	  if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian packages:$$pkgs"; \
@@ -136,8 +146,18 @@ $(GO_DOWNLOADED): $(GO_DIR)/go.mod $(GO_DIR)/go.sum
 	cd $(GO_DIR) && go mod download && go mod verify
 	@mkdir -p $(@D) && touch $@
 
+java-sdk: $(JAVA_RESOLVED)
+
+# -Dtest=SdkOnClasspath runs no scenario (no server) but makes surefire resolve its JUnit provider, so the
+# e2e run (mvn -o, offline) finds everything in ~/.m2.
+$(JAVA_RESOLVED): $(JAVA_DIR)/pom.xml
+	@command -v mvn >/dev/null 2>&1 || { echo "mvn is missing: the Java SDK tests need Maven (on Debian: apt-get install maven)" >&2; exit 1; }
+	@jh=$$($(JAVA_DIR)/java_home.sh) || exit 1; \
+	cd $(JAVA_DIR) && JAVA_HOME=$$jh mvn -B -q dependency:go-offline test -Dtest=SdkOnClasspath
+	touch $@
+
 clean:
-	rm -rf $(VENV) var/test_db.sqlite3* .pytest_cache *.egg-info $(TS_DIR)/node_modules build/go-sdk build/go-sdk-modules.stamp
+	rm -rf $(VENV) var/test_db.sqlite3* .pytest_cache *.egg-info $(TS_DIR)/node_modules build/go-sdk build/go-sdk-modules.stamp $(JAVA_DIR)/target
 
 # make bench: bench/bench.py (ours, the QUICK set-ups of bench/run_all.sh on PostgreSQL and
 # SQLite) and the peers of bench/peers/ (DBOS, Procrastinate, Celery+Redis; their packages

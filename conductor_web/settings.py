@@ -567,3 +567,20 @@ CONDUCTOR_UI = {
     # Dynamic forks wider than this are drawn as one summary node.
     "GRAPH_DYNAMIC_EXPAND_LIMIT": envint("UI_GRAPH_DYNAMIC_EXPAND_LIMIT", 40),
 }
+
+# --- external payload storage (apps/engine/payloads.py; Conductor's ConductorProperties) ---------
+# Sizes in KB of the JSON a payload serialises to. A payload above its max threshold is refused
+# (a task: FAILED_WITH_TERMINAL_ERROR; an upload: 413). Conductor's defaults.
+CONDUCTOR_PAYLOAD_THRESHOLDS_KB = {
+    "WORKFLOW_INPUT": (envint("CONDUCTOR_WORKFLOW_INPUT_PAYLOAD_SIZE_THRESHOLD_KB", 5120),
+                       envint("CONDUCTOR_MAX_WORKFLOW_INPUT_PAYLOAD_SIZE_THRESHOLD_KB", 10240)),
+    "WORKFLOW_OUTPUT": (envint("CONDUCTOR_WORKFLOW_OUTPUT_PAYLOAD_SIZE_THRESHOLD_KB", 5120),
+                        envint("CONDUCTOR_MAX_WORKFLOW_OUTPUT_PAYLOAD_SIZE_THRESHOLD_KB", 10240)),
+    "TASK_INPUT": (envint("CONDUCTOR_TASK_INPUT_PAYLOAD_SIZE_THRESHOLD_KB", 3072),
+                   envint("CONDUCTOR_MAX_TASK_INPUT_PAYLOAD_SIZE_THRESHOLD_KB", 10240)),
+    "TASK_OUTPUT": (envint("CONDUCTOR_TASK_OUTPUT_PAYLOAD_SIZE_THRESHOLD_KB", 3072),
+                    envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_SIZE_THRESHOLD_KB", 10240)),
+}
+# How long a signed upload/download URI of GET /api/{workflow,tasks}/externalstoragelocation
+# stays valid (seconds; Conductor's S3 storage: conductor.external-payload-storage.s3.signedUrlExpirationDuration)
+CONDUCTOR_PAYLOAD_URI_TTL_SECONDS = envint("CONDUCTOR_PAYLOAD_URI_TTL_SECONDS", 300)

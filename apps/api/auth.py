@@ -34,6 +34,9 @@ from apps.core.errors import ConductorError, NotFound
 ALGORITHM = "HS256"
 ISSUER = "conductor-web"
 OPEN_PATHS = frozenset({"/api/health", "/api/health/ready", "/api/token"})
+# Paths under these prefixes carry their own credential: the signed URIs of external payload
+# storage (apps/api/views/payloads.py), which the SDKs PUT/GET without a token, as presigned URLs.
+SIGNED_PREFIXES = ("/api/external-payloads/",)
 
 _WORKER_WRITES = re.compile(r"^/api/tasks(/update-v2|/[^/]+/log|/[^/]+/[^/]+/[^/]+(/sync)?)?$")
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -80,6 +83,9 @@ def required_role(method: str, path: str) -> str:
 
     if path.startswith("/api/tasks/poll"):
         return ROLE_WORKER
+    # uploads to a signed payload URI are data-plane writes, as task results (not audited)
+    if path.startswith(SIGNED_PREFIXES):
+        return ROLE_WORKER
     # the scheduler's GETs that stop all firing or requeue; Conductor's AdminResource
     if path.startswith(("/api/scheduler/admin/", "/api/admin/")):
         return ROLE_ADMIN
@@ -99,6 +105,13 @@ def required_role(method: str, path: str) -> str:
     if path.startswith(("/api/metadata", "/api/event")):
         return ROLE_ADMIN
     return ROLE_OPERATOR
+
+
+def require_role(principal: Principal | None, needed: str, what: str) -> None:
+    """Raise Forbidden (403) unless ``principal`` (None: auth is off) holds ``needed`` or a
+    stronger role; for checks that depend on more than the method and path."""
+    if principal is not None and not _allows(principal.role, needed):
+        raise Forbidden(f"Application {principal.name} ({principal.role}) may not {what}: it needs the {needed} role")
 
 
 def _allows(role: str, needed: str) -> bool:
@@ -175,7 +188,7 @@ def authorize(method: str, path: str, token: str | None) -> Principal | None:
     """Check one /api request: None when auth is off or the path is open, the caller's
     Principal otherwise. Errors: Unauthorized (401), Forbidden (403). May read the
     database (once per key per ``API_KEY_CACHE_SECONDS``)."""
-    if not enabled() or path in OPEN_PATHS or not path.startswith("/api/"):
+    if not enabled() or path in OPEN_PATHS or not path.startswith("/api/") or path.startswith(SIGNED_PREFIXES):
         return None
     principal = principal_for_token(token)
     needed = required_role(method, path)

@@ -34,7 +34,7 @@ from apps.api.shapes import check_task_result
 from apps.core import lifecycle
 from apps.core.errors import InvalidInput, PayloadTooLarge
 from apps.core.fields import check_length
-from apps.engine import executor, history, queue
+from apps.engine import executor, history, payloads, queue
 from apps.engine.representation import task_json
 from apps.metadata import secrets
 
@@ -136,6 +136,9 @@ def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
     them, or 204)."""
     result = _json_object(body, "TaskResult")
     check_task_result(result)
+    # an externalized output is read back; a body this small cannot pass the max threshold
+    if result.get("externalOutputPayloadStoragePath") or len(body) > payloads.max_payload_bytes("TASK_OUTPUT"):
+        result = payloads.internalize_task_result(result)
     if not v2:
         executor.task_update(task_result=result)
         return 200, TEXT, (result.get("taskId") or "").encode()

@@ -1,7 +1,7 @@
 """Conductor's REST paths under /api (no trailing slashes: the SDK posts to exact paths)."""
 from django.urls import path
 
-from apps.api.views import bulk, health, metadata, search, tasks, token, workflow
+from apps.api.views import bulk, health, metadata, payloads, search, tasks, token, workflow
 
 urlpatterns = [
     path("health", health.HealthApi.as_view()),
@@ -10,6 +10,10 @@ urlpatterns = [
     path("token/userInfo", token.UserInfoApi.as_view()),
     path("health/ready", health.ReadyApi.as_view()),
     path("version", health.VersionApi.as_view()),
+    # --- external payload storage (apps/api/views/payloads.py): locations, and the signed URIs
+    path("workflow/externalstoragelocation", payloads.ExternalStorageLocationApi.as_view(resource="workflow")),
+    path("tasks/externalstoragelocation", payloads.ExternalStorageLocationApi.as_view(resource="tasks")),
+    path("external-payloads/<path:path>", payloads.ExternalPayloadApi.as_view(), name="external-payload"),
     # --- metadata
     path("metadata/taskdefs", metadata.TaskDefsApi.as_view()),
     # <path:name>: a name with '/' (refused since, but possibly stored before) can be read and deleted

@@ -339,3 +339,19 @@ class ExecutionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workflow_id} #{self.id} {self.kind}"
+
+
+class ExternalPayload(models.Model):
+    """A JSON payload kept outside its workflow or task (Conductor's external payload
+    storage): uploaded by an SDK to the signed URI of ``GET /api/{workflow,tasks}/
+    externalstoragelocation`` and referenced by ``externalInputPayloadStoragePath`` /
+    ``externalOutputPayloadStoragePath``. Written once; read by the engine and the SDKs."""
+
+    path = models.CharField(primary_key=True, max_length=255)
+    payload_type = models.CharField(max_length=16)  # WORKFLOW_INPUT, WORKFLOW_OUTPUT, TASK_INPUT, TASK_OUTPUT
+    data = models.JSONField()
+    size_bytes = models.BigIntegerField()
+    created_time = models.BigIntegerField()  # epoch ms
+
+    class Meta:
+        db_table = "engine_external_payload"

@@ -186,3 +186,13 @@ def test_the_readme_is_short_and_links_every_docs_page():
     assert len(readme.splitlines()) <= 450
     linked = {t.partition("#")[0] for t in LINK.findall(readme)}
     assert sorted(p.name for p in DOCS.glob("*.md") if f"docs/{p.name}" not in linked) == []
+
+
+def test_the_readme_java_example_is_the_file_the_java_suite_runs():
+    """README.md shows tests/java's ``OrderFulfillment.java`` verbatim; the Java suite's
+    ``ReadmeExampleTest`` runs it (tests/e2e/test_java_sdk.py)."""
+    java = ROOT / "tests" / "java" / "src"
+    example = java / "main" / "java" / "com" / "example" / "orders" / "OrderFulfillment.java"
+    assert example.read_text().strip() in (ROOT / "README.md").read_text()
+    assert "OrderFulfillment.main" in (java / "test" / "java" / "com" / "example" / "conductor"
+                                       / "ReadmeExampleTest.java").read_text()

@@ -241,6 +241,8 @@ def test_a_read_only_application_cannot_write_through_any_api_path(world, auth_o
             if path in ("/token", "/health", "/health/ready"):
                 continue
             for method in ("post", "put", "delete"):
+                if path.startswith("/external-payloads/") and method != "put":
+                    continue  # a signed URI answers PUT and GET only (405); its PUT needs the signature
                 resp = getattr(reader, method)(path, body)
                 assert resp.status_code == 403, (method, path, resp.status_code, resp.content[:200])
                 count += 1

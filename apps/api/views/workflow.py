@@ -15,7 +15,7 @@ from apps.api.shapes import check_start_request
 from apps.api.views.base import ConductorApi, empty, text
 from apps.core import lifecycle
 from apps.core.errors import InvalidInput
-from apps.engine import executor, history, notify, recovery, selectors, signals
+from apps.engine import executor, history, notify, payloads, recovery, selectors, signals
 from apps.engine.representation import workflow_json, workflow_status_json
 
 
@@ -36,7 +36,8 @@ def start_from_request(req: dict, *, name: str | None = None, version: int | Non
     return executor.workflow_start(
         name=name or req.get("name"),
         version=version if version is not None else req.get("version"),
-        input=req.get("input") if "input" in req else {},
+        # externalInputPayloadStoragePath: the input uploaded to external payload storage
+        input=payloads.internalize_workflow_input(req),
         correlation_id=req.get("correlationId"),
         priority=req.get("priority"),
         task_to_domain=req.get("taskToDomain"),
@@ -55,7 +56,7 @@ def validate_start_request(req: dict) -> None:
     if not req.get("name") and not (req.get("workflowDef") or {}).get("name"):
         raise InvalidInput("Validation failed, check below errors for detail.", validation_errors=[
             {"path": "startWorkflow.arg0.name", "message": "Workflow name cannot be null or empty"}])
-    if req.get("input") is None and "input" in req:
+    if req.get("input") is None and "input" in req and not req.get("externalInputPayloadStoragePath"):
         raise InvalidInput("NULL input passed when starting workflow")
 
 
