@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/antihax/optional"
@@ -121,6 +122,14 @@ func TestMetadataWorkflowDefs(t *testing.T) {
 
 	_, resp, err = metadataClient.Get(ctx, name("no_such_workflow"), nil)
 	assertStatus(t, "Get unknown workflow", resp, err, http.StatusNotFound)
+
+	// A WorkflowDef without tasks is refused with Conductor's 400 body naming the field.
+	resp, err = metadataClient.RegisterWorkflowDef(ctx, true, model.WorkflowDef{Name: name("empty_wf"), Version: 1})
+	assertStatus(t, "RegisterWorkflowDef without tasks", resp, err, http.StatusBadRequest)
+	var swaggerErr client.GenericSwaggerError
+	if !errors.As(err, &swaggerErr) || !strings.Contains(string(swaggerErr.Body()), "tasks") {
+		t.Fatalf("the 400 body does not name tasks: %v", err)
+	}
 }
 
 // assertStatus checks that a call failed with the given HTTP status.
