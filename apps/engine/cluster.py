@@ -63,6 +63,7 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import queue
 import select
 import signal
 import socket
@@ -197,7 +198,28 @@ def sentinel_main(stop_event: PipeEvent, start_event: PipeEvent, cluster_id: uui
     order), with SIGTERM and the main process's death asking for that stop."""
     from django_q.cluster import Sentinel
 
-    sentinel = Sentinel(stop_event, start_event, cluster_id, start=False)
+    class ClusterSentinel(Sentinel):
+        def stop(self) -> None:
+            """django-q2's orderly stop, except that a STOP pill for which no live worker
+            is left is dropped: after a SIGTERM that reached the workers too, nobody reads
+            the bounded task queue, and django-q2's plain ``put`` would wait for good. The
+            jobs left in the queue are not lost: the broker delivers them again, and the
+            engine's leases and sweeper re-run what they were for."""
+            put = self.task_queue.put
+
+            def put_while_a_worker_lives(obj, block=True, timeout=None):
+                while True:
+                    try:
+                        return put(obj, True, 0.5)
+                    except queue.Full:
+                        if not any(p.is_alive() for p in self.pool):
+                            log.warning("cluster sentinel: no live worker reads the task queue; stopping without")
+                            return None
+
+            self.task_queue.put = put_while_a_worker_lives
+            super().stop()
+
+    sentinel = ClusterSentinel(stop_event, start_event, cluster_id, start=False)
     # after django-q2's own setup (SIGINT ignored, SIGTERM default)
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop_event.set())
     # the processes the Sentinel forks get SIGTERM's default action back
