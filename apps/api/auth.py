@@ -170,7 +170,8 @@ def principal_for_token(token: str | None) -> Principal:
     """The caller of a token. Errors: Unauthorized INVALID_TOKEN (missing, malformed,
     forged, revoked key) or EXPIRED_TOKEN."""
     if not token:
-        raise Unauthorized("Missing X-Authorization header with a token from POST /api/token")
+        raise Unauthorized("Missing X-Authorization header with a token from POST /api/token (the SDKs and the "
+                           "conductor CLI get one when CONDUCTOR_AUTH_KEY and CONDUCTOR_AUTH_SECRET are set)")
     try:
         claims = jwt.decode(token, settings.SECRET_KEY, algorithms=[ALGORITHM], issuer=ISSUER,
                             options={"require": ["exp", "sub"]})

@@ -200,7 +200,8 @@ def test_the_cli_signs_in_with_the_sdk_variables(auth_on, monkeypatch, capsys, t
     assert cli_main.main(["taskDef", "list"], transport=transport) == 1
     err = capsys.readouterr().err
     assert "Missing X-Authorization" in err
-    assert "set CONDUCTOR_AUTH_KEY and CONDUCTOR_AUTH_SECRET" in err
+    assert "set CONDUCTOR_AUTH_KEY and CONDUCTOR_AUTH_SECRET" in err  # the CLI's hint
+    assert "get one when CONDUCTOR_AUTH_KEY and CONDUCTOR_AUTH_SECRET are set" in err  # the server's message
     key_id, secret = make_key("read_only")
     monkeypatch.setenv("CONDUCTOR_AUTH_KEY", key_id)
     monkeypatch.setenv("CONDUCTOR_AUTH_SECRET", secret)
