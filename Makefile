@@ -161,7 +161,9 @@ clean:
 
 # make bench: bench/bench.py (ours, the QUICK set-ups of bench/run_all.sh on PostgreSQL and
 # SQLite) and the peers of bench/peers/ (DBOS, Procrastinate, Celery+Redis; their packages
-# go into a throwaway venv, BENCH_PEERS_VENV) in one run beside one throwaway PostgreSQL,
+# go into a throwaway venv, BENCH_PEERS_VENV) and Conductor OSS (bench/run_oss.sh: its
+# PostgreSQL store on the same cluster, then its SQLite; needs mvn and a JDK 21+ under
+# /usr/lib/jvm; OSS=0 skips it) in one run beside one throwaway PostgreSQL,
 # then bench/idle.py (server CPU with 20 idle long polls of 5 s and of 100 ms, and the
 # cross-process wake, on another throwaway PostgreSQL), bench/growth.py (CPU ms per task
 # update at 10 vs BENCH_GROWTH_N tasks), bench/memory.py (the embedded server of `make run`

@@ -156,7 +156,10 @@ def run_probes(api_url: str) -> dict[str, dict]:
 def run_specs(api_url: str, out: Path, name: str) -> dict[str, dict]:
     """tests/specs against a live server: ``{test id: {"outcome", "message"}}``."""
     junit = out / f"specs-{name}.xml"
-    env = {**os.environ, "CONDUCTOR_REFERENCE_URL": api_url}
+    # The spec fixture still sets up pytest-django's test database (unused over HTTP): one
+    # SQLite file per run, so the two runs side by side do not share one.
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.update({"CONDUCTOR_REFERENCE_URL": api_url, "SQLITE_TEST_NAME": str(out / f"specs-{name}-test.sqlite3")})
     with open(out / f"specs-{name}.log", "wb") as log:
         subprocess.run([sys.executable, "-m", "pytest", "tests/specs", "-q", "-p", "no:cacheprovider",
                         f"--junitxml={junit}", "--timeout=300"], cwd=REPO_ROOT, env=env, stdout=log,
