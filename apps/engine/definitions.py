@@ -50,8 +50,11 @@ def registered_populated(name: str, version: int | None) -> dict | None:
     """The registered WorkflowDef ``name`` at ``version`` (None: the latest version) with
     every WorkflowTask's ``taskDefinition`` filled in (``with_task_definitions``: inline,
     registered or ad hoc), as a new dict the caller owns; None when no such version is
-    registered. Reads the database each call (see the module doc); raises only what the
+    registered. Reads the database each call (see the module doc). Raises ValueError for a
+    ``version`` that is not an integer (a numeric string is one), else only what the
     database raises."""
+    if version is not None:
+        version = int(version)  # as the ORM's IntegerField does (ValueError), before any SQL
     column = _text_column()
     key = (name, version)
     with sql_cursor() as cursor:

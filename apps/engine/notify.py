@@ -158,21 +158,44 @@ def queue_mark(queue_name: str, connection_alias: str = "default"):
         name = str(wrapper.settings_dict.get("NAME") or "")
         if not name or name == ":memory:" or name.startswith("file:"):
             return None
-        try:
-            fd = os.open(name + "-shm", os.O_RDONLY)
-        except OSError:
+        read = _wal_index_header(name + "-shm")
+        if read is None:
             return None
-        try:
-            header = os.pread(fd, 48, 0)  # WalIndexHdr: iVersion, unused, iChange, ..., mxFrame, ...
-            inode = os.fstat(fd).st_ino
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        if len(header) < 48:
-            return None
+        inode, header = read
         return generation, inode, header
     return None
+
+
+# path of a -shm file -> (descriptor, inode). Never closed: closing any descriptor of a file
+# releases every POSIX lock this process holds on it, SQLite's own locks on the -shm file
+# included (the database would be corrupted: SQLite's "How To Corrupt", section 2.2). A
+# descriptor of a -shm file that was replaced (a new inode) stays open too; past
+# _SHM_MAX_OPENED of them the process stops knowing (None).
+_shm_files: dict[str, tuple[int, int]] = {}
+_shm_opened = 0
+_SHM_MAX_OPENED = 64
+_shm_lock = threading.Lock()
+
+
+def _wal_index_header(path: str) -> tuple[int, bytes] | None:
+    """``(inode, the first 48 bytes)`` of the SQLite WAL index file ``path`` (WalIndexHdr:
+    iVersion, unused, iChange, isInit, bigEndCksum, szPage, mxFrame, nPage, checksums,
+    salts), read through this process's one descriptor of it; None when it is missing."""
+    global _shm_opened
+    try:
+        inode = os.stat(path).st_ino
+        with _shm_lock:
+            known = _shm_files.get(path)
+            if known is None or known[1] != inode:
+                if _shm_opened >= _SHM_MAX_OPENED:
+                    return None
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                _shm_opened += 1
+                known = _shm_files[path] = (fd, os.fstat(fd).st_ino)
+        header = os.pread(known[0], 48, 0)
+    except OSError:
+        return None
+    return (known[1], header) if len(header) == 48 else None
 
 
 # --- cross-process wake-ups on PostgreSQL (LISTEN/NOTIFY) ---------------------------------------

@@ -177,6 +177,7 @@ def record_poll(task_type: str, domain: str | None, worker_id: str | None, now: 
 # queue name -> (notify.queue_mark taken before the read that found nothing pollable, epoch ms
 # until which the answer holds, the read's next visible time or None)
 _idle: dict[str, tuple[object, int, int | None]] = {}
+_IDLE_MAX_QUEUES = 10_000
 
 
 def _remember_idle(queue_name: str, mark, at: int | None, now: int) -> None:
@@ -185,6 +186,8 @@ def _remember_idle(queue_name: str, mark, at: int | None, now: int) -> None:
     ttl = settings.CONDUCTOR["IDLE_QUEUE_KNOWLEDGE_MS"]
     if mark is None or ttl <= 0:
         return
+    if len(_idle) >= _IDLE_MAX_QUEUES:  # bounded: many one-off queue names start over
+        _idle.clear()
     _idle[queue_name] = (mark, now + ttl if at is None else min(at, now + ttl), at)
 
 

@@ -100,3 +100,12 @@ def test_each_start_owns_its_copy(builds):
     first["tasks"].clear()
     assert [t["taskReferenceName"] for t in definitions.registered_populated(name, None)["tasks"]] == ["a"]
     assert definitions.registered_populated(unique("dc_none"), None) is None
+
+
+def test_a_version_given_as_text_is_the_number(builds):
+    """Sub-workflow and event-handler starts may carry the version as a string."""
+    name, task = unique("dc_wf"), unique("dc_task")
+    services.workflow_def_register(workflow_def=workflow_def(name, [simple_task(task, "a")]))
+    assert definitions.registered_populated(name, "1")["name"] == name
+    with pytest.raises(ValueError):
+        definitions.registered_populated(name, "one")

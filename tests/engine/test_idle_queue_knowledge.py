@@ -132,3 +132,33 @@ def test_a_long_poll_woken_by_another_connection_claims(looks):
         other.close()
     poller.join(30)
     assert [t.workflow_id for t in got] == [wf_id]
+
+
+def _posix_locks_on(inode: int) -> int:
+    """How many POSIX locks this process holds on the file with ``inode`` (/proc/locks)."""
+    pid, count = str(os.getpid()), 0
+    with open("/proc/locks") as locks:
+        for line in locks:
+            fields = line.split()
+            if "POSIX" in fields and pid in fields and any(f.endswith(f":{inode}") for f in fields):
+                count += 1
+    return count
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="reads Linux's /proc/locks")
+def test_reading_the_sqlite_wal_index_keeps_sqlites_locks(looks):
+    """The mark reads the -shm file SQLite holds POSIX locks on; closing any descriptor of
+    it would release them all (and corrupt the database), so the process's locks on it are
+    the same before and after many marks."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's WAL index")
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM engine_task_execution")  # a read: the WAL index is in use
+    shm = str(connection.settings_dict["NAME"]) + "-shm"
+    inode = os.stat(shm).st_ino
+    before = _posix_locks_on(inode)
+    assert before > 0, "SQLite holds no lock on its -shm file"
+    for _ in range(5):
+        assert notify.queue_mark(unique("idle_mark")) is not None
+    assert _posix_locks_on(inode) == before
