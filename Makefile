@@ -128,7 +128,7 @@ test-packages:
 	  elif ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 	    echo "PostgreSQL server binaries are missing: run as root, or apt-get install postgresql" >&2; exit 1; \
 	  else \
-	    echo "chromium or redis-server is missing: their tests will be skipped (apt-get install$$pkgs)"; \
+	    echo "missing:$$pkgs (chromium, redis-server: their tests are skipped; maven: the Java SDK suite fails) - apt-get install$$pkgs"; \
 	  fi; \
 	fi
 

@@ -24,6 +24,9 @@ urlpatterns = [
     path("metadata/workflow/names", metadata.WorkflowNamesApi.as_view()),
     path("metadata/workflow/names-and-versions", metadata.WorkflowNamesAndVersionsApi.as_view()),
     path("metadata/workflow/<str:name>/versions", metadata.WorkflowVersionsApi.as_view()),
+    path("metadata/workflow/<str:name>/tags", metadata.TagsApi.as_view(target_type="WORKFLOW_DEF")),
+    path("metadata/task/<str:name>/tags", metadata.TagsApi.as_view(target_type="TASK_DEF")),
+    path("metadata/tags", metadata.AllTagsApi.as_view()),
     path("metadata/workflow/<str:name>", metadata.WorkflowDefApi.as_view()),
     path("metadata/workflow/<path:name>/<int:version>", metadata.WorkflowDefVersionApi.as_view()),
     # --- search, bulk, metrics (before the catch-all workflow/<x> and tasks/<id> routes)

@@ -122,3 +122,17 @@ class Secret(NamedEntry):
 
     class Meta(NamedEntry.Meta):
         db_table = "metadata_secret"
+
+
+class MetadataTag(models.Model):
+    """A tag ``{key, value}`` on a WorkflowDef name (all its versions) or a TaskDef: the
+    Orkes metadata tags the SDKs read and write (``/api/metadata/{workflow,task}/{name}/tags``)."""
+
+    target_type = models.CharField(max_length=16)  # WORKFLOW_DEF or TASK_DEF
+    target_name = models.CharField(max_length=255)
+    key = models.CharField(max_length=255)
+    value = models.JSONField(null=True)  # TagObject.value is any JSON; TagString's a string
+
+    class Meta:
+        db_table = "metadata_tag"
+        indexes = [models.Index(fields=["target_type", "target_name"], name="tag_target")]

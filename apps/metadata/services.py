@@ -6,11 +6,13 @@ from the clock. Errors: ``InvalidInput`` (400, with validationErrors), ``NotFoun
 """
 from __future__ import annotations
 
+import json
+
 from django.db import IntegrityError, transaction
 
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, InvalidInput, NotFound, validation_failed
-from apps.metadata.models import TaskDef, WorkflowDef
+from apps.metadata.models import MetadataTag, TaskDef, WorkflowDef
 from apps.metadata.validation import (
     iter_workflow_tasks,
     normalize_task_def,
@@ -266,3 +268,79 @@ def workflow_def_delete(*, name: str, version: int) -> None:
     deleted, _ = WorkflowDef.objects.filter(name=name, version=version).delete()
     if not deleted:
         raise NotFound(f"No such workflow definition: {name} version: {version}")
+
+
+# --- tags (Orkes's TagsResource: /api/metadata/{workflow,task}/{name}/tags, /api/metadata/tags) ---
+
+TAG_TARGETS = ("WORKFLOW_DEF", "TASK_DEF")
+
+
+def _tag_target_exists(target_type: str, name: str) -> None:
+    """Raise NotFound unless the tagged definition exists (any version of a WorkflowDef)."""
+    if target_type == "WORKFLOW_DEF":
+        if not WorkflowDef.objects.filter(name=name).exists():
+            raise NotFound(f"No such workflow found by name: {name}")
+    elif not TaskDef.objects.filter(pk=name).exists():
+        raise NotFound(f"No such taskType found by name: {name}")
+
+
+def _tag_pairs(tags: object, path: str) -> list[tuple[str, object]]:
+    """``[(key, value)]`` of a list of TagObject/TagString dicts. InvalidInput names ``path``."""
+    if not isinstance(tags, list) or not all(isinstance(t, dict) for t in tags):
+        raise InvalidInput(f"{path}: must be a list of tags {{key, value}}")
+    pairs = []
+    for tag in tags:
+        key = tag.get("key")
+        if not isinstance(key, str) or not key:
+            raise InvalidInput(f"{path}: a tag needs a key")
+        pairs.append((key, tag.get("value")))
+    return pairs
+
+
+def _tag_json(key: str, value: object) -> dict:
+    return {"key": key, "type": "METADATA", "value": value}
+
+
+def tags_get(*, target_type: str, name: str) -> list[dict]:
+    """The tags of one definition as TagObjects ``{key, type: METADATA, value}``, in the
+    order they were added. NotFound when the definition does not exist."""
+    _tag_target_exists(target_type, name)
+    rows = MetadataTag.objects.filter(target_type=target_type, target_name=name).order_by("id")
+    return [_tag_json(r.key, r.value) for r in rows]
+
+
+@transaction.atomic
+def tags_add(*, target_type: str, name: str, tags: object) -> None:
+    """Add tags to a definition (POST adds one TagObject, PUT a list; Orkes adds in both).
+    A tag already there (same key and value) is not added twice. Errors: NotFound,
+    InvalidInput (not tags)."""
+    _tag_target_exists(target_type, name)
+    existing = {(r.key, json.dumps(r.value, sort_keys=True))
+                for r in MetadataTag.objects.filter(target_type=target_type, target_name=name)}
+    for key, value in _tag_pairs(tags, "tags"):
+        marker = (key, json.dumps(value, sort_keys=True))
+        if marker not in existing:
+            existing.add(marker)
+            MetadataTag.objects.create(target_type=target_type, target_name=name, key=key, value=value)
+
+
+@transaction.atomic
+def tags_delete(*, target_type: str, name: str, tag: object) -> None:
+    """Remove the tag with that key and value (a TagObject or TagString body; a value
+    compared as text, as TagString carries it). Errors: NotFound, InvalidInput."""
+    _tag_target_exists(target_type, name)
+    [(key, value)] = _tag_pairs([tag], "tag")
+    for row in MetadataTag.objects.filter(target_type=target_type, target_name=name, key=key):
+        if row.value == value or str(row.value) == str(value):
+            row.delete()
+
+
+def tags_all() -> list[dict]:
+    """Every distinct tag of every definition (``GET /api/metadata/tags``)."""
+    seen, out = set(), []
+    for key, value in MetadataTag.objects.order_by("id").values_list("key", "value"):
+        marker = (key, json.dumps(value, sort_keys=True))
+        if marker not in seen:
+            seen.add(marker)
+            out.append(_tag_json(key, value))
+    return out

@@ -105,3 +105,36 @@ class WorkflowVersionsApi(ConductorApi):
         return Response([{"name": d["name"], "version": d.get("version", 1), "createTime": d.get("createTime"),
                           "updateTime": d.get("updateTime")}
                          for d in services.workflow_def_list() if d["name"] == name])
+
+
+class TagsApi(ConductorApi):
+    """Orkes's metadata tags of one definition: ``GET`` -> ``[TagObject]``; ``POST`` a
+    TagObject and ``PUT`` a list add; ``DELETE`` with a TagObject/TagString body removes it.
+    ``target_type`` is WORKFLOW_DEF (``/metadata/workflow/{name}/tags``) or TASK_DEF
+    (``/metadata/task/{name}/tags``). 404 for an unknown definition."""
+
+    target_type = "WORKFLOW_DEF"
+
+    def get(self, request, name):
+        return Response(services.tags_get(target_type=self.target_type, name=name))
+
+    def post(self, request, name):
+        tag = require_json(request.data)
+        services.tags_add(target_type=self.target_type, name=name, tags=[tag] if isinstance(tag, dict) else tag)
+        return empty()
+
+    def put(self, request, name):
+        services.tags_add(target_type=self.target_type, name=name, tags=require_json(request.data))
+        return empty()
+
+    def delete(self, request, name):
+        services.tags_delete(target_type=self.target_type, name=name, tag=require_json(request.data))
+        return empty()
+
+
+class AllTagsApi(ConductorApi):
+    """``GET /metadata/tags`` -> every distinct tag of every definition."""
+
+    def get(self, request):
+        return Response(services.tags_all())
+

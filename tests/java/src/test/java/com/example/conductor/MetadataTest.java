@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.Test;
 
@@ -14,8 +16,10 @@ import com.netflix.conductor.common.metadata.workflow.WorkflowDef;
 import com.netflix.conductor.common.metadata.workflow.WorkflowTask;
 
 import io.orkes.conductor.client.http.OrkesMetadataClient;
+import io.orkes.conductor.client.model.TagObject;
+import io.orkes.conductor.client.model.TagString;
 
-/** MetadataClient: task and workflow definitions and their versions. */
+/** MetadataClient: task and workflow definitions, their versions, and tags. */
 class MetadataTest {
     private final OrkesMetadataClient metadata = Sdk.CLIENTS.getMetadataClient();
 
@@ -72,6 +76,42 @@ class MetadataTest {
                 () -> metadata.getWorkflowDef(name, 2));
         assertEquals(404, missing.getStatus());
         metadata.unregisterWorkflowDef(name, 1);
+    }
+
+    @Test
+    void tags() {
+        String wf = Sdk.unique("java_meta_tagged");
+        metadata.registerWorkflowDef(workflowDef(wf, 1));
+        String task = Sdk.unique("java_meta_tagged_task");
+        metadata.registerTaskDefs(List.of(new TaskDef(task)));
+
+        // (setWorkflowTags is left out: SDK 6.0.0 sends it as a GET, so it changes nothing)
+        metadata.addWorkflowTag(tag("team", "payments"), wf);
+        metadata.addWorkflowTag(tag("region", "eu"), wf);
+        assertEquals(Map.of("team", "payments", "region", "eu"), asMap(metadata.getWorkflowTags(wf)));
+        metadata.deleteWorkflowTag(tag("team", "payments"), wf);
+        assertEquals(Map.of("region", "eu"), asMap(metadata.getWorkflowTags(wf)));
+
+        metadata.setTaskTags(List.of(tag("owner", "ops"), tag("cost", "low")), task);
+        metadata.addTaskTag(tag("tier", "gold"), task);
+        assertEquals(Map.of("owner", "ops", "cost", "low", "tier", "gold"), asMap(metadata.getTaskTags(task)));
+        TagString cost = new TagString();
+        cost.setKey("cost");
+        cost.setValue("low");
+        metadata.deleteTaskTag(cost, task);
+        assertEquals(Map.of("owner", "ops", "tier", "gold"), asMap(metadata.getTaskTags(task)));
+        assertTrue(metadata.getTags().stream().anyMatch(t -> "region".equals(t.getKey())));
+    }
+
+    static TagObject tag(String key, String value) {
+        TagObject tag = new TagObject();
+        tag.setKey(key);
+        tag.setValue(value);
+        return tag;
+    }
+
+    static Map<String, Object> asMap(List<TagObject> tags) {
+        return tags.stream().collect(Collectors.toMap(TagObject::getKey, TagObject::getValue));
     }
 
     static WorkflowDef workflowDef(String name, int version) {
