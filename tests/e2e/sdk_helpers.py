@@ -3,6 +3,7 @@ their own processes for the length of a ``with`` block, and wait for an executio
 a bounded polling loop (never a fixed sleep)."""
 import json
 import time
+from pathlib import Path
 from contextlib import contextmanager
 
 import httpx
@@ -105,4 +106,33 @@ def tasks_by_ref(tasks) -> dict[str, list]:
     out: dict[str, list] = {}
     for task in sorted(tasks or [], key=lambda t: t.seq or 0):
         out.setdefault(task.reference_task_name, []).append(task)
+    return out
+
+
+ORDER_FULFILLMENT_TASKS = ("fetch_order", "process_payment", "ship_order")
+
+
+def load_order_fulfillment(conductor_server) -> dict:
+    """Register ``examples/definitions/order_fulfillment.json`` as ``make run`` loads it (its
+    TaskDefs and WorkflowDef v1, replacing what is there) and answer what the API then shows:
+    ``{name: definition}``, the three TaskDefs and ``order_fulfillment``. The README's SDK
+    examples must leave exactly this in place (issue #32: examples never replace what
+    ``make run`` registered)."""
+    repo = Path(__file__).resolve().parents[2]
+    bundle = json.loads((repo / "examples" / "definitions" / "order_fulfillment.json").read_text())
+    with httpx.Client(base_url=conductor_server.url, headers=conductor_server.auth_headers(), timeout=30) as api:
+        api.post("/metadata/taskdefs", json=bundle["taskDefs"]).raise_for_status()
+        api.put("/metadata/workflow", json=bundle["workflowDefs"]).raise_for_status()
+    before = order_fulfillment_definitions(conductor_server)
+    assert before["fetch_order"]["timeoutSeconds"] == 120 and before["fetch_order"]["description"]
+    return before
+
+
+def order_fulfillment_definitions(conductor_server) -> dict:
+    """The order_fulfillment TaskDefs and WorkflowDef v1 as the API answers them
+    (``{name: definition}``)."""
+    with httpx.Client(base_url=conductor_server.url, headers=conductor_server.auth_headers(), timeout=30) as api:
+        out = {n: api.get(f"/metadata/taskdefs/{n}").raise_for_status().json() for n in ORDER_FULFILLMENT_TASKS}
+        out["order_fulfillment"] = api.get("/metadata/workflow/order_fulfillment", params={"version": 1}) \
+            .raise_for_status().json()
     return out

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.sdk_helpers import load_order_fulfillment, order_fulfillment_definitions
+
 pytestmark = pytest.mark.e2e
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -179,12 +181,15 @@ def test_parse_test2json_reads_outcomes_and_output():
 def test_readme_go_example(go_build, conductor_server):
     """The README shows ``tests/go/order_fulfillment/main.go`` verbatim, and it runs: both
     runs (the monitored asynchronous one and ExecuteWorkflow) complete with the workers'
-    output."""
+    output; the definitions that were there before (as ``make run`` loads them) are left
+    exactly as they were."""
     readme = (REPO_ROOT / "README.md").read_text()
     assert EXAMPLE.read_text().strip() in readme, "README.md must show tests/go/order_fulfillment/main.go verbatim"
     conductor_server.assert_alive()
+    before = load_order_fulfillment(conductor_server)
     env = {**os.environ, **conductor_server.sdk_env()}
     rc, stdout, stderr = _communicate([str(go_build / "order_fulfillment")], env, EXAMPLE_TIMEOUT_SECONDS)
     assert rc == 0, f"exit status {rc} (None: killed after {EXAMPLE_TIMEOUT_SECONDS}s)\n{stdout}\n{stderr[-OUTPUT_TAIL_CHARS:]}"
     assert stdout.count("Status: COMPLETED") == 2, stdout
     assert "TRACK-456" in stdout and "txn_abc123" in stdout, stdout
+    assert order_fulfillment_definitions(conductor_server) == before

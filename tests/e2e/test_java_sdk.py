@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.sdk_helpers import load_order_fulfillment, order_fulfillment_definitions
+
 pytestmark = pytest.mark.e2e
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +48,7 @@ def java_run(conductor_server):
     if mvn is None:
         pytest.fail("mvn is not installed: the Java SDK suite needs Maven (on Debian: apt-get install maven)")
     conductor_server.assert_alive()
+    before = load_order_fulfillment(conductor_server)  # the README example must leave it alone
     shutil.rmtree(REPORTS, ignore_errors=True)
     env = {**os.environ, **conductor_server.sdk_env(), "JAVA_HOME": java_home()}
     # failures are read from the reports, class by class, so Maven itself goes on
@@ -60,11 +63,12 @@ def java_run(conductor_server):
         pytest.fail(f"mvn test did not finish within {MAVEN_TIMEOUT_SECONDS}s (killed)\n{out[-OUTPUT_TAIL_CHARS:]}")
     if proc.returncode != 0:
         pytest.fail(f"mvn test exited with {proc.returncode} (run `make java-sdk` first?)\n{out[-OUTPUT_TAIL_CHARS:]}")
-    return out
+    return {"output": out, "definitions_before": before}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_scenario(java_run, scenario):
+    java_run = java_run["output"]
     report = REPORTS / f"TEST-com.example.conductor.{scenario}.xml"
     if not report.exists():
         pytest.fail(f"no surefire report for {scenario}\n{java_run[-OUTPUT_TAIL_CHARS:]}")
@@ -83,3 +87,9 @@ def test_scenario(java_run, scenario):
         log = output.read_text(errors="replace")[-OUTPUT_TAIL_CHARS:] if output.exists() else ""
         pytest.fail("\n\n".join(problems) + (f"\n--- JVM output\n{log}" if log else ""), pytrace=False)
 
+
+def test_readme_example_leaves_make_runs_definitions_alone(java_run, conductor_server):
+    """``ReadmeExampleTest`` ran ``OrderFulfillment.main`` against a server holding
+    ``examples/definitions/order_fulfillment.json`` as ``make run`` loads it: every definition
+    is exactly as it was (the example registers only what the server lacks)."""
+    assert order_fulfillment_definitions(conductor_server) == java_run["definitions_before"]

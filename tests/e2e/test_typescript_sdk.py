@@ -12,15 +12,15 @@ installs ``tests/ts/node_modules`` with ``npm ci --legacy-peer-deps``.
 A failing script fails its test with node's stdout and stderr (and the server's log tail,
 from the e2e conftest).
 """
-import json
 import os
 import shutil
 import signal
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.e2e.sdk_helpers import load_order_fulfillment, order_fulfillment_definitions
 
 pytestmark = pytest.mark.e2e
 
@@ -74,29 +74,12 @@ def test_scenario(node, conductor_server, script):
     run_ts(node, conductor_server, script)
 
 
-def _definitions(conductor_server) -> dict:
-    """The order_fulfillment TaskDefs and WorkflowDef v1 as the API answers them."""
-    api = httpx.Client(base_url=conductor_server.url, headers=conductor_server.auth_headers(), timeout=30)
-    with api:
-        names = ("fetch_order", "process_payment", "ship_order")
-        out = {n: api.get(f"/metadata/taskdefs/{n}").raise_for_status().json() for n in names}
-        out["order_fulfillment"] = api.get("/metadata/workflow/order_fulfillment", params={"version": 1}) \
-            .raise_for_status().json()
-    return out
-
-
 def test_readme_worker_example(node, conductor_server):
     """The README shows ``tests/ts/order_fulfillment.ts`` (checked by
     tests/architecture/test_readme.py), and it runs; the definitions that were there
     before (as ``make run`` loads them) are left exactly as they were."""
-    bundle = json.loads((REPO_ROOT / "examples" / "definitions" / "order_fulfillment.json").read_text())
-    api = httpx.Client(base_url=conductor_server.url, headers=conductor_server.auth_headers(), timeout=30)
-    with api:
-        api.post("/metadata/taskdefs", json=bundle["taskDefs"]).raise_for_status()
-        api.put("/metadata/workflow", json=bundle["workflowDefs"]).raise_for_status()
-    before = _definitions(conductor_server)
-    assert before["fetch_order"]["timeoutSeconds"] == 120 and before["fetch_order"]["description"]
+    before = load_order_fulfillment(conductor_server)
     out = run_ts(node, conductor_server, TS_DIR / "order_fulfillment.ts")
     assert out.count("Status: COMPLETED") == 2, out
     assert "TRACK-456" in out and "txn_abc123" in out, out
-    assert _definitions(conductor_server) == before
+    assert order_fulfillment_definitions(conductor_server) == before

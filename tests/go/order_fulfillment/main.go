@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -45,9 +46,14 @@ func main() {
 			"tracking":       "${ship.output.tracking}",
 			"transaction_id": "${pay.output.transaction_id}",
 		})
-	if err := wf.Register(true); err != nil {
-		fmt.Println("register:", err)
-		os.Exit(1)
+	// The deploy step: register the definition unless the server has it (409), so what
+	// `make run` loaded, or an operator changed, is left alone.
+	if err := wf.Register(false); err != nil {
+		var apiErr client.GenericSwaggerError
+		if !errors.As(err, &apiErr) || apiErr.StatusCode() != 409 {
+			fmt.Println("register:", err)
+			os.Exit(1)
+		}
 	}
 
 	// One poller per task type: batch size 1, poll every 100 ms.

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import com.netflix.conductor.client.exception.ConductorClientException;
 import com.netflix.conductor.common.run.Workflow;
 import com.netflix.conductor.sdk.workflow.def.ConductorWorkflow;
 import com.netflix.conductor.sdk.workflow.def.tasks.SimpleTask;
@@ -47,7 +48,16 @@ public class OrderFulfillment {
                 .input("order_id", "${workflow.input.order_id}", "transaction_id", "${pay.output.transaction_id}"));
         workflow.setWorkflowOutput(Map.of(
                 "tracking", "${ship.output.tracking}", "transaction_id", "${pay.output.transaction_id}"));
-        workflow.registerWorkflow(true, true);  // overwrite, and register missing task definitions
+        // The deploy step: register the definition (and missing task definitions) only when the
+        // server lacks it, so what `make run` loaded, or an operator changed, is left alone.
+        try {
+            executor.getMetadataClient().getWorkflowDef("order_fulfillment", 1);
+        } catch (ConductorClientException e) {
+            if (e.getStatus() != 404) {
+                throw e;
+            }
+            workflow.registerWorkflow(false, true);
+        }
 
         try {
             Workflow run = workflow.execute(Map.of("order_id", "ORD-123")).get(30, TimeUnit.SECONDS);
