@@ -219,7 +219,12 @@ class ConductorServer:
             self._spawn("daphne", [_executable("daphne"), "-b", "127.0.0.1", "-p", str(self.port),
                                    "conductor_web.asgi:application"])
             if self._wait_healthy():
-                break
+                if self._is_ours():
+                    break
+                # another process (another suite's server) took the port first and answered
+                # the health check: not ours, so try another port
+                self._stop_one("daphne")
+                continue
             self._stop_one("daphne")
             if "Address already in use" not in tail(self.log_path("daphne")):
                 raise ServerStartError(f"daphne did not become healthy at {self.url}:\n{self.diagnostics()}")
@@ -228,6 +233,19 @@ class ConductorServer:
         self._spawn("qcluster", [sys.executable, "manage.py", "qcluster"])
         time.sleep(0.5)
         self.assert_alive()
+
+    def _is_ours(self) -> bool:
+        """The server at ``self.url`` is this one: our daphne still runs and the access key
+        made in this server's database gets a token there (another server on the same
+        port would refuse it)."""
+        if self.processes["daphne"].poll() is not None:
+            return False
+        try:
+            resp = httpx.post(f"{self.url}/token", json={"keyId": self.key_id, "keySecret": self.key_secret},
+                              timeout=10)
+        except httpx.TransportError:
+            return False
+        return resp.status_code == 200
 
     def _wait_healthy(self) -> bool:
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
