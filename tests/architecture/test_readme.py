@@ -183,7 +183,7 @@ def test_the_readme_is_short_and_links_every_docs_page():
     """README.md holds what a newcomer needs (a few hundred lines: room for a Java and a Go
     subsection beside the Python and TypeScript ones); every page of docs/ is linked from it."""
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) <= 650
+    assert len(readme.splitlines()) <= 700  # four SDK examples shown whole, as their suites run them
     linked = {t.partition("#")[0] for t in LINK.findall(readme)}
     assert sorted(p.name for p in DOCS.glob("*.md") if f"docs/{p.name}" not in linked) == []
 
