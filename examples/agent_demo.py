@@ -1,5 +1,5 @@
 """The governed support agent, end to end on one machine, with no keys: a demo MCP shop
-and a stub planning model on 127.0.0.1, the example's workers, one run approved.
+and a scripted planning model on 127.0.0.1, the example's workers, one run approved.
 
     # terminal 1: the server, its `openai` provider and MCP allow-list pointed at the demo
     CONDUCTOR_AI_OPENAI_BASE_URL=http://127.0.0.1:3001/v1 CONDUCTOR_AI_ALLOWED_ORIGINS=http://127.0.0.1:3001 make run

@@ -15,7 +15,7 @@ The AI tasks run inside the server; only these two are workers:
     python examples/governed_support_agent.py   # runs the workers until Ctrl-C
 
 See docs/ai.md for the provider and MCP settings; ``examples/agent_demo.py`` runs the
-whole agent with a demo MCP shop and a stub planner, no keys needed.
+whole agent with a demo MCP shop and a scripted planner, no keys needed.
 
 No ``from __future__ import annotations`` here: the SDK maps task input to worker
 arguments by their annotations and needs real types, not strings.
