@@ -54,6 +54,7 @@ $(VENV)/bin/pip:
 	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "could not create $(VENV) (on Debian: apt-get install python3-venv)" >&2; exit 1; }
 
 $(INSTALLED): pyproject.toml | $(VENV)/bin/pip
+	@echo "installing the project and its test tools into $(VENV) (once; a few minutes on a new machine)"
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
