@@ -49,5 +49,9 @@ def ui_context(request) -> dict:
     """The template context processor (``TEMPLATES`` in settings) of what every page needs to
     know: ``{"can_operate": bool, "can_view": bool}`` for ``request.user``. Being a context
     processor, it reaches the pages Django renders itself too (404, 403), so their nav
-    matches the user's permissions."""
-    return {"can_operate": can_operate(request.user), "can_view": can_view(request.user)}
+    matches the user's permissions. A request refused before the authentication middleware
+    ran (a bad ``Host`` answers 400 from CommonMiddleware) has no user: it may do nothing."""
+    user = getattr(request, "user", None)
+    if user is None:
+        return {"can_operate": False, "can_view": False}
+    return {"can_operate": can_operate(user), "can_view": can_view(user)}
