@@ -217,6 +217,11 @@ def test_search_filters_sorting_paging_and_running_tasks(viewer_client):
     a = register_chain()
     b = register_chain()
     ids_a = [start(a, x=i) for i in range(3)]
+    # three starts can share a millisecond (a start takes about 1 ms): give each its own
+    # create_time, so sorting by start has one right order (ties are ordered by id)
+    first = WorkflowExecution.objects.get(pk=ids_a[0]).create_time
+    for i, wf_id in enumerate(ids_a):
+        WorkflowExecution.objects.filter(pk=wf_id).update(create_time=first + i)
     id_b = executor.workflow_start(name=b, input={"x": "needle-in-input"}, correlation_id="c-b")
     executor.workflow_terminate(workflow_id=ids_a[0], reason="special reason text")
 
