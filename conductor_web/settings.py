@@ -410,7 +410,10 @@ CONDUCTOR = {
     "EVENT_MESSAGE_RETRY_DELAY_MS": envint("CONDUCTOR_EVENT_MESSAGE_RETRY_DELAY_MS", 2_000),
     "EVENT_SWEEP_GRACE_MS": envint("CONDUCTOR_EVENT_SWEEP_GRACE_MS", 5_000),
     # A task output above this (KB) fails the task terminally (Conductor's hard limit).
-    "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240),
+    # the task output max (Conductor's maxTaskOutputPayloadSizeThreshold): one setting, read
+    # by payloads.max_payload_bytes("TASK_OUTPUT") for the API and the engine alike
+    "MAX_TASK_OUTPUT_PAYLOAD_KB": envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_SIZE_THRESHOLD_KB",
+                                         envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_KB", 10240)),
     # API authentication (apps/api/auth.py): on unless CONDUCTOR_API_AUTH=off. `make run`
     # on a loopback address turns it off and says so.
     "API_AUTH": envbool("CONDUCTOR_API_AUTH", "on"),
@@ -579,7 +582,7 @@ CONDUCTOR_PAYLOAD_THRESHOLDS_KB = {
     "TASK_INPUT": (envint("CONDUCTOR_TASK_INPUT_PAYLOAD_SIZE_THRESHOLD_KB", 3072),
                    envint("CONDUCTOR_MAX_TASK_INPUT_PAYLOAD_SIZE_THRESHOLD_KB", 10240)),
     "TASK_OUTPUT": (envint("CONDUCTOR_TASK_OUTPUT_PAYLOAD_SIZE_THRESHOLD_KB", 3072),
-                    envint("CONDUCTOR_MAX_TASK_OUTPUT_PAYLOAD_SIZE_THRESHOLD_KB", 10240)),
+                    None),  # the max: CONDUCTOR["MAX_TASK_OUTPUT_PAYLOAD_KB"]
 }
 # How long a signed upload/download URI of GET /api/{workflow,tasks}/externalstoragelocation
 # stays valid (seconds; Conductor's S3 storage: conductor.external-payload-storage.s3.signedUrlExpirationDuration)

@@ -162,13 +162,14 @@ _for_worker_in_pool = sync_to_async(_tasks_for_worker_in_pool, thread_sensitive=
 _for_worker_in_caller = sync_to_async(executor.tasks_for_worker, thread_sensitive=True)
 
 
-def start_call(body: bytes) -> tuple[int, str, bytes]:
-    """``POST /api/workflow`` with a StartWorkflowRequest: the workflow id as text."""
+def start_call(body: bytes, principal=None) -> tuple[int, str, bytes]:
+    """``POST /api/workflow`` with a StartWorkflowRequest for ``principal`` (None: auth is
+    off): the workflow id as text."""
     from apps.api.views.workflow import start_from_request, validate_start_request
 
     req = _json_object(body, "StartWorkflowRequest")
     validate_start_request(req)
-    return 200, TEXT, start_from_request(req).encode()
+    return 200, TEXT, start_from_request(req, principal=principal).encode()
 
 
 def _guarded(fn, *args):
@@ -403,7 +404,7 @@ def worker_fast_path(django_app):
                 await _respond(send, status, JSON, _dumps(error))
                 return
             if path == "/api/workflow":
-                await _respond(send, *await _run(_acting(principal, path, start_call), body))
+                await _respond(send, *await _run(_acting(principal, path, start_call), body, principal))
             else:
                 await _respond(send, *await _run(_acting(principal, path, update_call), body, path.endswith("update-v2")))
             return

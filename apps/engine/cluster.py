@@ -73,6 +73,8 @@ import time
 import uuid
 from multiprocessing import util as mp_util
 
+import psutil
+
 from django.conf import settings
 from django.db import connections
 
@@ -214,6 +216,9 @@ def sentinel_main(stop_event: PipeEvent, start_event: PipeEvent, cluster_id: uui
                     except queue.Full:
                         if not any(p.is_alive() for p in self.pool):
                             log.warning("cluster sentinel: no live worker reads the task queue; stopping without")
+                            # nor wait, at exit, for the feeder thread to flush into a pipe
+                            # that nobody reads
+                            self.task_queue.cancel_join_thread()
                             return None
 
             self.task_queue.put = put_while_a_worker_lives
@@ -230,32 +235,21 @@ def sentinel_main(stop_event: PipeEvent, start_event: PipeEvent, cluster_id: uui
     sentinel.start()
 
 
-def _process_table() -> list[tuple[int, int, str]]:
-    """(pid, parent pid, state letter) of every process (Linux /proc; [] elsewhere)."""
-    table = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        if len(fields) > 1:
-            table.append((int(entry), int(fields[1]), fields[0]))
-    return table
+def alive(process: psutil.Process) -> bool:
+    """Whether ``process`` exists and is not a zombie."""
+    try:
+        return process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
+        return False
 
 
-def descendants(pid: int) -> list[int]:
-    """PIDs of every live descendant of process ``pid`` (Linux /proc; [] elsewhere)."""
-    live = [(p, parent) for p, parent, state in _process_table() if state not in ("Z", "X")]
-    result: list[int] = []
-    frontier = {pid}
-    while frontier:
-        children = [p for p, parent in live if parent in frontier and p not in result]
-        result.extend(children)
-        frontier = set(children)
-    return result
+def descendants(pid: int) -> list[psutil.Process]:
+    """Every live (not zombie) descendant of process ``pid``, as psutil Processes."""
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [c for c in children if alive(c)]
 
 
 class ClusterSupervisor:
@@ -274,7 +268,7 @@ class ClusterSupervisor:
         self.start_event = PipeEvent()
         self.cluster_id = uuid.uuid4()
         self.sentinel: multiprocessing.Process | None = None
-        self.signalled: int | None = None
+        self.signalled: int | None = None  # the signal that asked for the stop, if one did
 
     def _on_signal(self, signum, _frame) -> None:
         # nothing but a flag and a pipe write: no lock, no logging, no waiting
@@ -295,25 +289,31 @@ class ClusterSupervisor:
 
     def run(self, run_once: bool = False) -> int:
         """Start, serve until asked to stop (or, ``run_once``, until the cluster is up),
-        stop; returns the exit status (0 after a stop that was asked for)."""
+        stop; returns the exit status: 0 after a stop a signal asked for, or after a
+        ``run_once`` whose cluster came up; 1 when the Sentinel ended on its own (it died,
+        or a SIGTERM reached only it) or a ``run_once`` cluster never came up."""
         self.start()
+        started = True
         if run_once:
             while self.sentinel.is_alive() and not self.start_event.wait(self.POLL_SECONDS):
                 pass
+            started = self.start_event.is_set()
             self.stop_event.set()
         while self.sentinel.is_alive() and not self.stop_event.wait(self.POLL_SECONDS):
             pass
-        asked = self.stop_event.is_set()
-        if not asked:
-            log.error("cluster %s: its sentinel ended on its own (exit code %s); stopping what is left",
-                      self.cluster_id.hex[:8], self.sentinel.exitcode)
+        ok = started if run_once else self.signalled is not None
+        if not ok:
+            log.error("cluster %s: its sentinel ended on its own (exit code %s)%s; stopping what is left",
+                      self.cluster_id.hex[:8], self.sentinel.exitcode,
+                      "" if started else " before the cluster came up")
             self.stop_event.set()
         self.stop()
-        return 0 if asked else 1
+        return 0 if ok else 1
 
     def stop(self) -> None:
         """Wait for the orderly stop up to the grace period, then SIGKILL every process
-        of the cluster still alive and reap them."""
+        of the cluster still alive (again on each pass, so one forked meanwhile goes too)
+        and reap them."""
         deadline = time.monotonic() + self.grace_seconds
         while self.sentinel.is_alive() and time.monotonic() < deadline:
             self.sentinel.join(0.2)
@@ -326,29 +326,32 @@ class ClusterSupervisor:
         left = descendants(os.getpid())
         if left:
             log.warning("cluster %s did not stop within %.0f s of the stop: killing %s",
-                        self.cluster_id.hex[:8], self.grace_seconds, left)
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        self.sentinel.join(5)
+                        self.cluster_id.hex[:8], self.grace_seconds, [p.pid for p in left])
         until = time.monotonic() + 5
-        while descendants(os.getpid()) and time.monotonic() < until:
+        while left and time.monotonic() < until:
+            for process in left:
+                try:
+                    process.kill()
+                except psutil.NoSuchProcess:
+                    pass
+            # the Sentinel is reaped by its Process object (a waitpid of ours would leave
+            # it reporting itself alive), the others by their parents or _reap_orphans
+            self.sentinel.join(0.2)
             self._reap_orphans()
-            time.sleep(0.05)
+            psutil.wait_procs([p for p in left if p.pid != self.sentinel.pid], timeout=0.2)
+            left = descendants(os.getpid())
+        self.sentinel.join(5)
         self._reap_orphans()
         log.info("cluster %s stopped", self.cluster_id.hex[:8])
 
     def _reap_orphans(self) -> None:
         """Collect the exit status of orphans re-parented to this process (the subreaper),
         leaving the Sentinel's to its ``Process`` object."""
-        me = os.getpid()
-        for pid, parent, state in _process_table():
-            if parent != me or state != "Z" or pid == self.sentinel.pid:
+        for child in psutil.Process().children():
+            if child.pid == self.sentinel.pid:
                 continue
             try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
+                if child.status() == psutil.STATUS_ZOMBIE:
+                    os.waitpid(child.pid, os.WNOHANG)
+            except (psutil.NoSuchProcess, ChildProcessError):
                 pass
-

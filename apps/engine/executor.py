@@ -32,7 +32,8 @@ from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound, val
 from apps.core.fields import length_errors
 from apps.core.ids import new_id
 from apps.core.logs import log_context
-from apps.engine import definitions, effects, evaluation, event_queue, history, jobqueue, notify, queue, retention, store
+from apps.engine import (definitions, effects, evaluation, event_queue, history, jobqueue, notify, payloads, queue,
+                         retention, store)
 from apps.engine.decider import Decider
 from apps.engine.outcome import DeciderOutcome, Services
 from apps.engine.models import TaskExecLog, TaskExecution, WorkflowExecution
@@ -601,7 +602,8 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
                                                    "invalidValue": str(workflow_id)}])
         loaded = store.Loaded(wf)
         now = now_ms()
-        given = secrets.values_for_task_input(task.input_data)  # {} without a query, mostly
+        given = (secrets.values_for_task_input(task.input_data, store.workflow_task_of(task, wf.definition))
+                 if secrets.references(task.input_data) else {})
         logs = task_result.get("logs") or []
         if logs:
             TaskExecLog.objects.bulk_create([
@@ -614,7 +616,7 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
             task.update_time = now
             store.save(loaded, DeciderOutcome(), workflow_changed=False, extra_task_ids={task_id})
             return task
-        _apply_result(task, secrets.mask(task_result, given) if given else task_result, now)
+        _apply_result(task, secrets.mask_result(task_result, given) if given else task_result, now)
         decide_and_save(loaded, now, touched={task_id})
         return task
 
@@ -627,15 +629,13 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
 MAX_REASON_CHARS = 500
 
 
-def _output_limit_bytes() -> int:
-    return int(settings.CONDUCTOR.get("MAX_TASK_OUTPUT_PAYLOAD_KB", 10240)) * 1024
-
-
 def _apply_result(task: TaskState, result: dict, now: int) -> None:
     """Copy a TaskResult onto a task as Conductor's updateTask does: ``outputData`` and
     ``reasonForIncompletion`` are replaced (absent = empty), the reason is cut to 500
-    characters, and an output over ``MAX_TASK_OUTPUT_PAYLOAD_KB`` is not stored: the task
-    becomes FAILED_WITH_TERMINAL_ERROR naming the limit (no retries)."""
+    characters, and an output over the TASK_OUTPUT max threshold
+    (``payloads.max_payload_bytes``, ``MAX_TASK_OUTPUT_PAYLOAD_KB``) is not stored: the task
+    becomes FAILED_WITH_TERMINAL_ERROR with Conductor's reason (ExternalPayloadStorageUtils
+    .failTask; no retries)."""
     status = result["status"]
     output = result.get("outputData") or {}
     reason = result.get("reasonForIncompletion")
@@ -647,13 +647,12 @@ def _apply_result(task: TaskState, result: dict, now: int) -> None:
     callback = int(result.get("callbackAfterSeconds") or 0)
     task.callback_after_seconds = callback
     task.update_time = now
-    size = len(json.dumps(output, separators=(",", ":"))) if output else 0
-    limit = _output_limit_bytes()
+    size = payloads.json_size(output) if output else 0
+    limit = payloads.max_payload_bytes("TASK_OUTPUT")
     if size > limit:
         task.output_data = {}
         task.status = "FAILED_WITH_TERMINAL_ERROR"
-        task.reason_for_incompletion = (f"The output payload size: {size} bytes of task: {task.task_id} in workflow: "
-                                        f"{task.workflow_id} is greater than the permissible limit: {limit} bytes")
+        task.reason_for_incompletion = payloads.too_large_reason(size, task.task_id, task.workflow_id, limit)
         task.end_time = now
         return
     task.output_data = output
@@ -692,33 +691,48 @@ def task_update_by_ref(*, workflow_id: str, task_ref_name: str, status: str, out
 def task_log_add(*, task_id: str, log_line: str) -> None:
     """Append one line to a task's execution log (``POST /tasks/{taskId}/log``), the
     values of the secrets the task was given masked (``secrets.mask``)."""
-    stored_input = TaskExecution.objects.filter(pk=task_id).values_list("input_data", flat=True).first()
-    log_line = secrets.mask(log_line, secrets.values_for_task_input(stored_input))
+    row = TaskExecution.objects.filter(pk=task_id).values(*store.TASK_FIELDS).first()
+    task = store.TaskState(**row) if row is not None else None
+    if task is not None and secrets.references(task.input_data):
+        log_line = secrets.mask(log_line, secrets.values_for_task_input(task.input_data, store.workflow_task_of(task)))
     TaskExecLog.objects.create(task_id=task_id, log=log_line, created_time=now_ms())
 
 
 def tasks_for_worker(tasks: list[TaskState]) -> list[TaskState]:
     """The tasks a poll (or update-v2) hands out, as the worker receives them: each
-    ``${workflow.secrets.NAME}`` of their inputData replaced by the secret's value in a
-    copy (the stored task keeps the expression; Conductor's ExecutionService.poll,
-    ``substituteSecrets``). A task naming a secret that does not exist is not handed out:
-    it is FAILED with ``Secret 'NAME' referenced by the task does not exist`` (its
-    TaskDef's retries apply). Tasks without references pass through, without a query."""
+    ``${workflow.secrets.NAME}`` that the task's WorkflowTask writes replaced by the
+    secret's value in a copy of its inputData (the stored task keeps the expression;
+    Conductor's ExecutionService.poll, ``substituteSecrets``; one that reached the input
+    from data stays as written: ``secrets.template_names``). The tasks are already claimed
+    (IN_PROGRESS), so one that cannot be given its secrets is FAILED with the reason
+    (``Secret 'NAME' referenced by the task does not exist``, a value no key decrypts,
+    another error named by its type; its TaskDef's retries apply) and the others are still
+    handed out. Conductor instead hands a task with a missing secret out with null there.
+    Tasks without references pass through, without a query."""
     out = []
     for task in tasks:
         if not secrets.references(task.input_data):
             out.append(task)
             continue
         try:
-            resolved, _values = secrets.resolve(task.input_data)
-        except secrets.MissingSecret as exc:
-            task_update(task_result={"workflowInstanceId": task.workflow_id, "taskId": task.task_id,
-                                     "status": "FAILED", "reasonForIncompletion": str(exc),
-                                     "workerId": task.worker_id})
+            resolved, _values = secrets.resolve(
+                task.input_data, allowed=secrets.template_names(store.workflow_task_of(task)))
+        except (secrets.MissingSecret, secrets.SecretUnreadable) as exc:
+            reason = str(exc)
+        except Exception as exc:  # noqa: BLE001 - the rest of the batch is still handed out
+            log.exception("could not resolve the secrets of task %s", task.task_id)
+            reason = f"The task's secrets could not be resolved ({type(exc).__name__}; see the server log)"
+        else:
+            given = dataclasses.replace(task)
+            given.input_data = resolved
+            out.append(given)
             continue
-        given = dataclasses.replace(task)
-        given.input_data = resolved
-        out.append(given)
+        try:
+            task_update(task_result={"workflowInstanceId": task.workflow_id, "taskId": task.task_id,
+                                     "status": "FAILED", "reasonForIncompletion": reason,
+                                     "workerId": task.worker_id})
+        except Exception:  # noqa: BLE001 - left IN_PROGRESS: its response timeout retries it
+            log.exception("could not fail task %s whose secrets could not be resolved", task.task_id)
     return out
 
 

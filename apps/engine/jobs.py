@@ -63,8 +63,7 @@ def _run_system_task(task_id: str, lease: str, token: str) -> None:
     if row is None or row["status"] not in ("SCHEDULED", "IN_PROGRESS"):
         return
     task = store.TaskState(**row)
-    if not task.workflow_task:
-        task.workflow_task = _workflow_task_of(task)
+    task.workflow_task = store.workflow_task_of(task)
     ttype = get_type(task.task_type)
     if not executor.system_task_claim(task_id):
         return
@@ -103,20 +102,6 @@ def _renewing(lease: str, token: str, fn, *args):
                 return future.result(timeout=settings.CONDUCTOR["SYSTEM_TASK_LEASE_RENEW_SECONDS"])
             except FutureTimeout:
                 SweeperLease.acquire(lease, token, settings.CONDUCTOR["SYSTEM_TASK_LEASE_MS"])
-
-
-def _workflow_task_of(task) -> dict:
-    """The WorkflowTask a task was made from, read from its execution's definition
-    snapshot (``run_async`` reads settings such as ``asyncComplete`` from it)."""
-    from apps.engine import params
-    from apps.engine.blueprint import Blueprint
-    from apps.engine.models import WorkflowExecution
-
-    definition = (WorkflowExecution.objects.filter(pk=task.workflow_id)
-                  .values_list("definition", flat=True).first())
-    if not isinstance(definition, dict):
-        return {}
-    return Blueprint(definition).get(params.definition_ref(task)) or {}
 
 
 def _holder() -> str:

@@ -15,8 +15,10 @@ On SQLite (or while the listener is not connected) long polls re-check every
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -153,7 +155,7 @@ def queue_mark(queue_name: str, connection_alias: str = "default"):
         listener = _listener
         if listener is None or not listener.ready.is_set() or listener.params.get("dbname") != wrapper.settings_dict["NAME"]:
             return None
-        return generation, id(listener), listener.epoch
+        return generation, listener.epoch
     if wrapper.vendor == "sqlite":
         name = str(wrapper.settings_dict.get("NAME") or "")
         if not name or name == ":memory:" or name.startswith("file:"):
@@ -209,10 +211,25 @@ def publish_queued(queue_names: Iterable[str]) -> None:
     names = sorted({q for q in queue_names if q})
     if not names or connection.vendor != "postgresql":
         return
-    pid = os.getpid()
+    token = process_token()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q",
-                       [QUEUE_CHANNEL, [f"{pid}:{n}" for n in names]])
+                       [QUEUE_CHANNEL, [f"{token}:{n}" for n in names]])
+
+
+_token: tuple[int, str] | None = None
+# listener epochs, unique in the process across listeners (a mark never matches a new one's)
+_epochs = itertools.count(1)
+
+
+def process_token() -> str:
+    """This process's name in queue notifications (``<token>:<queue>``): its pid and a
+    random part (replicas in containers often share pids), new in a forked child."""
+    global _token
+    pid = os.getpid()
+    if _token is None or _token[0] != pid:
+        _token = (pid, f"{pid}.{secrets.token_hex(4)}")
+    return _token[1]
 
 
 class _QueueListener(threading.Thread):
@@ -226,17 +243,17 @@ class _QueueListener(threading.Thread):
         self.params = params
         self.ready = threading.Event()
         self.stopping = threading.Event()
-        self.epoch = 0  # bumped at each (re)connection: notifications may have been missed before it
+        self.epoch = 0  # a new number at each (re)connection: notifications may have been missed before it
 
     def run(self) -> None:
         import psycopg
 
-        own = f"{os.getpid()}:"
+        own = f"{process_token()}:"
         while not self.stopping.is_set():
             try:
                 with psycopg.connect(**self.params, autocommit=True) as conn:
                     conn.execute(f"LISTEN {QUEUE_CHANNEL}")
-                    self.epoch += 1
+                    self.epoch = next(_epochs)
                     self.ready.set()
                     while not self.stopping.is_set():
                         # wakes at each notification, and once a second to see ``stopping``
@@ -247,7 +264,7 @@ class _QueueListener(threading.Thread):
                 if not self.stopping.is_set():
                     log.warning("queue listener lost its connection; reconnecting", exc_info=True)
             self.ready.clear()
-            self.epoch += 1
+            self.epoch = next(_epochs)
             self.stopping.wait(1.0)
 
 

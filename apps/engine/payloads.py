@@ -31,12 +31,15 @@ OPERATIONS = ("READ", "WRITE")
 
 def max_payload_bytes(payload_type: str) -> int:
     """The max threshold of ``payload_type`` in bytes (KB setting x 1024, as Conductor)."""
+    if payload_type == "TASK_OUTPUT":  # one setting for the API's check and the engine's
+        return int(settings.CONDUCTOR["MAX_TASK_OUTPUT_PAYLOAD_KB"]) * 1024
     return settings.CONDUCTOR_PAYLOAD_THRESHOLDS_KB[payload_type][1] * 1024
 
 
 def json_size(data) -> int:
     """Bytes of ``data`` serialised as compact JSON (UTF-8), the size the thresholds compare."""
-    return len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode())
+    # surrogatepass: a lone surrogate escape is valid JSON and must not make this raise
+    return len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def new_payload_path(payload_type: str) -> str:
@@ -106,10 +109,15 @@ def internalize_task_result(result: dict) -> dict:
     if size > limit:
         result["status"] = "FAILED_WITH_TERMINAL_ERROR"
         result["outputData"] = {}
-        result["reasonForIncompletion"] = (
-            f"The payload size: {size} of task: {result.get('taskId')} in workflow: "
-            f"{result.get('workflowInstanceId')}  is greater than the permissible limit: {limit} bytes")
+        result["reasonForIncompletion"] = too_large_reason(size, result.get("taskId"),
+                                                           result.get("workflowInstanceId"), limit)
     return result
+
+
+def too_large_reason(size: int, task_id, workflow_id, limit: int) -> str:
+    """Conductor's reason for a task output above the max threshold (bytes)."""
+    return (f"The payload size: {size} of task: {task_id} in workflow: {workflow_id}  "
+            f"is greater than the permissible limit: {limit} bytes")
 
 
 def internalize_workflow_input(req: dict) -> dict:

@@ -654,3 +654,22 @@ def save(loaded: Loaded, outcome: DeciderOutcome, *, workflow_changed: bool = Tr
     changed += [(t, None) for t in outcome.new_tasks]
     if changed or wf.status != loaded.workflow_status:
         notify.transitions(wf, loaded.workflow_status, changed)
+
+
+def workflow_task_of(task: TaskState, definition: dict | None = None) -> dict:
+    """The WorkflowTask ``task`` was made from: the one it stores (a dynamic task's, or
+    one that differs from its definition), else its entry in ``definition`` (the
+    execution's definition snapshot; read with one query when not given), else ``{}``.
+    ``run_async`` reads settings such as ``asyncComplete`` from it, and the secrets a task
+    may be given are the ones its ``inputParameters`` write (``secrets.template_names``)."""
+    from apps.engine.blueprint import Blueprint
+    from apps.engine.models import WorkflowExecution
+
+    if task.workflow_task:
+        return task.workflow_task
+    if definition is None:
+        definition = (WorkflowExecution.objects.filter(pk=task.workflow_id)
+                      .values_list("definition", flat=True).first())
+    if not isinstance(definition, dict):
+        return {}
+    return Blueprint(definition).get(params.definition_ref(task)) or {}

@@ -21,13 +21,18 @@ from __future__ import annotations
 import os
 
 from django.conf import settings
-from django.db import transaction
 
 from apps.core.clock import now_ms
 from apps.metadata.models import EnvironmentVariable
 
 # Conductor's EnvUtils.SystemParameters read from the process (CPEWF_TASK_ID is the task id)
 SYSTEM_PARAMETERS = ("NETFLIX_ENV", "NETFLIX_STACK")
+
+
+# process variables never readable through ``${workflow.env.X}``, whatever the prefix (a
+# broad CONDUCTOR_ENV_PREFIX such as CONDUCTOR_ would otherwise hand out the secrets' key)
+PROTECTED = ("SECRET_KEY", "DATABASE_URL", "CONDUCTOR_SECRETS_KEYS", "CONDUCTOR_AUTH_KEY", "CONDUCTOR_AUTH_SECRET",
+             "Q_REDIS_URL", "CHANNEL_REDIS_URL")
 
 
 def _prefix() -> str:
@@ -39,7 +44,8 @@ def _process_variables() -> dict[str, str]:
     prefix = _prefix()
     if not prefix:
         return {}
-    return {k[len(prefix):]: v for k, v in os.environ.items() if k.startswith(prefix) and len(k) > len(prefix)}
+    return {k[len(prefix):]: v for k, v in os.environ.items()
+            if k.startswith(prefix) and len(k) > len(prefix) and k not in PROTECTED}
 
 
 def env_all() -> dict[str, str]:
@@ -62,16 +68,17 @@ def env_get(name: str) -> str | None:
     if value is not None:
         return value
     prefix = _prefix()
-    return os.environ.get(prefix + name) if prefix else None
+    if not prefix or prefix + name in PROTECTED:
+        return None
+    return os.environ.get(prefix + name)
 
 
 def env_put(*, name: str, value: str) -> None:
     """Create or replace the stored variable ``name`` (``PUT /api/environment/{key}``)."""
     now = now_ms()
-    with transaction.atomic():
-        updated = EnvironmentVariable.objects.filter(pk=name).update(value=value, update_time=now)
-        if not updated:
-            EnvironmentVariable.objects.create(name=name, value=value, create_time=now, update_time=now)
+    EnvironmentVariable.objects.update_or_create(
+        name=name, defaults={"value": value, "update_time": now},
+        create_defaults={"value": value, "create_time": now, "update_time": now})
 
 
 def env_delete(*, name: str) -> bool:

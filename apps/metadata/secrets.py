@@ -37,6 +37,11 @@ _REFERENCE = re.compile(r"\$\{workflow\.secrets\.([a-zA-Z0-9_-]+)((?:\.[^}]*)?)\
 MAX_VALUE_CHARS = 65535
 
 
+class SecretUnreadable(RuntimeError):
+    """A stored secret that no key of ``CONDUCTOR_SECRETS_KEYS`` decrypts (a key dropped
+    before ``manage.py rotate_secrets`` ran); the message names the setting, never a value."""
+
+
 class MissingSecret(Exception):
     """A ``${workflow.secrets.NAME}`` names no stored secret; ``name`` is that name."""
 
@@ -72,16 +77,16 @@ def secret_put(*, name: str, value: str) -> None:
     """Create or replace the secret ``name`` (``PUT /api/secrets/{key}``), encrypted."""
     token = fernet().encrypt(value.encode()).decode()
     now = now_ms()
-    with transaction.atomic():
-        if not Secret.objects.filter(pk=name).update(token=token, update_time=now):
-            Secret.objects.create(name=name, token=token, create_time=now, update_time=now)
+    # update_or_create: two first PUTs of one name at once do not end in an IntegrityError
+    Secret.objects.update_or_create(name=name, defaults={"token": token, "update_time": now},
+                                    create_defaults={"token": token, "create_time": now, "update_time": now})
 
 
 def _decrypt(token: str) -> str:
     try:
         return fernet().decrypt(token.encode()).decode()
     except InvalidToken as exc:  # a key dropped from CONDUCTOR_SECRETS_KEYS too early
-        raise RuntimeError("A stored secret cannot be decrypted with CONDUCTOR_SECRETS_KEYS") from exc
+        raise SecretUnreadable("A stored secret cannot be decrypted with CONDUCTOR_SECRETS_KEYS") from exc
 
 
 def secret_get(name: str) -> str | None:
@@ -90,12 +95,20 @@ def secret_get(name: str) -> str | None:
     return None if token is None else _decrypt(token)
 
 
-def secret_values(names) -> dict[str, str]:
-    """``{name: value}`` of those of ``names`` that exist (one query)."""
+def secret_values(names, *, readable_only: bool = False) -> dict[str, str]:
+    """``{name: value}`` of those of ``names`` that exist (one query). Raises
+    SecretUnreadable for a value no key decrypts (``readable_only``: left out instead)."""
     names = set(names)
     if not names:
         return {}
-    return {n: _decrypt(t) for n, t in Secret.objects.filter(pk__in=names).values_list("name", "token")}
+    values = {}
+    for name, token in Secret.objects.filter(pk__in=names).values_list("name", "token"):
+        try:
+            values[name] = _decrypt(token)
+        except SecretUnreadable:
+            if not readable_only:
+                raise
+    return values
 
 
 def secret_delete(*, name: str) -> bool:
@@ -163,11 +176,13 @@ def referenced_names(value: Any, found: set[str] | None = None) -> set[str]:
 
 class _Substitution:
     """One resolution: the stored values, and the texts put in (whole values and what a
-    JSON path picked out of them), which are what the result is masked with."""
+    JSON path picked out of them), which are what the result is masked with. A reference
+    to a name outside ``allowed`` stays as written."""
 
-    def __init__(self, values: dict[str, str], missing_ok: bool):
+    def __init__(self, values: dict[str, str], missing_ok: bool, allowed: set[str]):
         self.values = values
         self.missing_ok = missing_ok
+        self.allowed = allowed
         self.used: dict[str, str] = {}
 
     def lookup(self, name: str, path: str) -> Any:
@@ -183,11 +198,15 @@ class _Substitution:
             picked = evaluate_path(path[1:], json.loads(value))
         except ValueError:
             return None
-        if picked is not None:
-            self.used[name + path] = picked if isinstance(picked, str) else json.dumps(picked)
+        if isinstance(picked, str) and picked:
+            # a picked number or boolean is put in but not masked: "3" or "true" would
+            # turn every such text of the result into ***
+            self.used[name + path] = picked
         return picked
 
     def text(self, m: re.Match) -> str:
+        if m.group(1) not in self.allowed:
+            return m.group(0)
         found = self.lookup(m.group(1), m.group(2))
         return "" if found is None else found if isinstance(found, str) else json.dumps(found)
 
@@ -197,6 +216,8 @@ class _Substitution:
                 return value
             whole = _REFERENCE.fullmatch(value)
             if whole:
+                if whole.group(1) not in self.allowed:
+                    return value
                 return self.lookup(whole.group(1), whole.group(2))
             return _REFERENCE.sub(self.text, value)
         if isinstance(value, dict):
@@ -206,17 +227,34 @@ class _Substitution:
         return value
 
 
-def resolve(value: Any, *, missing_ok: bool = False) -> tuple[Any, dict[str, str]]:
-    """``(value with every ${workflow.secrets.NAME[.path]} replaced, {reference: text put in})``.
-    A string that is one whole reference takes the secret's value (or what its JSON path
-    selects); references inside text are replaced by their text. The second item maps each
-    name (and ``name.path``) used to the text it gave: what to ``mask`` a result with.
-    The input is not modified; a value without references is returned as it is, without a
-    query. Raises MissingSecret for the first name with no stored secret (``missing_ok``:
-    it resolves to null instead)."""
-    if not references(value):
+def template_names(workflow_task: Any) -> set[str]:
+    """The secret names a task's WorkflowTask (its definition's ``inputParameters``) writes:
+    the only ones its inputData may be given. A ``${workflow.secrets.X}`` that reached the
+    input from data (a workflow input, an upstream output, an HTTP response) names nothing
+    the definition asked for and stays as written (Conductor resolves those too; here a
+    caller without the admin role could read any secret by planting one)."""
+    if not isinstance(workflow_task, dict):
+        return set()
+    return referenced_names(workflow_task.get("inputParameters"))
+
+
+def resolve(value: Any, *, allowed: set[str], missing_ok: bool = False) -> tuple[Any, dict[str, str]]:
+    """``(value with every ${workflow.secrets.NAME[.path]} of a name in ``allowed`` replaced,
+    {reference: text put in})`` (``allowed``: ``template_names`` of the task's WorkflowTask;
+    other references stay as written). A string that is one whole reference takes the
+    secret's value (or what its JSON path selects); references inside text are replaced by
+    their text. The second item maps each name (and ``name.path``) used to the text it
+    gave: what to ``mask`` a result with. The input is not modified; a value without
+    references is returned as it is, without a query. Raises MissingSecret for the first
+    name with no stored secret, and SecretUnreadable when no key of
+    ``CONDUCTOR_SECRETS_KEYS`` decrypts a stored value (``missing_ok``: either resolves to
+    null instead: what masking needs, since such a value was never given).""" 
+    if not allowed or not references(value):
         return value, {}
-    substitution = _Substitution(secret_values(referenced_names(value)), missing_ok)
+    names = referenced_names(value) & allowed
+    if not names:
+        return value, {}
+    substitution = _Substitution(secret_values(names, readable_only=missing_ok), missing_ok, allowed)
     return substitution.apply(value), substitution.used
 
 
@@ -243,10 +281,21 @@ def _mask(value: Any, texts: list[str]) -> Any:
     return value
 
 
-def values_for_task_input(input_data: Any) -> dict[str, str]:
-    """The secret texts a task with this (stored) inputData is given when it runs
-    (``resolve``'s second item): what its output must be masked with. Empty, without a
-    query, when it references none."""
+def mask_result(task_result: dict, given: dict[str, str]) -> dict:
+    """A TaskResult with the values of the secrets its task was given (``given``) masked
+    in what a worker or an HTTP call writes (outputData and reasonForIncompletion; logs are
+    masked as they are stored): ids and status are left as sent."""
+    masked = dict(task_result)
+    for key in ("outputData", "reasonForIncompletion"):
+        if key in masked:
+            masked[key] = mask(masked[key], given)
+    return masked
+
+
+def values_for_task_input(input_data: Any, workflow_task: Any) -> dict[str, str]:
+    """The secret texts a task with this (stored) inputData and WorkflowTask is given when
+    it runs (``resolve``'s second item): what its output must be masked with. Empty,
+    without a query, when it references none."""
     if not references(input_data):
         return {}
-    return resolve(input_data, missing_ok=True)[1]
+    return resolve(input_data, allowed=template_names(workflow_task), missing_ok=True)[1]

@@ -82,7 +82,7 @@ def test_uris_only_work_for_what_they_were_signed_for(api, settings):
 
 
 def test_upload_checks(api, settings):
-    settings.CONDUCTOR_PAYLOAD_THRESHOLDS_KB = {**settings.CONDUCTOR_PAYLOAD_THRESHOLDS_KB, "TASK_OUTPUT": (1, 2)}
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "MAX_TASK_OUTPUT_PAYLOAD_KB": 2}  # the one task output max
     loc = location(api, "tasks", "WRITE", "TASK_OUTPUT")
     too_big = upload(api, loc, {"blob": "x" * 3000})
     assert too_big.status_code == 413
@@ -136,7 +136,7 @@ def test_task_output_from_storage(api, one_task_flow):
 
 
 def test_task_output_above_the_max_fails_the_task_terminally(api, settings, one_task_flow):
-    settings.CONDUCTOR_PAYLOAD_THRESHOLDS_KB = {**settings.CONDUCTOR_PAYLOAD_THRESHOLDS_KB, "TASK_OUTPUT": (1, 1)}
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "MAX_TASK_OUTPUT_PAYLOAD_KB": 1}
     name, task = one_task_flow
     wf_id = api.start(name, {"text": "abc"})
     polled = api.poll_one(task)

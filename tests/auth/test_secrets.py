@@ -289,3 +289,66 @@ def test_http_task_with_a_missing_secret_fails_without_calling(jobs, auth_on):
         assert task["status"] == "FAILED" and missing in task["reasonForIncompletion"]
     finally:
         stub.close()
+
+
+def test_a_reference_planted_in_data_is_not_resolved(admin, as_role):
+    """A ``${workflow.secrets.X}`` that reaches a task's input from data (here the workflow
+    input an operator gives) names nothing the definition asked for: the worker receives it
+    as written, not the value (otherwise any operator could read any secret)."""
+    secret, other = unique("tok"), unique("other")
+    put_secret(admin, secret, VALUE)
+    put_secret(admin, other, "other-" + VALUE)
+    task_type, name = unique("sec_plant"), unique("sec_plant_wf")
+    admin.ok(admin.post("/metadata/taskdefs", [task_def(task_type)]))
+    admin.ok(admin.post("/metadata/workflow", workflow_def(name, [simple_task(task_type, "use", {
+        "token": f"${{workflow.secrets.{secret}}}", "url": "${workflow.input.url}"})]), params={"overwrite": True}))
+    operator = as_role("operator")
+    planted = f"https://evil.invalid/?k=${{workflow.secrets.{other}}}"
+    wid = operator.ok(operator.post("/workflow", {"name": name, "input": {"url": planted}})).content.decode()
+    (task,) = as_role("worker").get(f"/tasks/poll/batch/{task_type}?workerid=w1&count=1").json()
+    assert task["workflowInstanceId"] == wid
+    assert task["inputData"] == {"token": VALUE, "url": planted}
+
+
+def test_an_inline_definition_naming_a_secret_needs_the_admin_role(admin, as_role):
+    secret = unique("tok")
+    put_secret(admin, secret, VALUE)
+    task_type = unique("sec_inline")
+    admin.ok(admin.post("/metadata/taskdefs", [task_def(task_type)]))
+    body = {"name": unique("sec_inline_wf"), "input": {},
+            "workflowDef": workflow_def("inline", [simple_task(task_type, "use", {
+                "token": f"${{workflow.secrets.{secret}}}"})])}
+    refused = as_role("operator").post("/workflow", body)
+    assert refused.status_code == 403 and "admin role" in refused.json()["message"]
+    executed = as_role("operator").post("/workflow/execute/inline/1", body)
+    assert executed.status_code == 403
+    assert as_role("worker").get(f"/tasks/poll/batch/{task_type}?workerid=w1&count=1").json() == []
+    assert admin.post("/workflow", body).status_code == 200
+    without = {**body, "workflowDef": workflow_def("inline", [simple_task(task_type, "use", {"x": 1})])}
+    assert as_role("operator").post("/workflow", without).status_code == 200
+
+
+def test_a_secret_no_key_decrypts_fails_its_task_and_the_batch_is_handed_out(admin, as_role):
+    from apps.metadata.models import Secret
+
+    good, bad = unique("tok"), unique("rotated")
+    put_secret(admin, good, VALUE)
+    put_secret(admin, bad, "lost-" + VALUE)
+    Secret.objects.filter(pk=bad).update(token="gAAAAA-not-a-token-of-any-key")
+    task_type = unique("sec_batch")
+    good_wf = _secret_workflow(admin, task_type, unique("sec_batch_wf"), good)
+    bad_wf = _secret_workflow(admin, task_type, unique("sec_batch_wf"), bad)
+    polled = as_role("worker").get(f"/tasks/poll/batch/{task_type}?workerid=w1&count=5")
+    assert polled.status_code == 200, polled.content
+    assert [(t["workflowInstanceId"], t["inputData"]["token"]) for t in polled.json()] == [(good_wf, VALUE)]
+    (task,) = admin.get(f"/workflow/{bad_wf}").json()["tasks"]
+    assert task["status"] == "FAILED" and "CONDUCTOR_SECRETS_KEYS" in task["reasonForIncompletion"]
+
+
+def test_workflow_env_never_reads_the_servers_keys_whatever_the_prefix(admin, monkeypatch, settings):
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "ENV_PREFIX": "CONDUCTOR_"}
+    monkeypatch.setenv("CONDUCTOR_SECRETS_KEYS", settings.SECRETS_KEYS and ",".join(settings.SECRETS_KEYS) or "k")
+    monkeypatch.setenv("CONDUCTOR_AREA_T", "north")
+    listed = {v["name"]: v["value"] for v in admin.get("/environment").json()}
+    assert listed.get("AREA_T") == "north" and "SECRETS_KEYS" not in listed
+    assert admin.get("/environment/SECRETS_KEYS").status_code == 404

@@ -44,8 +44,10 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
+from apps.engine.cluster import alive
 from tests.crash.conftest import _servers
 from tests.e2e.conftest import REPO_ROOT, ConductorServer, PostgresDatabase, ServerStartError, _is_postgres, free_port
 from tests.support.http_stub import HttpStub, Reply
@@ -66,33 +68,24 @@ MODES = ("make-run", "deployed", "tree")
 
 # --- processes -------------------------------------------------------------------------
 
-def _process_table() -> dict[int, tuple[str, int, int]]:
-    """{pid: (state, parent pid, session id)} of every process, from /proc."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        table[int(entry)] = (fields[0], int(fields[1]), int(fields[3]))
-    return table
-
-
 def _tree(roots: list[int]) -> set[int]:
     """Live processes descending from ``roots`` (roots included), plus every live
     process in one of their sessions (an orphan re-parented away stays in its session)."""
-    table = {p: v for p, v in _process_table().items() if v[0] not in ("Z", "X")}
-    found = {p for p in roots if p in table}
-    while True:
-        more = {p for p, (_s, parent, _sid) in table.items() if parent in found} - found
-        if not more:
-            break
-        found |= more
-    sessions = {table[p][2] for p in found}
-    return found | {p for p, (_s, _parent, sid) in table.items() if sid in sessions and sid > 1}
+    def sid(process):
+        try:
+            return os.getsid(process.pid) if alive(process) else None
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            return None
+
+    found = set()
+    for pid in roots:
+        try:
+            root = psutil.Process(pid)
+            found |= {p.pid for p in [root, *root.children(recursive=True)] if alive(p)}
+        except psutil.NoSuchProcess:
+            continue
+    sessions = {s for s in (sid(psutil.Process(p)) for p in found if psutil.pid_exists(p)) if s and s > 1}
+    return found | {p.pid for p in psutil.process_iter() if sid(p) in sessions}
 
 
 class StopServer(ConductorServer):
@@ -362,6 +355,10 @@ def test_every_process_stops_within_the_grace_and_nothing_is_lost(mode, stubs, t
                             f"{server.diagnostics()}")
             assert result["outcomes"].get("execute", ("?",))[0] in ("answer", "closed"), result
             assert result["outcomes"].get("poll", ("?",))[0] in ("answer", "closed"), result
+            if mode != "tree":  # a SIGTERM to the main processes stops in order, never by the grace's SIGKILL
+                forced = [n for n in ("run", "cluster") if server.log_path(n).exists()
+                          and "did not stop within" in server.log_path(n).read_text(errors="replace")]
+                assert forced == [], f"{mode} round {r}: the cluster was killed at the grace\n{server.diagnostics()}"
 
         # restart once more: everything in flight at the stops completes, once
         server.boot()

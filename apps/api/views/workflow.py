@@ -9,6 +9,8 @@ import uuid
 
 from rest_framework.response import Response
 
+from apps.api.auth import require_role
+from apps.api.models import ROLE_ADMIN
 from apps.api.params import qbool, qint, qstr
 from apps.api.parsers import require_json
 from apps.api.shapes import check_start_request
@@ -17,6 +19,7 @@ from apps.core import lifecycle
 from apps.core.errors import InvalidInput
 from apps.engine import executor, history, notify, payloads, recovery, selectors, signals
 from apps.engine.representation import workflow_json, workflow_status_json
+from apps.metadata import secrets
 
 
 def _start_request(data) -> dict:
@@ -28,11 +31,17 @@ def _start_request(data) -> dict:
     return data
 
 
-def start_from_request(req: dict, *, name: str | None = None, version: int | None = None) -> str:
-    """Start a workflow from a StartWorkflowRequest dict (camelCase)."""
+def start_from_request(req: dict, *, principal, name: str | None = None, version: int | None = None) -> str:
+    """Start a workflow from a StartWorkflowRequest dict (camelCase) for ``principal`` (the
+    caller's access key; None when auth is off). An inline ``workflowDef`` that names a
+    secret (``${workflow.secrets.X}``) needs the admin role, as reading a secret's value
+    does: its tasks would hand the caller the value (stricter than Conductor, which lets
+    any caller start one). Raises Forbidden for that, InvalidInput for a bad request."""
     workflow_def = req.get("workflowDef")
     if workflow_def is not None and not isinstance(workflow_def, dict):
         raise InvalidInput("workflowDef must be a WorkflowDef object")
+    if workflow_def is not None and secrets.references(workflow_def):
+        require_role(principal, ROLE_ADMIN, "start an inline workflowDef that names secrets")
     return executor.workflow_start(
         name=name or req.get("name"),
         version=version if version is not None else req.get("version"),
@@ -66,7 +75,7 @@ class StartWorkflowApi(ConductorApi):
     def post(self, request):
         req = _start_request(request.data)
         validate_start_request(req)
-        return text(start_from_request(req))
+        return text(start_from_request(req, principal=getattr(request, "api_principal", None)))
 
 
 class StartWorkflowByNameApi(ConductorApi):
@@ -139,7 +148,8 @@ class ExecuteWorkflowApi(ConductorApi):
         wait_s = qint(q, "waitForSeconds", 10) or 10
         wait_refs = {r.strip() for r in (qstr(q, "waitUntilTaskRef") or "").split(",") if r.strip()}
         request_id = qstr(q, "requestId") or str(uuid.uuid4())
-        workflow_id = start_from_request(req, name=name, version=(version or None))
+        workflow_id = start_from_request(req, principal=getattr(request, "api_principal", None),
+                                         name=name, version=(version or None))
         return Response(await_signal_response(workflow_id, task_refs=wait_refs, strategy=strategy,
                                               request_id=request_id, timeout_s=wait_s))
 

@@ -73,11 +73,12 @@ class Http(TaskType):
         (uri, headers, body...) is put in only here; the result (response, reason) has
         those values masked (``***``) before it is stored."""
         try:
-            request_input, given = secrets.resolve(task.input_data)
-        except secrets.MissingSecret as exc:
+            request_input, given = secrets.resolve(task.input_data,
+                                                   allowed=secrets.template_names(task.workflow_task))
+        except (secrets.MissingSecret, secrets.SecretUnreadable) as exc:
             return {"status": "FAILED", "reasonForIncompletion": str(exc)}
         result = self._call(task, request_input)
-        return secrets.mask(result, given) if given else result
+        return secrets.mask_result(result, given) if given else result
 
     def _call(self, task: TaskState, input_data: dict) -> dict:
         request = input_data.get("http_request")
