@@ -129,7 +129,8 @@ stop() {
   local dir=${1:?usage: conductor_oss.sh stop DIR} pid deadline
   [ -f "$dir/pid" ] || return 0
   pid=$(cat "$dir/pid")
-  if kill -0 "$pid" 2>/dev/null; then
+  # only the JVM this script started: a pid file left by a crash may name a reused pid
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$JAR"; then
     kill -TERM "$pid" 2>/dev/null || true
     deadline=$((SECONDS + STOP_TIMEOUT))
     while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.5; done

@@ -124,12 +124,11 @@ def reduce_tree(tree: dict[str, dict], names: dict[str, str]) -> dict[str, dict]
 
 
 def _equal(a: Any, b: Any) -> bool:
-    """JSON equality where 5 and 5.0 are one number (Java and Python print them alike
-    only sometimes) and null equals a missing key (``_diff`` passes None for missing)."""
+    """JSON equality where 5 and 5.0 are one number (Python's ``==`` already) but a
+    boolean is not a number (``True == 1`` in Python; ``_diff`` passes None for a
+    missing key, so null equals missing there)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
     return a == b
 
 
