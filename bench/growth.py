@@ -134,7 +134,7 @@ def run(a) -> None:
     print(f"# {connection.vendor}, n={a.n}, window={w}, CPU ms of this process per poll + update")
     with connection.execute_wrapper(counter):
         if a.shape in ("loop", "both"):
-            wid = start_from_request({"name": "growth_loop", "version": 1, "input": {}})
+            wid = start_from_request({"name": "growth_loop", "version": 1, "input": {}}, principal=None)
             drive(wid, 1, counter)
             if prof:
                 prof.enable()
@@ -145,10 +145,10 @@ def run(a) -> None:
             print(f"# loop: {len(costs) + 1} updates, workflow {wf.status}, {len(wf.tasks)} tasks")
             emit(a, "loop", wf.status, summary("loop", costs[:w], costs[-w:]))
         if a.shape in ("fork", "both"):
-            small = start_from_request({"name": "growth_fork", "version": 1, "input": fork_input(w + 1)})
+            small = start_from_request({"name": "growth_fork", "version": 1, "input": fork_input(w + 1)}, principal=None)
             drive(small, 1, counter)
             first = drive(small, w, counter)
-            big = start_from_request({"name": "growth_fork", "version": 1, "input": fork_input(a.n)})
+            big = start_from_request({"name": "growth_fork", "version": 1, "input": fork_input(a.n)}, principal=None)
             if prof:
                 prof.enable()
             costs = drive(big, a.n, counter)
