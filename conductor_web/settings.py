@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "apps.ai",
     "apps.scheduler",
     "apps.listeners",
+    "apps.files",
 ]
 
 MIDDLEWARE = [
@@ -587,3 +588,26 @@ CONDUCTOR_PAYLOAD_THRESHOLDS_KB = {
 # How long a signed upload/download URI of GET /api/{workflow,tasks}/externalstoragelocation
 # stays valid (seconds; Conductor's S3 storage: conductor.external-payload-storage.s3.signedUrlExpirationDuration)
 CONDUCTOR_PAYLOAD_URI_TTL_SECONDS = envint("CONDUCTOR_PAYLOAD_URI_TTL_SECONDS", 300)
+
+# --- file storage between tasks (apps/files; Conductor's conductor.file-storage.*) ---------------
+# /api/files: files that belong to a workflow execution, passed between tasks as
+# conductor://file/<id> handles; content goes through signed URLs of this server
+# (docs/files.md). A file is removed with its execution (retention, DELETE .../remove).
+CONDUCTOR_FILES = {
+    # Where the local-directory store keeps content (Conductor: ...conductor.directory).
+    "DIR": Path(os.environ.get("CONDUCTOR_FILES_DIR") or VAR_DIR / "files"),
+    # Largest file accepted, in bytes (Conductor: ...conductor.max-size, 100 MiB); a larger
+    # upload (or multipart total) answers 413.
+    "MAX_BYTES": envint("CONDUCTOR_FILES_MAX_BYTES", 100 * 1024 * 1024),
+    # How long an upload or download URL stays valid (s; Conductor: signed-url-expiration, 60 s).
+    "URL_TTL_SECONDS": envint("CONDUCTOR_FILES_URL_TTL_SECONDS", 60),
+    # The origin put in front of /api/files/content/... in the URLs handed out, e.g.
+    # https://conductor.example.com (Conductor: ...conductor.base-url). Empty: the origin the
+    # calling client reached (its Host). The signature never covers the origin.
+    "BASE_URL": os.environ.get("CONDUCTOR_FILES_BASE_URL", "").rstrip("/"),
+    # "id:secret,id2:secret2": the first key signs, every key verifies (rotation). Empty: one
+    # key derived from SECRET_KEY, id "s1".
+    "SIGNING_KEYS": os.environ.get("CONDUCTOR_FILES_SIGNING_KEYS", ""),
+    # The content store: a class of apps.files.storage's FileStore interface.
+    "STORE": os.environ.get("CONDUCTOR_FILES_STORE", "apps.files.storage.LocalDirectoryStore"),
+}

@@ -35,8 +35,12 @@ ALGORITHM = "HS256"
 ISSUER = "conductor-web"
 OPEN_PATHS = frozenset({"/api/health", "/api/health/ready", "/api/token"})
 # Paths under these prefixes carry their own credential: the signed URIs of external payload
-# storage (apps/api/views/payloads.py), which the SDKs PUT/GET without a token, as presigned URLs.
-SIGNED_PREFIXES = ("/api/external-payloads/",)
+# storage (apps/api/views/payloads.py) and of file content (apps/files), which the SDKs
+# PUT/GET without a token, as presigned URLs.
+SIGNED_PREFIXES = ("/api/external-payloads/", "/api/files/content/")
+# file storage (apps/files): what hands out an upload URL or changes a file is a worker's
+# write (workers upload what tasks produce); metadata and download URLs are reads
+_FILE_UPLOAD_URLS = re.compile(r"^/api/files/[^/]+/[^/]+/(upload-url|multipart/[^/]+/part/[^/]+)$")
 
 _WORKER_WRITES = re.compile(r"^/api/tasks(/update-v2|/[^/]+/log|/[^/]+/[^/]+/[^/]+(/sync)?)?$")
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -98,6 +102,8 @@ def required_role(method: str, path: str) -> str:
         if method in _READS and not _SECRET_VALUE.match(path):
             return ROLE_READ_ONLY
         return ROLE_OPERATOR if method == "POST" and path == "/api/secrets" else ROLE_ADMIN
+    if path == "/api/files" or path.startswith("/api/files/"):
+        return ROLE_WORKER if method not in _READS or _FILE_UPLOAD_URLS.match(path) else ROLE_READ_ONLY
     if method in _READS:
         return ROLE_READ_ONLY
     if _WORKER_WRITES.match(path) and not path.startswith(("/api/tasks/queue/", "/api/tasks/search")):

@@ -18,12 +18,23 @@ from __future__ import annotations
 
 import json
 
+FILE_CONTENT_PREFIX = "/api/files/content/"
+
 
 class BodyTooLarge(Exception):
     """Raised out of a wrapped ``receive`` once a body passes the limit."""
 
 
-def _limit() -> int:
+def _limit(path: str | bytes = "") -> int:
+    """The body limit of a request to ``path``: file content (``/api/files/content/``) has
+    the file store's (``CONDUCTOR_FILES_MAX_BYTES``), its view counts exactly; everything
+    else the API's."""
+    if isinstance(path, bytes):
+        path = path.decode("latin-1")
+    if path.startswith(FILE_CONTENT_PREFIX):
+        from django.conf import settings
+
+        return int(settings.CONDUCTOR_FILES["MAX_BYTES"])
     from apps.api.parsers import max_body_bytes
 
     return max_body_bytes()
@@ -61,7 +72,7 @@ def limit_request_body(app):
     async def wrapped(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
-        limit = _limit()
+        limit = _limit(scope.get("path", ""))
         length = _content_length(scope.get("headers"))
         if length is not None and length > limit:
             await _answer_413(send, length, limit)
@@ -110,7 +121,8 @@ def install_daphne_guard() -> None:
         conductor_body_guard = True
 
         def gotLength(self, length):
-            self._body_limit = _limit()
+            # the request line is parsed by now (Twisted keeps it on the channel)
+            self._body_limit = _limit(getattr(self.channel, "_path", b"") or b"")
             self._body_received = 0
             self._body_refused = False
             if length is not None and length > self._body_limit:
@@ -122,7 +134,7 @@ def install_daphne_guard() -> None:
             if getattr(self, "_body_refused", False):
                 return
             self._body_received = getattr(self, "_body_received", 0) + len(data)
-            if self._body_received > getattr(self, "_body_limit", _limit()):
+            if self._body_received > (getattr(self, "_body_limit", None) or _limit()):
                 self._refuse(None)
                 return
             super().handleContentChunk(data)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from django.core.exceptions import RequestDataTooBig
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# bodies their view streams itself (file content, apps/files): never read whole here
+STREAMED_PREFIXES = ("/api/files/content/",)
 
 
 class ChunkedBodyMiddleware:
@@ -19,13 +21,15 @@ class ChunkedBodyMiddleware:
     the server received (``request.META["CONTENT_LENGTH"]``, in bytes), so every parser
     downstream (DRF's included) reads it whole. Requests that carry a length are left
     as they are. A body above ``DATA_UPLOAD_MAX_MEMORY_SIZE`` answers 413 with
-    Conductor's error body."""
+    Conductor's error body. File content (``STREAMED_PREFIXES``) is left to its view, which
+    reads it in chunks."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.method in _BODY_METHODS and not request.META.get("CONTENT_LENGTH"):
+        if request.method in _BODY_METHODS and not request.META.get("CONTENT_LENGTH") \
+                and not request.path.startswith(STREAMED_PREFIXES):
             # ASGIRequest streams from the buffered body file: reading it is cheap and
             # keeps it readable again (request.body caches it).
             try:

@@ -54,15 +54,16 @@ def _conductor_operations() -> dict:
 
 
 def complete_document(result, generator, request, public):
-    """Postprocessing hook: add the fast-path operations, Conductor's descriptions of the
+    """Postprocessing hook: add the fast-path and file-content operations, Conductor's descriptions of the
     operations it serves, its component schemas and the 4XX error body (see the module
     doc); the open paths (``auth.OPEN_PATHS``) need no token. Returns the document
     (``result``, changed in place)."""
     from apps.api.auth import OPEN_PATHS
     from apps.api.fastpath import OPENAPI_OPERATIONS
+    from apps.files.views import OPENAPI_OPERATIONS as FILE_CONTENT_OPERATIONS
 
     paths = result.setdefault("paths", {})
-    for path, ops in OPENAPI_OPERATIONS.items():
+    for path, ops in (*OPENAPI_OPERATIONS.items(), *FILE_CONTENT_OPERATIONS.items()):
         paths.setdefault(path, {}).update(copy.deepcopy(ops))
     conductor = _conductor_operations()
     for path, ops in paths.items():

@@ -27,10 +27,11 @@ def test_api_docs_is_a_valid_openapi_3_document(document):
 
 def test_every_api_route_is_described(document):
     from apps.api.urls import urlpatterns
+    from apps.files.urls import urlpatterns as files
     from apps.scheduler.urls import urlpatterns as scheduler
 
     described = {re.sub(r"\{[^}]+\}", "{}", p) for p in document["paths"]}
-    for prefix, patterns in (("/api/", urlpatterns), ("/api/scheduler/", scheduler)):
+    for prefix, patterns in (("/api/", urlpatterns), ("/api/scheduler/", scheduler), ("/api/", files)):
         for p in patterns:
             route = re.sub(r"<(?:\w+:)?\w+>", "{}", prefix + str(p.pattern))
             assert route in described, route

@@ -31,6 +31,9 @@ ACCEPTED_PRIVATE = {
     # The documented way to end a process without waiting for its non-daemon threads
     # (a request thread still blocked after the server stopped); see _exit_if_held.
     "apps.core.lifecycle: os._exit": "exit without waiting for threads",
+    # Twisted knows a request's path before its body only as HTTPChannel._path (the Request
+    # gets it after the whole body): file content has a body limit of its own (apps/files).
+    "apps.api.bodylimit: getattr(..., '_path')": "the request line before the body arrives",
 }
 _ATTR_FUNCTIONS = {"getattr", "hasattr", "setattr"}
 
