@@ -70,7 +70,8 @@ def test_signed_urls_are_their_own_credential(api, owner, settings):
     query = {k: v[0] for k, v in parse_qs(parts.query).items()}
     anonymous = Api()
     assert anonymous.refused(anonymous.client.get(parts.path), 403)  # no signature
-    for name, value in (("sig", query["sig"][:-2] + "AA"), ("exp", str(int(query["exp"]) + 1)), ("kid", "zz"),
+    tampered = ("B" if query["sig"][0] == "A" else "A") + query["sig"][1:]
+    for name, value in (("sig", tampered), ("exp", str(int(query["exp"]) + 1)), ("kid", "zz"),
                         ("op", "upload")):
         resp = anonymous.client.get(f"{parts.path}?{urlencode({**query, name: value})}")
         assert resp.status_code == 403, (name, resp.status_code)
