@@ -9,7 +9,8 @@ error body), before anything buffers them.
   buffer before it calls the ASGI application, so the middleware alone would still let
   a client upload gigabytes. The guard gives daphne's request class the same two checks
   at the HTTP layer: on the headers (``Content-Length``) and on each received chunk;
-  the connection is answered 413 and closed at once.
+  the connection is answered 413 and closed at once. For a file-content PUT it also
+  hands the view the body file Twisted spooled (``spooled_body``).
 
 The limit is ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (bytes; ``CONDUCTOR_MAX_REQUEST_BODY_BYTES``),
 the one the JSON parser (``apps.api.parsers.check_body_size``) enforces.
@@ -19,6 +20,18 @@ from __future__ import annotations
 import json
 
 FILE_CONTENT_PREFIX = "/api/files/content/"
+# daphne: a PUT of file content names the body file Twisted spooled (``spooled_body``)
+BODY_FILE_HEADER = b"x-conductor-body-file"
+_handed_over: dict[str, object] = {}
+
+
+def spooled_body(request):
+    """The body of a file-content PUT under daphne as the file Twisted spooled it to (on
+    disk above 100 kB), read in place: daphne would otherwise copy the whole body into
+    its in-memory queue of ASGI messages. None elsewhere (another server, the test client:
+    read the request itself). The file stays open until the request finishes."""
+    token = request.headers.get(BODY_FILE_HEADER.decode())
+    return _handed_over.get(token) if token else None
 
 
 class BodyTooLarge(Exception):
@@ -156,5 +169,34 @@ def install_daphne_guard() -> None:
             if getattr(self, "_body_refused", False):
                 return
             super().requestReceived(command, path, version)
+
+        def process(self):
+            # File content: hand the body file Twisted spooled over, instead of daphne
+            # queueing all of it in memory as ASGI messages (see ``spooled_body``).
+            self.requestHeaders.removeHeader(BODY_FILE_HEADER)  # never a client's
+            if self.method == b"PUT" and self.path.startswith(FILE_CONTENT_PREFIX.encode()):
+                import io
+                import secrets
+
+                token = secrets.token_urlsafe(24)
+                self.content.seek(0, 0)
+                _handed_over[token] = self.content
+                self._handed_token = token
+                self.content = io.BytesIO()
+                self.requestHeaders.setRawHeaders(BODY_FILE_HEADER, [token.encode()])
+            return super().process()
+
+        def _release(self):
+            body = _handed_over.pop(getattr(self, "_handed_token", None), None)
+            if body is not None:
+                body.close()
+
+        def finish(self):
+            self._release()
+            super().finish()
+
+        def connectionLost(self, reason):
+            self._release()
+            super().connectionLost(reason)
 
     http_protocol.WebRequest = GuardedWebRequest

@@ -25,6 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
+from apps.api.bodylimit import spooled_body
 from apps.api.exceptions import error_response
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty
@@ -186,7 +187,9 @@ def content(request, workflow_id: str, file_id: str):
                                                      workflow_id, file_id, request.GET)
         if request.method != "PUT":
             return _download(request, workflow_id, file_id)
-        etag = services.write_content(workflow_id, file_id, request, upload_id=upload_id, part_number=part_number)
+        source = spooled_body(request)
+        source = request if source is None else source
+        etag = services.write_content(workflow_id, file_id, source, upload_id=upload_id, part_number=part_number)
         if etag is None:
             return HttpResponse(status=204)
         response = HttpResponse(status=200)
