@@ -181,10 +181,9 @@ def _download(request, workflow_id: str, file_id: str):
 def content(request, workflow_id: str, file_id: str):
     """``PUT``/``GET /api/files/content/{workflowId}/{fileId}?op&exp&kid&sig`` (see the module doc)."""
     try:
-        if request.method not in ("PUT", "GET", "HEAD"):
+        if request.method not in ("PUT", "GET"):
             raise signing.MethodNotAllowed(f"Method {request.method} is not allowed on file content (PUT or GET)")
-        _op, upload_id, part_number = signing.verify("GET" if request.method == "HEAD" else request.method,
-                                                     workflow_id, file_id, request.GET)
+        _op, upload_id, part_number = signing.verify(request.method, workflow_id, file_id, request.GET)
         if request.method != "PUT":
             return _download(request, workflow_id, file_id)
         source = spooled_body(request)
