@@ -12,10 +12,11 @@ from asgiref.sync import async_to_sync
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _call(app, scope_headers, chunks):
-    """Run ``app`` on one POST; returns ``(status, body, chunks the app read)``."""
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": "/api/metadata/taskdefs", "raw_path": b"/api/metadata/taskdefs",
+def _call(app, scope_headers, chunks, *, method="POST", path="/api/metadata/taskdefs"):
+    """Run ``app`` on one request (a POST of taskdefs by default); returns ``(status, body,
+    chunks the app read)``."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+             "scheme": "http", "path": path, "raw_path": path.encode(),
              "query_string": b"", "root_path": "", "client": ("127.0.0.1", 5), "server": ("127.0.0.1", 8080),
              "headers": [(b"host", b"127.0.0.1:8080"), (b"content-type", b"application/json"), *scope_headers]}
     read = []
@@ -65,3 +66,18 @@ def test_a_body_within_the_limit_passes(settings):
                         "responseTimeoutSeconds": 60, "ownerEmail": "a@b.c"}]).encode()
     status, out, _ = _call(application, [(b"content-length", str(len(body)).encode())], [body])
     assert status == 200, out
+
+
+def test_file_content_has_the_file_limit_instead(settings):
+    """``/api/files/content/...`` is held to ``CONDUCTOR_FILES_MAX_BYTES``, not the API's
+    limit: above it 413 unread; between the two the request reaches the view (here: 403,
+    as it carries no signature)."""
+    from conductor_web.asgi import application
+
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    settings.CONDUCTOR_FILES = {**settings.CONDUCTOR_FILES, "MAX_BYTES": 5000}
+    path = "/api/files/content/wf/file"
+    status, body, read = _call(application, [(b"content-length", b"6000")], [b"x" * 6000], method="PUT", path=path)
+    assert status == 413 and read == 0 and "limit of 5000 bytes" in json.loads(body)["message"]
+    status, body, read = _call(application, [(b"content-length", b"3000")], [b"x" * 3000], method="PUT", path=path)
+    assert status == 403 and read == 1, body
