@@ -72,7 +72,7 @@ class FileStore:
         raise NotImplementedError
 
     def delete(self, key: str) -> None:
-        """Remove ``key``'s content (nothing when absent)."""
+        """Remove ``key``'s content (nothing when absent), with any unfinished write of it."""
         raise NotImplementedError
 
     def move(self, source_key: str, key: str) -> None:
@@ -141,6 +141,10 @@ class LocalDirectoryStore(FileStore):
     def delete(self, key: str) -> None:
         path = self._key_path(key)
         path.unlink(missing_ok=True)
+        # and what a write of it left behind (staged content, a temporary file of a killed
+        # process): nothing else will ever remove those
+        for leftover in (*path.parent.glob(f"{path.name}.staged-*"), *path.parent.glob(f".{path.name}.*")):
+            leftover.unlink(missing_ok=True)
         try:
             path.parent.rmdir()  # the workflow's directory, once its last file went
         except OSError:

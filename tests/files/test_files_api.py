@@ -244,6 +244,9 @@ def test_files_go_with_their_execution(api, owner, files_dir, django_capture_on_
     part = api.get(f"/files/{gone_wf}/{file_id(pending)}/multipart/{upload_id}/part/1").json()
     put(api, part["uploadUrl"], b"p")
     assert (files_dir / gone_wf / file_id(gone)).exists()
+    # what a killed upload process would leave beside it
+    (files_dir / gone_wf / f"{file_id(gone)}.staged-0123abcd").write_bytes(b"half")
+    (files_dir / gone_wf / f".{file_id(gone)}.staged-0123abcd.x1y2.part").write_bytes(b"half")
     # a running execution cannot be removed (Conductor), so the file stays
     assert api.delete(f"/workflow/{gone_wf}/remove").status_code == 400
     for task in api.poll(task_type, count=5):  # both executions' tasks
