@@ -265,3 +265,12 @@ def test_files_go_with_their_execution(api, owner, files_dir, django_capture_on_
         counts = retention.purge({"COMPLETED": 0}, now=int(time.time() * 1000) + 10_000)
     assert counts.get("COMPLETED", 0) >= 1
     assert not StoredFile.objects.filter(workflow_id=owner).exists() and not (files_dir / owner).exists()
+
+
+def test_the_admin_lists_files_read_only(api, owner, admin_client):
+    created = upload(api, owner, b"shown", name="shown.txt")
+    page = admin_client.get("/admin/files/storedfile/", {"q": owner})
+    assert page.status_code == 200 and b"shown.txt" in page.content
+    assert admin_client.get("/admin/files/storedfile/add/").status_code == 403
+    detail = admin_client.get(f"/admin/files/storedfile/{file_id(created)}/change/")
+    assert detail.status_code == 200 and b"UPLOADED" in detail.content
