@@ -8,7 +8,8 @@
   expired one 401 ``{"error": "EXPIRED_TOKEN"}`` (what the SDKs read to renew and retry),
   beside Conductor's error body; a role too weak for the call answers 403.
 * Roles (``models.ROLES``, each including the ones before it): read-only (every GET but
-  polls and a secret's value), worker (polls and task updates), operator (starts and
+  polls and a secret's value), worker (polls, task updates, creating and uploading
+  files), operator (starts and
   lifecycle actions), admin (definitions, event handlers, ``/api/admin``, the value of a
   secret and every change of the secrets and environment stores).
 
@@ -29,6 +30,7 @@ import jwt
 from django.conf import settings
 from django.utils import timezone
 
+from apps.api.bodylimit import FILE_CONTENT_PREFIX
 from apps.core.errors import ConductorError, NotFound
 
 ALGORITHM = "HS256"
@@ -37,7 +39,7 @@ OPEN_PATHS = frozenset({"/api/health", "/api/health/ready", "/api/token"})
 # Paths under these prefixes carry their own credential: the signed URIs of external payload
 # storage (apps/api/views/payloads.py) and of file content (apps/files), which the SDKs
 # PUT/GET without a token, as presigned URLs.
-SIGNED_PREFIXES = ("/api/external-payloads/", "/api/files/content/")
+SIGNED_PREFIXES = ("/api/external-payloads/", FILE_CONTENT_PREFIX)
 # file storage (apps/files): what hands out an upload URL or changes a file is a worker's
 # write (workers upload what tasks produce); metadata and download URLs are reads
 _FILE_UPLOAD_URLS = re.compile(r"^/api/files/[^/]+/[^/]+/(upload-url|multipart/[^/]+/part/[^/]+)$")

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from django.core.exceptions import RequestDataTooBig
 
+from apps.api.bodylimit import FILE_CONTENT_PREFIX
+
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # bodies their view streams itself (file content, apps/files): never read whole here
-STREAMED_PREFIXES = ("/api/files/content/",)
+STREAMED_PREFIXES = (FILE_CONTENT_PREFIX,)
 
 
 class ChunkedBodyMiddleware:

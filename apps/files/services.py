@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import post_delete
 
+from apps.api.bodylimit import FILE_CONTENT_PREFIX
 from apps.core.clock import now_ms
 from apps.core.errors import Conflict, ConductorError, InvalidInput, NotFound, validation_failed
 from apps.files import signing
@@ -112,7 +113,7 @@ def _family_readable(workflow_id: str, file_id: str) -> StoredFile:
 def _content_url(origin: str, row: StoredFile, workflow_id: str, op: str, **part) -> tuple[str, int]:
     query, expires_at = signing.sign(op, workflow_id, row.file_id, settings.CONDUCTOR_FILES["URL_TTL_SECONDS"],
                                      **part)
-    path = f"/api/files/content/{quote(workflow_id, safe='')}/{quote(row.file_id, safe='')}"
+    path = f"{FILE_CONTENT_PREFIX}{quote(workflow_id, safe='')}/{quote(row.file_id, safe='')}"
     return f"{origin}{path}?{urlencode(query)}", expires_at
 
 
