@@ -475,6 +475,8 @@ CONDUCTOR = {
     "ALERTS_WEBHOOK_TIMEOUT_SECONDS": float(os.environ.get("CONDUCTOR_ALERTS_WEBHOOK_TIMEOUT_SECONDS", "5")),
     "ALERTS_MAX_ATTEMPTS": envint("CONDUCTOR_ALERTS_MAX_ATTEMPTS", 5),
     "ALERTS_RETRY_DELAY_MS": envint("CONDUCTOR_ALERTS_RETRY_DELAY_MS", 5000),
+    "ALERTS_TICK_MS": envint("CONDUCTOR_ALERTS_TICK_MS", 1000),
+    "ALERTS_DELIVERY_LEASE_MS": envint("CONDUCTOR_ALERTS_DELIVERY_LEASE_MS", 60_000),
     # Status listeners (apps.listeners.config): Conductor's listener types, comma-separated
     # (workflow_publisher, queue_publisher, archive), and task_publisher for tasks.
     "WORKFLOW_STATUS_LISTENER": os.environ.get("CONDUCTOR_WORKFLOW_STATUS_LISTENER", ""),

@@ -545,7 +545,8 @@ def upcoming_slots(row: WorkflowSchedule, count: int = MAX_PREVIEW) -> list[int]
 
 def schedule_runs(name: str, *, size: int = 20, upcoming: int = MAX_PREVIEW) -> dict:
     """``GET /api/scheduler/schedules/{name}/runs`` (ours): ``{"scheduleName", "past":
-    [WorkflowScheduleExecutionModel + "workflowStatus"], "totalPast", "upcoming": [ms]}``;
+    [WorkflowScheduleExecutionModel + "workflowStatus", "backfill"]}, "totalPast", "upcoming":
+    [ms]}``; ``backfill`` true for a run started by a backfill;
     ``past`` newest slot first (at most ``size``, 1..100), ``workflowStatus`` the status now
     of the execution the run started (absent when it was removed or never started).
     Errors: NotFound; InvalidInput naming ``size``."""
@@ -559,6 +560,7 @@ def schedule_runs(name: str, *, size: int = 20, upcoming: int = MAX_PREVIEW) -> 
     ids = [r["workflowId"] for r in past if r.get("workflowId")]
     status = dict(WorkflowExecution.objects.filter(pk__in=ids).values_list("workflow_id", "status"))
     for item in past:
+        item["backfill"] = bool(((item.get("startWorkflowRequest") or {}).get("input") or {}).get("_backfill"))
         if item.get("workflowId") in status:
             item["workflowStatus"] = status[item["workflowId"]]
     return {"scheduleName": name, "past": past, "totalPast": qs.count(),

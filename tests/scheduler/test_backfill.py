@@ -76,3 +76,32 @@ def test_over_the_bound_is_refused_whole_and_bad_input_names_the_field(api, cloc
     assert api.post("/scheduler/schedules/nope/backfill", {"startTime": T0, "endTime": T0}).status_code == 404
     assert api.get("/scheduler/schedules/nope/runs").status_code == 404
     assert api.get(f"/scheduler/schedules/{name}/runs", {"size": 0}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_backfill_page_lists_then_starts_and_read_only_users_only_see(api, clock):
+    from django.test import Client
+
+    from apps.ui.models import AuditLog
+    from tests.ui.conftest import make_user
+
+    name = save(api, register(api), cron="0 0 * * * *")
+    clock.advance(3600 * 2 + 1)
+    operator, viewer = Client(), Client()
+    operator.force_login(make_user("bf-operator", "operate_workflows"))
+    viewer.force_login(make_user("bf-viewer", "view_executions"))
+    form = {"startTime": T0 - 2 * HOUR, "endTime": T0, "mode": "preview"}
+    page = operator.post(f"/schedules/{name}/backfill", form).content.decode()
+    assert page.count('data-state="WOULD_START"') == 3 and "Start 3 slot(s)" in page
+    assert ScheduleExecution.objects.filter(schedule_name=name).count() == 0
+    page = operator.post(f"/schedules/{name}/backfill", {**form, "mode": "run"}, follow=True).content.decode()
+    assert page.count('data-state="EXECUTED"') == 3 and "3 slot(s) started, 0 already run" in page
+    assert AuditLog.objects.filter(action="schedule_backfill", target=name).count() == 1
+    page = operator.get(f"/schedules/{name}").content.decode()
+    assert page.count('class="badge">backfill') == 3 and 'id="backfill-form"' in page
+    bad = operator.post(f"/schedules/{name}/backfill", {"startTime": "x", "endTime": T0, "mode": "preview"})
+    assert bad.status_code == 200 and "startTime" in bad.content.decode()
+    seen = viewer.get(f"/schedules/{name}").content.decode()
+    assert 'id="backfill-form"' not in seen and seen.count('class="badge">backfill') == 3
+    assert viewer.post(f"/schedules/{name}/backfill", {**form, "mode": "run"}).status_code == 403
+    assert ScheduleExecution.objects.filter(schedule_name=name).count() == 3
