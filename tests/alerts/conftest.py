@@ -1,24 +1,3 @@
-"""Fixtures of the alert tests: an SDK-like client, the engine clock, a loopback webhook
-receiver (the status listeners' one) and Django's locmem mail backend (pytest-django's)."""
-from __future__ import annotations
-
-import pytest
-
-from tests.factories import Api, FakeClock
-from tests.listeners.receiver import Receiver
-
-
-@pytest.fixture
-def api(db) -> Api:
-    return Api()
-
-
-@pytest.fixture
-def clock(monkeypatch) -> FakeClock:
-    return FakeClock().install(monkeypatch)
-
-
-@pytest.fixture
-def receiver():
-    with Receiver() as r:
-        yield r
+"""Fixtures of the alert tests: the status-listener tests' SDK-like client, engine clock
+and loopback webhook receiver; e-mail goes to Django's locmem backend (pytest-django's)."""
+from tests.listeners.conftest import api, clock, receiver  # noqa: F401 - the same fixtures

@@ -26,6 +26,7 @@ from tests.browser.test_operator_ui import click_node, unique, wait_node, watch_
 pytestmark = pytest.mark.browser
 
 WAIT_SECONDS = 90
+STEPS = 4  # log lines the log test writes
 
 
 def wait_for(what: str, check, seconds: float = WAIT_SECONDS):
@@ -51,10 +52,10 @@ def sdk_workers(ui_server):
     os.environ.update(ui_server.server.sdk_env())
     try:
         ui_server.register([{"name": n, "retryCount": 0, "timeoutSeconds": 0, "responseTimeoutSeconds": 600,
-                             "ownerEmail": "ops@example.com"} for n in (ops_workers.ALERT_TASK, ops_workers.LOGGED_TASK)],
+                             "ownerEmail": "ops@example.com"} for n in (ops_workers.ALERT_TASK, ops_workers.HELD_TASK)],
                            {"name": "ops_noop", "version": 1, "schemaVersion": 2, "ownerEmail": "ops@example.com",
                             "tasks": [{"name": ops_workers.ALERT_TASK, "taskReferenceName": "t", "type": "SIMPLE"}]})
-        with running_workers(Configuration(), [ops_workers.ALERT_TASK, ops_workers.LOGGED_TASK]):
+        with running_workers(Configuration(), [ops_workers.ALERT_TASK]):
             yield ops_workers
     finally:
         for k, v in saved.items():
@@ -85,6 +86,10 @@ def one_task_workflow(ui_server, task: str, input_parameters: dict) -> str:
 
 
 def test_task_log_viewer_follows_searches_wraps_copies_and_downloads(chromium, ui_server, sdk_workers):
+    from conductor.client.configuration.configuration import Configuration
+    from conductor.client.http.models.task_result import TaskResult
+    from conductor.client.orkes_clients import OrkesClients
+
     context = chromium.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True,
                                    timezone_id="America/New_York")
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=ui_server.base)
@@ -92,30 +97,40 @@ def test_task_log_viewer_follows_searches_wraps_copies_and_downloads(chromium, u
     page.set_default_timeout(60_000)
     try:
         errors = watch_errors(page)
-        name = one_task_workflow(ui_server, sdk_workers.LOGGED_TASK, {"job": "${workflow.input.job}"})
+        name = one_task_workflow(ui_server, sdk_workers.HELD_TASK, {"job": "${workflow.input.job}"})
+        tasks = OrkesClients(configuration=Configuration()).get_task_client()
         sign_in(page, ui_server)
         wf_id = ui_server.start(name, {"job": "nightly-export"})
         page.goto(f"{ui_server.base}/execution/{wf_id}")
+        held = wait_for("the SDK's poll", lambda: tasks.poll_task(sdk_workers.HELD_TASK, worker_id="ops-log-worker"))
+
+        def log(step: int) -> None:
+            tasks.add_task_log(held.task_id, f"nightly-export step {step}: processed batch <{step}> of {STEPS} " + "x" * 160)
+
+        log(1)
         wait_node(page, "work", "IN_PROGRESS")
         click_node(page, "work")
         page.wait_for_selector("#log-viewer .log-line")
-        first = page.locator("#log-viewer .log-line").count()
-        assert first < sdk_workers.LOG_STEPS  # the task is still running
-        # follow live: the later lines arrive without a reload
-        page.wait_for_function(f"document.querySelectorAll('#log-viewer .log-line').length === {sdk_workers.LOG_STEPS}",
-                               timeout=90_000)
+        # follow live: each new line arrives while the task runs, without a reload
+        for step in range(2, STEPS + 1):
+            log(step)
+            page.wait_for_function(f"document.querySelectorAll('#log-viewer .log-line').length === {step}")
+        assert "task running" in page.inner_text("#log-viewer .log-count")
         assert "step 4" in page.inner_text("#log-viewer .log-lines")
+        tasks.update_task(TaskResult(workflow_instance_id=wf_id, task_id=held.task_id, status="COMPLETED",
+                                     worker_id="ops-log-worker", output_data={"steps": STEPS}))
         wait_node(page, "work", "COMPLETED")
         # search: only the matching line, the match marked
         page.fill("#log-viewer .log-search", "step 2")
         assert page.locator("#log-viewer .log-line").count() == 1
         assert page.inner_text("#log-viewer .log-line mark") == "step 2"
-        assert page.inner_text("#log-viewer .log-count").startswith(f"1 of {sdk_workers.LOG_STEPS} lines")
+        assert page.inner_text("#log-viewer .log-count").startswith(f"1 of {STEPS} lines")
         # wrap toggle
         assert "nowrap-lines" not in page.get_attribute("#log-viewer .log-lines", "class")
         page.uncheck("#log-viewer .log-wrap")
         assert "nowrap-lines" in page.get_attribute("#log-viewer .log-lines", "class")
-        screenshot(page, "ui-task-logs")
+        page.locator("#log-viewer").scroll_into_view_if_needed()
+        screenshot(page, "task-logs")
         # copy: the lines shown
         page.click("#log-viewer .log-copy")
         page.wait_for_function("document.querySelector('#log-viewer .log-copy').textContent !== 'Copy'")
@@ -131,7 +146,7 @@ def test_task_log_viewer_follows_searches_wraps_copies_and_downloads(chromium, u
         with page.expect_download() as info:
             page.click("#log-viewer .log-download")
         text = open(info.value.path(), encoding="utf-8").read()
-        assert text.count("nightly-export step") == sdk_workers.LOG_STEPS and text.splitlines()[0].startswith("20")
+        assert text.count("nightly-export step") == STEPS and text.splitlines()[0].startswith("20")
         assert errors == []
     finally:
         context.close()
@@ -171,10 +186,10 @@ def test_schedule_backfill_dry_run_then_once_and_past_and_upcoming_runs(zoned_pa
 
     def all_completed():
         page.reload()
-        return page.locator("#schedule-executions .status.st-COMPLETED").count() == 3
+        return page.locator("#schedule-executions td[data-workflow-status=COMPLETED]").count() == 3
     wait_for("the backfilled runs to complete", all_completed)
     assert page.locator("#schedule-executions .badge").count() == 3  # marked as backfilled
-    screenshot(page, "ui-schedule-backfill")
+    screenshot(page, "schedule-backfill")
     # twice: nothing new
     page.fill("#backfill-from", range_from)
     page.fill("#backfill-to", range_to)
@@ -236,7 +251,7 @@ def test_alert_rule_fires_once_to_webhook_and_mail_and_resolves(page, ui_server,
         wait_for("the second failure", lambda: ui_server.workflow(again)["status"] == "FAILED")
         page.goto(rule_url)
         assert page.locator("#alert-incidents tr[data-state=OPEN]").count() == 1
-        screenshot(page, "ui-alerts")
+        screenshot(page, "alerts")
 
         ok = ui_server.start(name, {"fail": False})
         wait_for("the success", lambda: ui_server.workflow(ok)["status"] == "COMPLETED")
