@@ -39,6 +39,7 @@
   }
   function poll(v) {
     if (current !== v || !document.body.contains(v.el)) { stop(v); return; }
+    if (!v.el.offsetParent && v.last) { schedule(v, POLL_MS, true); return; }  // panel or Logs closed: read when shown
     fetch(v.url + "?after=" + v.last, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (d) {
       if (current !== v) { return; }
       if (d.lines && d.lines.length) { v.lines = v.lines.concat(d.lines); v.last = d.last; }
