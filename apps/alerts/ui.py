@@ -73,7 +73,7 @@ def _rule(rule_id):
 
 @view_required
 @require_GET
-def alert(request, rule_id: int):
+def alert(request, rule_id: str):
     """``/alerts/<id>``: one rule, its form (operators) and its incidents."""
     rule = _rule(rule_id)
     data = services.rule_json(rule)
@@ -83,7 +83,7 @@ def alert(request, rule_id: int):
 
 @operate_required
 @require_POST
-def alert_save(request, rule_id: int | None = None):
+def alert_save(request, rule_id: str | None = None):
     """Create (no id) or update a rule from the form; on a refusal the form comes back
     with the message and what was typed."""
     body = _body(request.POST)
@@ -109,7 +109,7 @@ def alert_save(request, rule_id: int | None = None):
 
 @operate_required
 @require_POST
-def alert_delete(request, rule_id: int):
+def alert_delete(request, rule_id: str):
     """Delete a rule with its history."""
     rule = _rule(rule_id)
     services.rule_delete(rule.pk)

@@ -8,7 +8,7 @@ app_name = "alerts"
 urlpatterns = [
     path("", ui.alerts, name="alerts"),
     path("new", ui.alert_save, name="alert_new"),
-    path("<int:rule_id>", ui.alert, name="alert"),
-    path("<int:rule_id>/edit", ui.alert_save, name="alert_edit"),
-    path("<int:rule_id>/delete", ui.alert_delete, name="alert_delete"),
+    path("<str:rule_id>", ui.alert, name="alert"),
+    path("<str:rule_id>/edit", ui.alert_save, name="alert_edit"),
+    path("<str:rule_id>/delete", ui.alert_delete, name="alert_delete"),
 ]
