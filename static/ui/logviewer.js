@@ -70,8 +70,10 @@
   /** Build the viewer in ``el`` for one task: {taskId, url (logs.json), downloadUrl,
    * lines (the first lines, [{id?, log, createdTime}]), terminal}. */
   function mount(el, cfg) {
-    if (current) { stop(current); }
+    var previous = current;
+    if (previous) { stop(previous); }
     var v = { el: el, taskId: cfg.taskId, url: cfg.url, lines: [], last: 0, terminal: cfg.terminal, timer: null, stick: true };
+    if (previous && previous.taskId === cfg.taskId) { v.lines = previous.lines; v.last = previous.last; }  // the panel redrawn: keep what was read
     current = v;
     el.innerHTML = '<div class="row log-tools">' +
       '<input type="search" class="log-search" placeholder="search the log" aria-label="Search the log" value="' + esc(options.search) + '">' +

@@ -120,6 +120,7 @@ def test_task_log_viewer_follows_searches_wraps_copies_and_downloads(chromium, u
         tasks.update_task(TaskResult(workflow_instance_id=wf_id, task_id=held.task_id, status="COMPLETED",
                                      worker_id="ops-log-worker", output_data={"steps": STEPS}))
         wait_node(page, "work", "COMPLETED")
+        page.wait_for_function(f"document.querySelector('#log-viewer .log-count').textContent === '{STEPS} lines'")
         # search: only the matching line, the match marked
         page.fill("#log-viewer .log-search", "step 2")
         assert page.locator("#log-viewer .log-line").count() == 1
@@ -129,8 +130,6 @@ def test_task_log_viewer_follows_searches_wraps_copies_and_downloads(chromium, u
         assert "nowrap-lines" not in page.get_attribute("#log-viewer .log-lines", "class")
         page.uncheck("#log-viewer .log-wrap")
         assert "nowrap-lines" in page.get_attribute("#log-viewer .log-lines", "class")
-        page.locator("#log-viewer").scroll_into_view_if_needed()
-        screenshot(page, "task-logs")
         # copy: the lines shown
         page.click("#log-viewer .log-copy")
         page.wait_for_function("document.querySelector('#log-viewer .log-copy').textContent !== 'Copy'")
@@ -147,6 +146,11 @@ def test_task_log_viewer_follows_searches_wraps_copies_and_downloads(chromium, u
             page.click("#log-viewer .log-download")
         text = open(info.value.path(), encoding="utf-8").read()
         assert text.count("nightly-export step") == STEPS and text.splitlines()[0].startswith("20")
+        page.fill("#log-viewer .log-search", "batch")
+        page.check("#log-viewer .log-wrap")
+        page.evaluate("document.querySelectorAll('#panel-body details:not(#log-details)').forEach(d => d.open = false)")
+        page.locator("#log-viewer").scroll_into_view_if_needed()
+        screenshot(page, "task-logs")
         assert errors == []
     finally:
         context.close()
