@@ -57,7 +57,7 @@ def slots_in_range(data: dict, start: int, end: int, limit: int) -> list[tuple[i
     return out[:limit + 1]
 
 
-def backfill(name: str, body, *, user: str | None = None) -> dict:
+def backfill(name: str, body) -> dict:
     """Run (or with ``dryRun`` list) the backfill of schedule ``name``.
 
     ``body``: ``{"startTime": ms, "endTime": ms, "dryRun": bool}``. Answers

@@ -97,7 +97,7 @@ def schedule_backfill(request, name: str):
     body = {"startTime": _ms_field(request, "startTime"), "endTime": _ms_field(request, "endTime"), "dryRun": not run}
     form = {"startTime": body["startTime"], "endTime": body["endTime"]}
     try:
-        result = backfill.backfill(name, body, user=request.user.get_username())
+        result = backfill.backfill(name, body)
     except ConductorError as exc:
         detail = "; ".join(f"{e.get('path')}: {e.get('message')}" for e in getattr(exc, "validation_errors", None) or [])
         messages.error(request, f"Backfill of {name}: {exc.message}" + (f" ({detail})" if detail else ""))

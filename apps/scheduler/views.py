@@ -112,8 +112,7 @@ class BackfillApi(ConductorApi):
     def post(self, request, name):
         from apps.scheduler import backfill
 
-        user = getattr(request.user, "get_username", lambda: None)() or None
-        return Response(backfill.backfill(name, require_json(request.data, "backfill request"), user=user))
+        return Response(backfill.backfill(name, require_json(request.data, "backfill request")))
 
 
 class ScheduleRunsApi(ConductorApi):
