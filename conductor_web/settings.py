@@ -133,6 +133,7 @@ INSTALLED_APPS = [
     "apps.scheduler",
     "apps.listeners",
     "apps.files",
+    "apps.alerts",
 ]
 
 MIDDLEWARE = [
@@ -466,6 +467,17 @@ CONDUCTOR = {
     # the zone of /nextFewSchedules and the execution records kept per schedule.
     "SCHEDULER_TIME_ZONE": os.environ.get("CONDUCTOR_SCHEDULER_TIME_ZONE", "UTC"),
     "SCHEDULER_EXECUTION_RECORDS_KEPT": envint("CONDUCTOR_SCHEDULER_EXECUTION_RECORDS_KEPT", 100),
+    # the most slots one backfill starts (apps.scheduler.backfill)
+    "SCHEDULER_BACKFILL_MAX_SLOTS": envint("CONDUCTOR_SCHEDULER_BACKFILL_MAX_SLOTS", 100),
+    # Alert rules (apps.alerts, docs/alerts.md): how often a rule is evaluated, the most
+    # definitions/queues one "every definition" rule looks at, webhook timeout, attempts
+    "ALERTS_EVALUATE_SECONDS": float(os.environ.get("CONDUCTOR_ALERTS_EVALUATE_SECONDS", "15")),
+    "ALERTS_MAX_SUBJECTS": envint("CONDUCTOR_ALERTS_MAX_SUBJECTS", 500),
+    "ALERTS_WEBHOOK_TIMEOUT_SECONDS": float(os.environ.get("CONDUCTOR_ALERTS_WEBHOOK_TIMEOUT_SECONDS", "5")),
+    "ALERTS_MAX_ATTEMPTS": envint("CONDUCTOR_ALERTS_MAX_ATTEMPTS", 5),
+    "ALERTS_RETRY_DELAY_MS": envint("CONDUCTOR_ALERTS_RETRY_DELAY_MS", 5000),
+    "ALERTS_TICK_MS": envint("CONDUCTOR_ALERTS_TICK_MS", 1000),
+    "ALERTS_DELIVERY_LEASE_MS": envint("CONDUCTOR_ALERTS_DELIVERY_LEASE_MS", 60_000),
     # Status listeners (apps.listeners.config): Conductor's listener types, comma-separated
     # (workflow_publisher, queue_publisher, archive), and task_publisher for tasks.
     "WORKFLOW_STATUS_LISTENER": os.environ.get("CONDUCTOR_WORKFLOW_STATUS_LISTENER", ""),
@@ -611,3 +623,14 @@ CONDUCTOR_FILES = {
     # The content store: a class of apps.files.storage's FileStore interface.
     "STORE": os.environ.get("CONDUCTOR_FILES_STORE", "apps.files.storage.LocalDirectoryStore"),
 }
+# E-mail of alert notifications (docs/alerts.md): Django's mail settings from the environment
+EMAIL_BACKEND = os.environ.get("CONDUCTOR_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = os.environ.get("CONDUCTOR_EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("CONDUCTOR_EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("CONDUCTOR_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("CONDUCTOR_EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = os.environ.get("CONDUCTOR_EMAIL_USE_TLS", "").lower() in ("1", "true", "yes", "on")
+EMAIL_TIMEOUT = envint("CONDUCTOR_EMAIL_TIMEOUT", 10)
+if os.environ.get("CONDUCTOR_EMAIL_FILE_PATH"):
+    EMAIL_FILE_PATH = os.environ["CONDUCTOR_EMAIL_FILE_PATH"]
+DEFAULT_FROM_EMAIL = os.environ.get("CONDUCTOR_EMAIL_FROM", "conductor-web@localhost")

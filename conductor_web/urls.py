@@ -9,6 +9,7 @@ from apps.api.views.metrics import metrics_view
 urlpatterns = [
     path("api/scheduler/", include("apps.scheduler.urls")),
     path("api/", include("apps.files.urls")),
+    path("api/alerts/", include("apps.alerts.urls")),
     path("api/", include("apps.api.urls")),
     path("health", HealthApi.as_view()),
     path("health/ready", ReadyApi.as_view()),
@@ -21,6 +22,7 @@ urlpatterns = [
     path("swagger-ui/index.html", SpectacularSwaggerView.as_view(url_name="api-docs"), name="swagger-ui"),
     path("admin/", admin.site.urls),
     path("schedules/", include("apps.scheduler.ui_urls")),
+    path("alerts/", include("apps.alerts.ui_urls")),
     path("", include("apps.ui.urls")),
 ]
 

@@ -69,7 +69,11 @@ def _start(req: dict) -> str:
         idempotency_strategy=req.get("idempotencyStrategy"))
 
 
-def _run_slot(data: dict, index: int, zone_id: str, slot: int, now: int) -> ScheduleExecution | None:
+def run_slot(data: dict, index: int, zone_id: str, slot: int, now: int) -> ScheduleExecution | None:
+    """Start the workflow of one slot (epoch ms) of cron entry ``index`` and record it
+    (EXECUTED, or FAILED with the start error); None when the slot already has a record.
+    Call it inside a transaction: the record's unique constraint raises IntegrityError
+    when a concurrent caller recorded the slot first."""
     cron = services.scheduler_cron(data, index)
     if ScheduleExecution.objects.filter(schedule_name=data["name"], cron=cron, scheduled_time=slot).exists():
         return None  # this slot already ran (a schedule deleted and saved again)
@@ -125,7 +129,7 @@ def fire_schedule(name: str, now: int | None = None) -> list[ScheduleExecution]:
         if claimed != 1:
             return []
         for i in due:
-            record = _run_slot(data, i, crons[i][1], cron_next[i], now)
+            record = run_slot(data, i, crons[i][1], cron_next[i], now)
             if record is not None:
                 records.append(record)
     return records

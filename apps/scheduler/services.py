@@ -528,6 +528,45 @@ def execution_search(*, query: str | None = None, free_text: str | None = "*", s
     return {"totalHits": total, "results": [execution_json(r) for r in rows]}
 
 
+def upcoming_slots(row: WorkflowSchedule, count: int = MAX_PREVIEW) -> list[int]:
+    """The next ``count`` slots (epoch ms) of an unpaused schedule, all cron entries
+    merged, starting at its stored next run; empty when paused or without more slots."""
+    if row.paused or row.next_run_time is None:
+        return []
+    data = row.data
+    slots: list[int] = []
+    for i, (expression, zone_id) in enumerate(effective_crons(data)):
+        t = row.cron_next[i] if i < len(row.cron_next) else None
+        while t is not None and len(slots) < count * 3:
+            slots.append(t)
+            t = next_slot({**data, "runCatchupScheduleInstances": True}, expression, zone_id, t, t)
+    return sorted(set(slots))[:count]
+
+
+def schedule_runs(name: str, *, size: int = 20, upcoming: int = MAX_PREVIEW) -> dict:
+    """``GET /api/scheduler/schedules/{name}/runs`` (ours): ``{"scheduleName", "past":
+    [WorkflowScheduleExecutionModel + "workflowStatus", "backfill"]}, "totalPast", "upcoming":
+    [ms]}``; ``backfill`` true for a run started by a backfill;
+    ``past`` newest slot first (at most ``size``, 1..100), ``workflowStatus`` the status now
+    of the execution the run started (absent when it was removed or never started).
+    Errors: NotFound; InvalidInput naming ``size``."""
+    from apps.engine.models import WorkflowExecution
+
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 100:
+        raise validation_failed([{"path": "size", "message": "must be an integer from 1 to 100", "invalidValue": size}])
+    row = schedule_row(name)
+    qs = ScheduleExecution.objects.filter(schedule_name=name)
+    past = [execution_json(r) for r in qs.order_by("-scheduled_time", "execution_id")[:size]]
+    ids = [r["workflowId"] for r in past if r.get("workflowId")]
+    status = dict(WorkflowExecution.objects.filter(pk__in=ids).values_list("workflow_id", "status"))
+    for item in past:
+        item["backfill"] = bool(((item.get("startWorkflowRequest") or {}).get("input") or {}).get("_backfill"))
+        if item.get("workflowId") in status:
+            item["workflowStatus"] = status[item["workflowId"]]
+    return {"scheduleName": name, "past": past, "totalPast": qs.count(),
+            "upcoming": upcoming_slots(row, upcoming)}
+
+
 # --- server-wide switch ------------------------------------------------------------------------
 
 def scheduler_paused() -> bool:

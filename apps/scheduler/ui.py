@@ -22,18 +22,8 @@ EXECUTIONS_SHOWN = 50
 
 
 def upcoming(row: WorkflowSchedule, count: int = PREVIEW_RUNS) -> list[int]:
-    """The next ``count`` slots (epoch ms) of an unpaused schedule, all cron entries
-    merged, starting at its stored next run."""
-    if row.paused or row.next_run_time is None:
-        return []
-    data = row.data
-    slots: list[int] = []
-    for i, (expression, zone_id) in enumerate(services.effective_crons(data)):
-        t = row.cron_next[i] if i < len(row.cron_next) else None
-        while t is not None and len(slots) < count * 3:
-            slots.append(t)
-            t = services.next_slot({**data, "runCatchupScheduleInstances": True}, expression, zone_id, t, t)
-    return sorted(set(slots))[:count]
+    """The next ``count`` slots (epoch ms) of an unpaused schedule (``services.upcoming_slots``)."""
+    return services.upcoming_slots(row, count)
 
 
 def _page(request, template: str, context: dict):
@@ -63,11 +53,62 @@ def schedule(request, name: str):
     row = WorkflowSchedule.objects.filter(pk=name).first()
     if row is None:
         raise Http404(f"Schedule '{name}' not found")
-    found = services.execution_search(query=f"scheduleName IN ({name})", size=EXECUTIONS_SHOWN)
+    return _schedule_page(request, row)
+
+
+def _schedule_page(request, row: WorkflowSchedule, backfill_result: dict | None = None,
+                   backfill_form: dict | None = None):
+    runs = services.schedule_runs(row.name, size=EXECUTIONS_SHOWN, upcoming=10)
     return _page(request, "ui/schedule.html", {
-        "row": row, "data": row.data, "upcoming": upcoming(row), "crons": services.effective_crons(row.data),
-        "executions": found["results"], "total": found["totalHits"],
+        "row": row, "data": row.data, "upcoming": runs["upcoming"], "crons": services.effective_crons(row.data),
+        "executions": runs["past"], "total": runs["totalPast"], "backfill": backfill_result,
+        "backfill_form": backfill_form or {}, "backfill_max": _backfill_max(),
+        "backfill_new": sum(1 for s in (backfill_result or {}).get("slots", []) if s["state"] == "WOULD_START"),
         "schedule_json": json.dumps(services.schedule_json(row), indent=2)})
+
+
+def _backfill_max() -> int:
+    from apps.scheduler.backfill import max_slots
+
+    return max_slots()
+
+
+def _ms_field(request, key: str):
+    raw = (request.POST.get(key) or "").strip()
+    try:
+        return int(raw)
+    except ValueError:
+        return raw or None
+
+
+@operate_required
+@require_POST
+def schedule_backfill(request, name: str):
+    """``/schedules/<name>/backfill``: ``mode=preview`` lists the slots of the range
+    (``startTime``/``endTime``, epoch ms, set by the page's script from the date fields
+    in the zone shown); ``mode=run`` starts the ones not run yet, audited."""
+    from apps.scheduler import backfill
+    from apps.ui.models import AuditLog
+
+    row = WorkflowSchedule.objects.filter(pk=name).first()
+    if row is None:
+        raise Http404(f"Schedule '{name}' not found")
+    run = request.POST.get("mode") == "run"
+    body = {"startTime": _ms_field(request, "startTime"), "endTime": _ms_field(request, "endTime"), "dryRun": not run}
+    form = {"startTime": body["startTime"], "endTime": body["endTime"]}
+    try:
+        result = backfill.backfill(name, body)
+    except ConductorError as exc:
+        detail = "; ".join(f"{e.get('path')}: {e.get('message')}" for e in getattr(exc, "validation_errors", None) or [])
+        messages.error(request, f"Backfill of {name}: {exc.message}" + (f" ({detail})" if detail else ""))
+        return _schedule_page(request, row, backfill_form=form)
+    if run:
+        AuditLog.objects.create(user=request.user, username=request.user.get_username(), action="schedule_backfill",
+                                target=name, params=form, ok=True,
+                                message=f"started {result['started']}, already run {result['skipped']}")
+        messages.success(request, f"Backfill of {name}: {result['started']} slot(s) started, "
+                                  f"{result['skipped']} already run.")
+    return _schedule_page(request, row, backfill_result=result, backfill_form=form)
 
 
 @operate_required

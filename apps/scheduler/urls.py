@@ -10,6 +10,9 @@ urlpatterns = [
     path("schedules/<str:name>/pause", views.PauseScheduleApi.as_view()),
     path("schedules/<str:name>/resume", views.ResumeScheduleApi.as_view()),
     path("schedules/<str:name>/tags", views.ScheduleTagsApi.as_view()),
+    # ours (no Conductor/Orkes equivalent): docs/schedules.md#backfill
+    path("schedules/<str:name>/backfill", views.BackfillApi.as_view()),
+    path("schedules/<str:name>/runs", views.ScheduleRunsApi.as_view()),
     path("bulk/pause", views.BulkScheduleApi.as_view(action="pause")),
     path("bulk/resume", views.BulkScheduleApi.as_view(action="resume")),
     path("nextFewSchedules", views.NextFewApi.as_view()),

@@ -101,6 +101,29 @@ class ScheduleTagsApi(ConductorApi):
         return empty()
 
 
+class BackfillApi(ConductorApi):
+    """``POST /schedules/{name}/backfill`` with ``{"startTime", "endTime", "dryRun"}``
+    (ours; ``apps.scheduler.backfill``): the missed slots of a past range, listed or
+    started once each. Operator role."""
+
+    http_method_names = ["post"]
+
+    @extend_schema(operation_id="backfillSchedule", tags=["scheduler-resource"])
+    def post(self, request, name):
+        from apps.scheduler import backfill
+
+        return Response(backfill.backfill(name, require_json(request.data, "backfill request")))
+
+
+class ScheduleRunsApi(ConductorApi):
+    """``GET /schedules/{name}/runs?size`` (ours): the schedule's past runs, newest
+    first, each with the status of the workflow it started, and its next firings."""
+
+    @extend_schema(operation_id="getScheduleRuns", tags=["scheduler-resource"])
+    def get(self, request, name):
+        return Response(services.schedule_runs(name, size=qint(request.query_params, "size", 20)))
+
+
 class BulkScheduleApi(ConductorApi):
     """``PUT /bulk/pause`` and ``PUT /bulk/resume`` with a JSON list of names."""
 

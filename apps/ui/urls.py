@@ -3,7 +3,7 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from apps.ui import views
+from apps.ui import tasklogs, views
 
 app_name = "ui"
 
@@ -26,6 +26,9 @@ urlpatterns = [
     path("execution/<str:workflow_id>/task/<str:task_id>.json", views.task_detail, name="task_detail"),
     path("execution/<str:workflow_id>/task/<str:task_id>/download/<str:what>", views.task_download,
          name="task_download"),
+    path("execution/<str:workflow_id>/task/<str:task_id>/logs.json", tasklogs.task_logs, name="task_logs"),
+    path("execution/<str:workflow_id>/task/<str:task_id>/logs.txt", tasklogs.task_logs_download,
+         name="task_logs_download"),
     path("compare", views.compare, name="compare"),
     path("tasks/", views.task_search_page, name="tasks"),
     path("definitions/", views.definitions, name="definitions"),

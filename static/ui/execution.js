@@ -572,6 +572,7 @@
       if (requested !== panelTaskId) { return; }
       // the chosen member's details first, the member list (scrolling on its own) below
       body.innerHTML = panelHtml(d) + (n.kind === "dynamic" ? '<h3 class="small">All members</h3>' + (body.dataset.members || "") : "");
+      mountLogs(d);
       if (n.kind === "dynamic") { bindDynFilter(); }
       body.scrollTop = 0;
       $("task-panel").scrollTop = 0;
@@ -683,6 +684,16 @@
       sub + "</table>";
   }
 
+  function isTerminalTask(st) { return STATUS_SETS.terminalTask.indexOf(st) >= 0; }
+  /** The log viewer of the task shown (static/ui/logviewer.js): follows new lines while it runs. */
+  function mountLogs(d) {
+    var el = $("log-viewer");
+    if (!el || !window.ConductorLogViewer) { return; }
+    var base = taskUrl(d.task.taskId).replace(/\.json$/, "");
+    window.ConductorLogViewer.mount(el, { taskId: d.task.taskId, url: base + "/logs.json", downloadUrl: base + "/logs.txt",
+      terminal: isTerminalTask(d.task.status) });
+  }
+
   function panelHtml(d) {
     var t = d.task;
     var labels = { rerun: "Rerun from this task", skip: "Skip", complete_task: "Complete", fail_task: "Fail" };
@@ -690,7 +701,7 @@
       return '<a class="button' + (a === "fail_task" ? " danger" : "") + '" data-task-action="' + a + '" href="' + esc(d.actionUrls[a]) + '">' + labels[a] + "</a>";
     }).join(" ");
     var summary = summaryTable(t);
-    var logs = (d.logs || []).length ? '<pre class="json">' + d.logs.map(function (l) { return fmtTime(l.createdTime) + "  " + esc(l.log); }).join("\n") + "</pre>" : '<p class="hint">No logs.</p>';
+    var logs = '<div class="log-viewer" id="log-viewer"></div>';
     var polls = (d.pollData || []).length ? '<table class="data small"><tbody>' + d.pollData.map(function (p) {
       return '<tr><td class="mono">' + esc(p.workerId || "") + "</td><td>" + fmtTime(p.lastPollTime) + "</td></tr>";
     }).join("") + "</tbody></table>" : '<p class="hint">No poll data (system task or no worker has polled).</p>';
@@ -699,7 +710,7 @@
       (d.ai ? '<details open id="ai-panel"><summary>' + (d.ai.kind === "llm" ? "Conversation" : "MCP call") + "</summary>" + aiHtml(d.ai) + "</details>" : "") +
       '<details open><summary>Input</summary>' + pre(d.input, d.downloads.input) + "</details>" +
       '<details open><summary>Output</summary>' + pre(d.output, d.downloads.output) + "</details>" +
-      "<details><summary>Logs (" + (d.logs || []).length + ")</summary>" + logs + "</details>" +
+      '<details id="log-details"' + ((d.logs || []).length || !isTerminalTask(t.status) ? " open" : "") + "><summary>Logs (" + (d.logs || []).length + ")</summary>" + logs + "</details>" +
       '<details><summary>WorkflowTask definition</summary><pre class="json">' + esc(JSON.stringify(d.workflowTask, null, 2)) + "</pre></details>" +
       "<details><summary>Poll data</summary>" + polls + "</details>" +
       '<p><a href="' + d.downloads.json + '">Task JSON</a></p>';

@@ -98,6 +98,10 @@ def ui_server(tmp_path_factory):
     pg = e2e.PostgresDatabase(session_url) if e2e._is_postgres(session_url) else None
     database_url = pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}"
     server = e2e.ConductorServer(workdir, database_url)
+    # alert rules evaluated every second, their e-mail written as files (tests/browser/test_alerts.py)
+    server.env.update({"CONDUCTOR_ALERTS_EVALUATE_SECONDS": "1", "CONDUCTOR_ALERTS_RETRY_DELAY_MS": "500",
+                       "CONDUCTOR_EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+                       "CONDUCTOR_EMAIL_FILE_PATH": str(workdir / "mail")})
     try:
         server.start()
         code = (
