@@ -20,6 +20,7 @@ urlpatterns = [
     path("swagger-ui/index.html", SpectacularSwaggerView.as_view(url_name="api-docs"), name="swagger-ui"),
     path("admin/", admin.site.urls),
     path("schedules/", include("apps.scheduler.ui_urls")),
+    path("", include("apps.problems.urls")),  # before the UI's: /definitions/<name>/grid
     path("", include("apps.ui.urls")),
 ]
 

@@ -45,7 +45,9 @@ def ms_datetime_cell(value) -> str:
     if not text:
         return ""
     day, clock = text.split(" ")
-    return format_html('<span class="nowrap">{}</span> <span class="nowrap">{}</span>', day, clock)
+    # data-ms: static/problems/time.js writes it again in the zone the user chose
+    return format_html('<span class="when-ms" data-ms="{}"><span class="nowrap">{}</span> <span class="nowrap">{}</span></span>',
+                       int(value), day, clock)
 
 
 @register.filter
