@@ -1,56 +1,66 @@
 """The human-task inbox: HUMAN tasks, and WAIT tasks that wait for a signal (no
 ``duration``/``until`` timer), waiting across executions.
 
-``waiting(...)`` reads the ``task_inbox`` partial index (task_type, scheduled_time over
-HUMAN/WAIT tasks that are SCHEDULED or IN_PROGRESS): the range stays as small as the
-number of tasks waiting for people, whatever the size of the executions table. Filters:
+``waiting(...)`` reads the ``task_inbox`` index (task_type, status, scheduled_time), one
+range per waiting (type, status): as small as the number of tasks waiting for people,
+whatever the size of the task table. Filters:
 the definition (``workflow_type``) and one field of the task's input (``assignee`` by
-default) equal to a value. ``form_schema(task)`` is the JSON Schema a completion is
+default, or a dotted path) equal to a string. ``form_schema(task)`` is the JSON Schema a completion is
 built from and checked against, when the task has one.
 """
 from __future__ import annotations
 
+import heapq
+import re
+
 from django.db.models import Q
+
+from apps.core.errors import InvalidInput
 
 from apps.engine.models import TaskExecution
 from apps.metadata.models import TaskDef
 
 INBOX_TYPES = ("HUMAN", "WAIT")
+WAITING = [(t, s) for t in INBOX_TYPES for s in ("SCHEDULED", "IN_PROGRESS")]
 PAGE = 100
 ASSIGNEE_FIELD = "assignee"
 
 
-def waiting(*, workflow_name: str = "", field: str = ASSIGNEE_FIELD, value: str = "", before: int | None = None,
+FIELD_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,3}$")
+
+
+def waiting(*, workflow_name: str = "", field: str = ASSIGNEE_FIELD, value: str = "",
             limit: int = PAGE) -> list[TaskExecution]:
-    """Waiting inbox tasks, oldest scheduled first (``before``: only those scheduled at or
-    after this ms, the next page's marker), at most ``limit``: HUMAN tasks, and WAIT tasks
-    without a timer. ``workflow_name`` narrows to one definition; ``value`` keeps the
-    tasks whose input ``field`` equals it (a string, or a list that contains it)."""
-    qs = (TaskExecution.objects.filter(task_type__in=INBOX_TYPES, status__in=["SCHEDULED", "IN_PROGRESS"])
-          .filter(Q(task_type="HUMAN") | Q(timer_at__isnull=True))
-          .select_related("workflow").order_by("scheduled_time", "task_id"))
-    if workflow_name:
-        qs = qs.filter(workflow_type=workflow_name)
-    if before is not None:
-        qs = qs.filter(scheduled_time__gte=before)
-    if value and field:
-        # equality in SQL; a list value is checked here (JSON containment differs by database)
-        rows = [t for t in qs[:limit * 20] if _matches(t.input_data.get(field) if isinstance(t.input_data, dict)
-                                                      else None, value)]
-        return rows[:limit]
-    return list(qs[:limit])
-
-
-def _matches(found, value: str) -> bool:
-    if isinstance(found, list):
-        return any(str(v) == value for v in found)
-    return found is not None and str(found) == value
+    """Waiting inbox tasks, oldest scheduled first, at most ``limit``: HUMAN tasks, and
+    WAIT tasks without a timer. ``workflow_name`` narrows to one definition; ``value``
+    keeps the tasks whose input ``field`` (a key, or a dotted path of up to four keys)
+    is that string. InvalidInput for a field name that is not such a path."""
+    if value and (not FIELD_RE.match(field or "") or "__" in field):
+        raise InvalidInput(f"Invalid input field name: {field[:80]!r} (keys of letters, digits, '_' and '-', "
+                           "joined by '.')")
+    # one query per (type, status): equality on both leading columns of ``task_inbox`` and
+    # its own order, so each is an index range read ``limit`` rows deep (an IN list there
+    # lets SQLite's planner prefer a scan), merged here
+    found: list[TaskExecution] = []
+    for task_type, status in WAITING:
+        qs = TaskExecution.objects.filter(task_type=task_type, status=status)
+        if task_type == "WAIT":
+            qs = qs.filter(timer_at__isnull=True)
+        if workflow_name:
+            qs = qs.filter(workflow_type=workflow_name)
+        if value:
+            qs = qs.filter(**{"input_data__" + field.replace(".", "__"): value})
+        found += qs.defer("output_data").order_by("scheduled_time", "task_id")[:limit]
+    return heapq.nsmallest(limit, found, key=lambda t: (t.scheduled_time, t.task_id))
 
 
 def definitions_waiting() -> list[str]:
     """Names of the definitions with inbox tasks waiting, sorted."""
-    return sorted(set(TaskExecution.objects.filter(task_type__in=INBOX_TYPES, status__in=["SCHEDULED", "IN_PROGRESS"])
-                      .order_by().values_list("workflow_type", flat=True).distinct()))
+    names: set[str] = set()
+    for task_type, status in WAITING:
+        names |= set(TaskExecution.objects.filter(task_type=task_type, status=status)
+                     .order_by().values_list("workflow_type", flat=True).distinct())
+    return sorted(names)
 
 
 def form_schema(task: TaskExecution) -> dict | None:

@@ -144,10 +144,20 @@ def inbox_page(request):
     name = request.GET.get("workflow", "").strip()
     field = request.GET.get("field", "").strip() or inbox.ASSIGNEE_FIELD
     value = request.GET.get("value", "").strip()
-    tasks = inbox.waiting(workflow_name=name, field=field, value=value)
+    from apps.core.errors import InvalidInput
+
+    try:
+        tasks = inbox.waiting(workflow_name=name, field=field, value=value)
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        tasks = []
     items = []
+    schemas: dict = {}  # one TaskDef read per task name
     for t in tasks:
-        schema = inbox.form_schema(t)
+        key = (t.task_def_name, json.dumps((t.workflow_task or {}).get("taskDefinition"), sort_keys=True, default=str))
+        if key not in schemas:
+            schemas[key] = inbox.form_schema(t)
+        schema = schemas[key]
         items.append({"task": t, "fields": inbox.form_fields(schema), "schema": schema,
                       "input_json": json.dumps(t.input_data, indent=2, default=str)[:4000]})
     return _render(request, "problems/inbox.html", {

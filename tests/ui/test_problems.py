@@ -226,3 +226,12 @@ def test_inbox_json_box_without_schema_and_fail(operator_client):
     operator_client.post(f"/inbox/{task.task_id}/complete", {"outcome": "FAILED", "reason": "no budget"})
     task.refresh_from_db()
     assert task.status == "FAILED" and task.reason_for_incompletion == "no budget"
+
+
+def test_inbox_refuses_a_field_name_that_is_not_a_key_path(viewer_client):
+    name = unique("human")
+    wf = _human_setup(name, None)
+    TaskExecution.objects.filter(workflow_id=wf).update(input_data={"who": {"team": "ops"}})
+    assert wf in viewer_client.get("/inbox/", {"field": "who.team", "value": "ops"}).content.decode()
+    resp = viewer_client.get("/inbox/", {"field": "who__contains", "value": "x"})
+    assert resp.status_code == 200 and "Invalid input field name" in resp.content.decode()

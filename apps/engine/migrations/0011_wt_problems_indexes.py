@@ -22,6 +22,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='taskexecution',
-            index=models.Index(condition=models.Q(('status__in', ['SCHEDULED', 'IN_PROGRESS']), ('task_type__in', ['HUMAN', 'WAIT'])), fields=['task_type', 'scheduled_time'], name='task_inbox'),
+            index=models.Index(fields=['task_type', 'status', 'scheduled_time'], name='task_inbox'),
         ),
     ]
