@@ -9,7 +9,8 @@ one ended SIMPLE task per ended execution, and the tasks the views read: the new
 tasks waiting and 2,000 SCHEDULED tasks in 10 queues (one never polled). Then times each
 query of the views, median of ``--repeat`` runs after one warm-up, as the pages run it:
 
-  counts_all / counts_name    status counts of the whole table / of one name
+  counts_all / counts_name    status counts of the whole table / of one name (each stops at 10,001)
+  all_page                    the unfiltered list's first page (its total is counted: the UI's own search)
   failed_page                 the Failed view's first page (25, newest first, counted)
   slow_page                   "running longer than usual" (p95 per name, cached after the first)
   stuck_page                  "waiting on an unpolled queue"
@@ -106,10 +107,11 @@ def fill(n: int, vendor: str, now: int) -> None:
         tasks += [task(wid, 1), task(wid, 2, status="FAILED" if st == "FAILED" else "COMPLETED")]
     running = list(WorkflowExecution.objects.filter(status="RUNNING").order_by("-create_time")
                    .values_list("workflow_id", "workflow_name")[:2500])
-    for j, (wid, wname) in enumerate(running[:500]):
+    humans = min(500, len(running) // 5)
+    for j, (wid, wname) in enumerate(running[:humans]):
         tasks.append(task(wid, 10, task_type="HUMAN", task_def_name="approve", reference_task_name="approve",
                           status="IN_PROGRESS", wtype=wname, end_time=0, input_data={"assignee": f"user{j % 20}"}))
-    for j, (wid, wname) in enumerate(running[500:]):
+    for j, (wid, wname) in enumerate(running[humans:]):
         queue = f"bench_queue_{j % 10}"
         tasks.append(task(wid, 11, task_def_name=queue, queue_name=queue, status="SCHEDULED", wtype=wname,
                           start_time=0, end_time=0, scheduled_time=now - j * 10))
@@ -167,10 +169,11 @@ def main() -> int:
             return SearchQuery.from_querydict(QueryDict(text))
 
         running_id = inbox.waiting(limit=1)[0].workflow_id
-        stuck_id = next(iter(listing.rows(q("stuck=1"), limit=1)))["workflow_id"]
+        stuck_id = next(iter(listing.rows(q("stuck=1"), limit=1)), {"workflow_id": running_id})["workflow_id"]
         cases = {
             "counts_all": lambda: listing.status_counts(q("")),
             "counts_name": lambda: listing.status_counts(q("name=bench_wf_3")),
+            "all_page": lambda: search_executions(q("")),
             "failed_page": lambda: search_executions(q("status=FAILED")),
             "slow_page": lambda: search_executions(q("slow=1")),
             "stuck_page": lambda: search_executions(q("stuck=1")),

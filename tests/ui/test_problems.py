@@ -235,3 +235,13 @@ def test_inbox_refuses_a_field_name_that_is_not_a_key_path(viewer_client):
     assert wf in viewer_client.get("/inbox/", {"field": "who.team", "value": "ops"}).content.decode()
     resp = viewer_client.get("/inbox/", {"field": "who__contains", "value": "x"})
     assert resp.status_code == 200 and "Invalid input field name" in resp.content.decode()
+
+
+def test_status_counts_stop_at_the_cap(viewer_client, chain, monkeypatch):
+    from apps.problems import listing
+
+    monkeypatch.setattr(listing, "COUNT_CAP", 2)
+    for _ in range(3):
+        start(chain)
+    page = viewer_client.get("/executions/", {"name": chain}).content.decode()
+    assert 'data-status="RUNNING" data-count="3"' in page and ">2+<" in page and "more than 2 in all" in page

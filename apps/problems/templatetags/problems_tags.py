@@ -29,7 +29,7 @@ def problems_bar(context) -> dict:
         return "?" + q.urlencode()
 
     counts = listing.status_counts(query)
-    status_links = [{"status": s, "count": n, "on": s in query.statuses,
+    status_links = [{"status": s, "count": n, "more": n > listing.COUNT_CAP, "on": s in query.statuses,
                      "url": url_with(status=[] if query.statuses == [s] else [s])} for s, n in counts.items()]
     quick = []
     for key, label, params in listing.QUICK_VIEWS:
@@ -41,7 +41,8 @@ def problems_bar(context) -> dict:
     search = base.copy()
     search.pop("csrfmiddlewaretoken", None)
     api_url = request.build_absolute_uri("/api")
-    return {"counts": status_links, "total": sum(counts.values()), "quick": quick,
+    return {"counts": status_links, "total": sum(counts.values()), "total_more": any(c["more"] for c in status_links),
+            "quick": quick, "cap": listing.COUNT_CAP,
             "saved": list(SavedView.objects.all()[:100]), "saved_name": request.GET.get("saved", ""),
             "search": search.urlencode(), "code": listing.as_code(query, api_url),
             "can_operate": context.get("can_operate"), "csrf_token": context.get("csrf_token"),
