@@ -29,10 +29,11 @@ ASSIGNEE_FIELD = "assignee"
 FIELD_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,3}$")
 
 
-def waiting(*, workflow_name: str = "", field: str = ASSIGNEE_FIELD, value: str = "",
+def waiting(*, workflow_name: str = "", ref: str = "", field: str = ASSIGNEE_FIELD, value: str = "",
             limit: int = PAGE) -> list[TaskExecution]:
     """Waiting inbox tasks, oldest scheduled first, at most ``limit``: HUMAN tasks, and
-    WAIT tasks without a timer. ``workflow_name`` narrows to one definition; ``value``
+    WAIT tasks without a timer. ``workflow_name`` narrows to one definition, ``ref`` to
+    one taskReferenceName; ``value``
     keeps the tasks whose input ``field`` (a key, or a dotted path of up to four keys)
     is that string. InvalidInput for a field name that is not such a path."""
     if value and (not FIELD_RE.match(field or "") or "__" in field):
@@ -48,6 +49,8 @@ def waiting(*, workflow_name: str = "", field: str = ASSIGNEE_FIELD, value: str 
             qs = qs.filter(timer_at__isnull=True)
         if workflow_name:
             qs = qs.filter(workflow_type=workflow_name)
+        if ref:
+            qs = qs.filter(reference_task_name=ref)
         if value:
             qs = qs.filter(**{"input_data__" + field.replace(".", "__"): value})
         found += qs.defer("output_data").order_by("scheduled_time", "task_id")[:limit]

@@ -140,14 +140,16 @@ def run_grid(request, name: str):
 @require_GET
 def inbox_page(request):
     """``/inbox/``: HUMAN tasks (and WAIT tasks waiting for a signal) waiting across
-    executions, oldest first; filters ``workflow`` and ``field``=``value`` on the input."""
+    executions, oldest first; filters ``workflow``, ``ref`` (taskReferenceName) and
+    ``field``=``value`` on the input."""
     name = request.GET.get("workflow", "").strip()
     field = request.GET.get("field", "").strip() or inbox.ASSIGNEE_FIELD
     value = request.GET.get("value", "").strip()
+    ref = request.GET.get("ref", "").strip()
     from apps.core.errors import InvalidInput
 
     try:
-        tasks = inbox.waiting(workflow_name=name, field=field, value=value)
+        tasks = inbox.waiting(workflow_name=name, ref=ref, field=field, value=value)
     except InvalidInput as exc:
         messages.error(request, exc.message)
         tasks = []
@@ -161,7 +163,7 @@ def inbox_page(request):
         items.append({"task": t, "fields": inbox.form_fields(schema), "schema": schema,
                       "input_json": json.dumps(t.input_data, indent=2, default=str)[:4000]})
     return _render(request, "problems/inbox.html", {
-        "items": items, "names": inbox.definitions_waiting(), "workflow": name, "field": field, "value": value,
+        "items": items, "names": inbox.definitions_waiting(), "workflow": name, "ref": ref, "field": field, "value": value,
         "limit": inbox.PAGE, "back": request.get_full_path()})
 
 

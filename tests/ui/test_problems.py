@@ -201,6 +201,8 @@ def test_inbox_lists_filters_and_completes_with_a_schema_form(viewer_client, ope
     assert wf in page and other in page and 'name="field.amount"' not in page  # read-only: no form
     page = viewer_client.get("/inbox/", {"field": "assignee", "value": "alice"}).content.decode()
     assert wf in page and other not in page
+    assert wf not in viewer_client.get("/inbox/", {"ref": "other_ref"}).content.decode()
+    assert wf in viewer_client.get("/inbox/", {"ref": "approve"}).content.decode()
     task = TaskExecution.objects.get(workflow_id=wf, reference_task_name="approve")
     assert viewer_client.post(f"/inbox/{task.task_id}/complete", {"field.approved": "on"}).status_code == 403
     op = Client()
@@ -245,3 +247,20 @@ def test_status_counts_stop_at_the_cap(viewer_client, chain, monkeypatch):
         start(chain)
     page = viewer_client.get("/executions/", {"name": chain}).content.decode()
     assert 'data-status="RUNNING" data-count="3"' in page and ">2+<" in page and "more than 2 in all" in page
+
+
+def test_inbox_lists_wait_tasks_waiting_for_a_signal_not_timers(viewer_client, operator_client):
+    name = unique("waits")
+    services.workflow_def_register(workflow_def=workflow_def(name, [
+        {"name": "signal", "taskReferenceName": "signal", "type": "WAIT"}]), overwrite=True)
+    timer = unique("timer")
+    services.workflow_def_register(workflow_def=workflow_def(timer, [
+        {"name": "nap", "taskReferenceName": "nap", "type": "WAIT", "inputParameters": {"duration": "1 hour"}}]),
+        overwrite=True)
+    wf = executor.workflow_start(name=name, version=None, input={})
+    napping = executor.workflow_start(name=timer, version=None, input={})
+    page = viewer_client.get("/inbox/").content.decode()
+    assert wf in page and napping not in page
+    task = TaskExecution.objects.get(workflow_id=wf, reference_task_name="signal")
+    operator_client.post(f"/inbox/{task.task_id}/complete", {"output_json": '{"ok": true}'})
+    assert WorkflowExecution.objects.get(pk=wf).status == "COMPLETED"
