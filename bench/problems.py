@@ -56,7 +56,7 @@ def fill(n: int, vendor: str, now: int) -> None:
     # i: create_time spread over 30 days, newest = largest i; status by i % 100
     status = ("CASE WHEN i % 100 < 90 THEN 'COMPLETED' WHEN i % 100 < 95 THEN 'FAILED' "
               "WHEN i % 100 < 97 THEN 'TIMED_OUT' ELSE 'RUNNING' END")
-    create = f"({now} - 30 * {DAY_MS} + i * (30 * {DAY_MS} / {n}))"
+    create = f"({now - 30 * DAY_MS} + CAST(i AS BIGINT) * {30 * DAY_MS // n})"
     end = f"CASE WHEN i % 100 < 97 THEN {create} + 1000 + (i % 50) * 100 ELSE 0 END"
     wid = concat("'wf-'", "CAST(i AS TEXT)")
     name = concat("'bench_wf_'", f"CAST(i % {NAMES} AS TEXT)")
