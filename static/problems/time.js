@@ -1,6 +1,7 @@
 /* Times shown in UTC or the browser's zone, switchable (the top bar's button; remembered
    in localStorage). Every element with data-ms (epoch ms) is written in the chosen zone;
-   elements added later (panels reloaded by script) too. */
+   elements added later (panels reloaded by script) too; scripts that write times call
+   window.conductorTime.format(ms) and redraw on the document's "conductor:timezone" event. */
 (function () {
   "use strict";
   var KEY = "conductor-web.tz";
@@ -44,11 +45,13 @@
     if (!b) { return; }
     try { localStorage.setItem(KEY, zone() === "utc" ? "local" : "utc"); } catch (e) { /* private mode: this page only */ }
     apply();
+    document.dispatchEvent(new CustomEvent("conductor:timezone", { detail: { zone: zone() } }));
   });
   new MutationObserver(function (records) {
     records.forEach(function (r) { r.addedNodes.forEach(function (n) { if (n.querySelectorAll) { apply(n); } }); });
   }).observe(document.documentElement, { childList: true, subtree: true });
-  window.conductorTime = { apply: apply, zone: zone };
+  // format(ms): the time in the chosen zone, for pages that write times from script (execution.js)
+  window.conductorTime = { apply: apply, zone: zone, format: function (ms) { return fmt(ms, zone()); } };
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", function () { apply(); }); }
   else { apply(); }
 })();

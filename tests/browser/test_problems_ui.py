@@ -148,6 +148,17 @@ def test_a_stuck_execution_and_its_reason_in_two_clicks(page, ui_server, problem
     assert f"No worker has ever polled the queue '{NOBODY_TASK}'" in task.inner_text()
     assert "2 retries left" in task.inner_text()
     screenshot(page, "ui-stuck")
+    # the execution page's times written by script follow the zone switch too
+    page.wait_for_function("document.getElementById('wf-start').textContent.length > 10")
+    page.evaluate("localStorage.setItem('conductor-web.tz', 'utc')")
+    utc_start = page.inner_text("#wf-start")
+    shown = page.evaluate("""() => { document.querySelector('.tz-toggle').click();
+        return document.getElementById('wf-start').textContent; }""")
+    expected = page.evaluate("(ms) => window.conductorTime.format(ms)",
+                             ui_server.workflow(problem_data["stuck"])["createTime"])
+    assert page.locator(".tz-toggle").get_attribute("data-zone") == "local" and shown == expected
+    page.click(".tz-toggle")
+    assert page.inner_text("#wf-start") == utc_start
     # the same warning on the queues page, linked to the stuck executions
     page.goto(ui_server.base + "/queues/")
     row = page.locator(f"tr[data-task-type={NOBODY_TASK}]")
