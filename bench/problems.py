@@ -49,10 +49,11 @@ def fill(n: int, vendor: str, now: int) -> None:
     json_list = "'[]'::jsonb" if vendor == "postgresql" else "'[]'"
     if vendor == "postgresql":
         series = f"SELECT g AS i FROM generate_series(0, {n - 1}) g"
-        concat = lambda *parts: " || ".join(parts)  # noqa: E731
     else:
         series = f"WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < {n - 1}) SELECT i FROM s"
-        concat = lambda *parts: " || ".join(parts)  # noqa: E731
+
+    def concat(*parts: str) -> str:
+        return " || ".join(parts)
     # i: create_time spread over 30 days, newest = largest i; status by i % 100
     status = ("CASE WHEN i % 100 < 90 THEN 'COMPLETED' WHEN i % 100 < 95 THEN 'FAILED' "
               "WHEN i % 100 < 97 THEN 'TIMED_OUT' ELSE 'RUNNING' END")
@@ -73,7 +74,6 @@ def fill(n: int, vendor: str, now: int) -> None:
 
         # one ended SIMPLE task per ended execution: the task table at scale (the inbox,
         # the queues and the grid read small ranges of it)
-        done = "'COMPLETED'" if vendor == "postgresql" else "'COMPLETED'"
         c.execute(f"""
             INSERT INTO engine_task_execution (task_id, workflow_id, workflow_type, workflow_priority, task_type,
                 task_def_name, reference_task_name, seq, iteration, retry_count, poll_count, status, input_data,
@@ -82,7 +82,7 @@ def fill(n: int, vendor: str, now: int) -> None:
                 retried, executed, concurrent_exec_limit, rate_limit_per_frequency,
                 rate_limit_frequency_in_seconds, evaluation_key)
             SELECT {concat("'bt-'", "workflow_id")}, workflow_id, workflow_name, 0, 'SIMPLE', 'bench_work', 'work', 0,
-                0, 0, 1, {done}, {json_empty}, {json_empty}, {json_empty}, create_time, create_time, end_time,
+                0, 0, 1, 'COMPLETED', {json_empty}, {json_empty}, {json_empty}, create_time, create_time, end_time,
                 end_time, create_time, 0, 0, 600, 'bench_work', 0, {'false' if vendor == 'postgresql' else '0'},
                 {'true' if vendor == 'postgresql' else '1'}, 0, 0, 0, ''
             FROM engine_workflow_execution WHERE end_time > 0""")
@@ -157,12 +157,8 @@ def main() -> int:
         now = now_ms()
         t0 = time.perf_counter()
         fill(a.n, connection.vendor, now)
-        if connection.vendor == "postgresql":
-            with connection.cursor() as c:
-                c.execute("ANALYZE")
-        else:
-            with connection.cursor() as c:
-                c.execute("ANALYZE")
+        with connection.cursor() as c:
+            c.execute("ANALYZE")
         fill_s = time.perf_counter() - t0
 
         def q(text: str) -> SearchQuery:

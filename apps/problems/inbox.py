@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import re
 
-from django.db.models import Q
 
 from apps.core.errors import InvalidInput
 

@@ -29,11 +29,12 @@ def _seconds(ms: int) -> str:
 
 
 def _task_def(name: str, workflow_task: dict) -> dict | None:
+    """The TaskDef a task runs with: the WorkflowTask's inline ``taskDefinition``, else the
+    registered one, else None."""
     inline = (workflow_task or {}).get("taskDefinition")
     if isinstance(inline, dict):
         return inline
-    row = TaskDef.objects.filter(name=name).values_list("definition", flat=True).first()
-    return row
+    return TaskDef.objects.filter(name=name).values_list("definition", flat=True).first()
 
 
 def _previous_attempt(task: TaskExecution) -> TaskExecution | None:

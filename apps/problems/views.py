@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from django.contrib import messages
-from django.http import Http404, QueryDict, StreamingHttpResponse
+from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -31,7 +31,7 @@ def _render(request, template: str, context: dict, status: int = 200):
 def _search_string(querydict) -> str:
     """A search's query string without its paging."""
     params = querydict.copy()
-    for key in PAGING_KEYS + ("csrfmiddlewaretoken", "view_name"):
+    for key in PAGING_KEYS + ("csrfmiddlewaretoken", "view_name", "saved"):
         params.pop(key, None)
     return params.urlencode()
 
@@ -103,8 +103,6 @@ def stuck_panel(request, workflow_id: str):
     status = WorkflowExecution.objects.filter(pk=workflow_id).values_list("status", flat=True).first()
     if status is None:
         raise Http404(f"No such workflow found by id: {workflow_id}")
-    from django.http import HttpResponse
-
     html = render_to_string("problems/_stuck_panel.html",
                             {"entries": stuck.diagnose(workflow_id) if status == "RUNNING" else [],
                              "status": status, "workflow_id": workflow_id}, request=request)

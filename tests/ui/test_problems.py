@@ -16,7 +16,6 @@ from apps.problems import durations
 from apps.problems.models import SavedView
 from apps.ui.models import AuditLog
 from tests.factories import task_def, unique, workflow_def
-from tests.ui.conftest import register_chain
 
 pytestmark = pytest.mark.django_db
 
