@@ -77,10 +77,12 @@ def test_saved_views_by_name_and_only_operators_save(viewer_client, operator, ch
     from django.test import Client
 
     fail_first(chain, "boom")
+    assert 'id="save-view-form"' not in viewer_client.get("/executions/").content.decode()
     resp = viewer_client.post("/executions/views/save", {"view_name": "mine", "q": "status=FAILED"})
     assert resp.status_code == 403 and not SavedView.objects.exists()
     op = Client()
     op.force_login(operator)
+    assert 'id="save-view-form"' in op.get("/executions/").content.decode()
     resp = op.post("/executions/views/save", {"view_name": "failed orders", "q": f"status=FAILED&name={chain}&page=3"})
     assert resp.status_code == 302 and resp["Location"] == "/executions/view/failed%20orders"
     row = SavedView.objects.get(name="failed orders")
