@@ -14,13 +14,15 @@ from apps.engine.models import TaskExecution, WorkflowExecution
 
 RUNS = (10, 25, 50, 100)
 DEFAULT_RUNS = 25
+ROLLING = 5  # runs in the rolling failure rate
 MAX_TASK_ROWS = 200
 FAILED = ("FAILED", "TIMED_OUT", "TERMINATED", "FAILED_WITH_TERMINAL_ERROR", "CANCELED")
 
 
 def run_grid(name: str, runs: int = DEFAULT_RUNS, now: int | None = None) -> dict:
     """``{"runs": [{"workflow_id", "status", "version", "create_time", "duration_ms",
-    "failed"}] oldest first, "rows": [{"ref", "type", "cells": [{"status", "task_id",
+    "failed", "running", "rolling_failure_pct" (failed % of the ended runs among this one and
+    the ``ROLLING`` - 1 before it; None when none ended)}] oldest first, "rows": [{"ref", "type", "cells": [{"status", "task_id",
     "workflow_id", "attempts", "duration_ms"} or None per run]}], "max_duration_ms", "failure_rate"
     (0-1 over the runs that ended, None when none ended), "ended"}``. A cell shows the
     latest attempt of the task (its last iteration in a loop); ``attempts`` counts all."""
@@ -56,6 +58,9 @@ def run_grid(name: str, runs: int = DEFAULT_RUNS, now: int | None = None) -> dic
         return -col, first_seq[(ref, col)]
 
     newest_first = sorted(grid, key=order)
+    for i, r in enumerate(out_runs):  # the failure rate over time: of the ended runs among the last ROLLING
+        window = [w for w in out_runs[max(0, i - ROLLING + 1):i + 1] if not w["running"]]
+        r["rolling_failure_pct"] = round(100 * sum(w["failed"] for w in window) / len(window)) if window else None
     ended = [r for r in out_runs if not r["running"]]
     return {"runs": out_runs, "rows": [grid[ref] for ref in newest_first],
             "max_duration_ms": max((r["duration_ms"] for r in out_runs), default=0),

@@ -178,6 +178,7 @@ def test_run_grid_of_a_definition(page, ui_server, problem_data):
     approved = grid.locator("tr[data-ref=approve] a.sq[data-status=COMPLETED]").count()  # the inbox test may end one
     assert grid.locator("tr[data-ref=approve] a.sq[data-status=IN_PROGRESS]").count() + approved == 3
     assert page.inner_text("#failure-rate") == f"{round(200 / (2 + approved))} %"  # failed / ended
+    assert grid.locator("tr.rolling td[data-rolling='100']").count() >= 1  # the first run failed
     screenshot(page, "ui-run-grid")
     grid.locator("tr[data-ref=charge] a.sq[data-status=FAILED_WITH_TERMINAL_ERROR]").first.click()
     page.wait_for_selector("#task-panel:not([hidden])")

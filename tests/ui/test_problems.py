@@ -174,6 +174,7 @@ def test_run_grid(viewer_client, chain):
     assert page.index(failed) < page.index(f'data-workflow-id="{running}"')  # oldest first
     assert 'data-ref="a"' in page and 'data-status="FAILED_WITH_TERMINAL_ERROR"' in page
     assert 'id="failure-rate">100 %' in page
+    assert 'data-rolling="100"' in page  # the failed run, then the running one: the ended one failed
     assert viewer_client.get("/definitions/no_such_thing/grid").status_code == 404
 
 
