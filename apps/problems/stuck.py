@@ -73,6 +73,12 @@ def _verdict(t: TaskExecution, entry: dict, now: int, stale_s: int) -> tuple[str
                 f"(last poll {_seconds(now - q['last_poll'])} ago).", "ok")
     # IN_PROGRESS worker task
     held = f"Held by worker {t.worker_id or '(no id)'} since {_seconds(now - (t.start_time or t.update_time))} ago"
+    last = next((p["last_poll"] for p in q["pollers"] if p["worker_id"] == (t.worker_id or "(no id)")), None)
+    if t.worker_id and last is not None and now - last > stale_s * 1000:
+        until = (f" it is handed out again when its response timeout ends, in {_seconds(entry['timeout_at'] - now)}"
+                 if entry.get("timeout_at") else " nothing hands it out again (no responseTimeoutSeconds)")
+        return held + f", and that worker has not polled for {_seconds(now - last)}: it may be gone;" + until + ".", \
+            "warn"
     if entry.get("timeout_at"):
         return held + f"; it times out in {_seconds(entry['timeout_at'] - now)} if the worker does not answer.", "ok"
     return held + ".", "ok"

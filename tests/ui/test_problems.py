@@ -266,3 +266,16 @@ def test_inbox_lists_wait_tasks_waiting_for_a_signal_not_timers(viewer_client, o
     task = TaskExecution.objects.get(workflow_id=wf, reference_task_name="signal")
     operator_client.post(f"/inbox/{task.task_id}/complete", {"output_json": '{"ok": true}'})
     assert WorkflowExecution.objects.get(pk=wf).status == "COMPLETED"
+
+
+def test_stuck_panel_warns_when_the_worker_holding_a_task_stopped_polling(viewer_client):
+    from apps.engine.models import PollData
+
+    name = unique("held")
+    wf = _stuck_setup(name)
+    queue.task_poll(task_type=f"{name}_t", worker_id="host-9")
+    panel = viewer_client.get(f"/execution/{wf}/stuck").content.decode()
+    assert "Held by worker host-9" in panel and "may be gone" not in panel
+    PollData.objects.filter(queue_name=f"{name}_t").update(last_poll_time=1)
+    panel = viewer_client.get(f"/execution/{wf}/stuck").content.decode()
+    assert "that worker has not polled for" in panel and 'data-level="warn"' in panel
