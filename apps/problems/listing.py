@@ -166,6 +166,7 @@ def as_code(query: SearchQuery, api_url: str) -> dict:
                           f"--data-urlencode {shlex.quote('freeText=' + free)}",
                           f"-d size={query.size} -d start=0 -d sort={sort}"])
     curl = "\n".join(line for line in curl.splitlines() if line.strip() not in ("", "\\"))
+    curl = "# with API keys on, add: -H \"X-Authorization: <token from POST /api/token>\"\n" + curl
     python = "\n".join([
         "from conductor.client.configuration.configuration import Configuration",
         "from conductor.client.orkes_clients import OrkesClients",

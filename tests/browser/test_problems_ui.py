@@ -12,12 +12,15 @@ Screenshots (light theme) go to ``$UI_SCREENSHOT_DIR`` (``docs/``) when it is se
 """
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
 
-from tests.browser.conftest import screenshot, sign_in
+from tests.browser.conftest import REPO_ROOT, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser]
 
@@ -117,6 +120,12 @@ def test_problem_views_on_the_executions_list(page, ui_server, problem_data):
     page.click("#as-code summary")
     assert "status IN (FAILED)" in page.inner_text("#code-curl")
     assert "get_workflow_client().search(" in page.inner_text("#code-python")
+    # ... and the Python SDK's and the CLI's versions run and find the same executions
+    env = {**os.environ, **ui_server.server.sdk_env(), "PATH": f"{REPO_ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    for cmd in ([sys.executable, "-c", page.inner_text("#code-python")], ["bash", "-c", page.inner_text("#code-cli")]):
+        done = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert problem_data["bad-1"] in done.stdout and problem_data["ok-1"] not in done.stdout, cmd[0]
     # export: the CSV holds the failed runs
     with page.expect_download() as download:
         page.click("#export-csv")
