@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "django_q",
     "apps.api",
     "apps.ui",
+    "apps.problems",
     "apps.ai",
     "apps.scheduler",
     "apps.listeners",

@@ -23,6 +23,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("schedules/", include("apps.scheduler.ui_urls")),
     path("alerts/", include("apps.alerts.ui_urls")),
+    path("", include("apps.problems.urls")),  # before the UI's: /definitions/<name>/grid
     path("", include("apps.ui.urls")),
 ]
 

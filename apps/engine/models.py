@@ -70,6 +70,10 @@ class WorkflowExecution(models.Model):
             models.Index(fields=["parent_workflow_id"], name="wf_parent"),
             # metrics and search over ended executions
             models.Index(fields=["end_time"], name="wf_end_time", condition=Q(end_time__gt=0)),
+            # the UI's problem views: one status (Failed, Timed out) newest first, and the
+            # counts per status, across all names; a definition's last runs (run grid)
+            models.Index(fields=["status", "create_time"], name="wf_status_create"),
+            models.Index(fields=["workflow_name", "create_time"], name="wf_name_create"),
         ]
         constraints = [
             # StartWorkflowRequest.idempotencyKey: one execution per (workflow name, key)
@@ -150,6 +154,9 @@ class TaskExecution(models.Model):
             models.Index(fields=["start_time"], name="task_start_time", condition=Q(start_time__gt=0)),
             models.Index(fields=["task_def_name"], name="task_pending",
                          condition=Q(status__in=["SCHEDULED", "IN_PROGRESS"])),
+            # the UI's human-task inbox: HUMAN and WAIT tasks waiting (not partial: SQLite
+            # uses a partial index only for literal values, and Django binds parameters)
+            models.Index(fields=["task_type", "status", "scheduled_time"], name="task_inbox"),
         ]
 
     def __str__(self) -> str:

@@ -68,6 +68,16 @@ SORTS = {
     "version": "workflow_version", "status": "status", "id": "workflow_id",
 }
 DEFAULT_SORT = "-start"
+SINCE = ("1h", "24h", "today")  # the relative start windows of ``?since=``
+
+
+def since_ms(since: str, now: int | None = None) -> int:
+    """The epoch ms a relative window starts at: ``1h`` and ``24h`` before ``now``,
+    ``today`` at 00:00 UTC of ``now``'s day. KeyError for another value."""
+    now = now if now is not None else now_ms()
+    if since == "today":
+        return now - now % 86_400_000
+    return now - {"1h": 3_600_000, "24h": 86_400_000}[since]
 
 
 def parse_local_datetime(text: str | None) -> int | None:
@@ -96,6 +106,9 @@ class SearchQuery:
     workflow_id: str = ""
     text: str = ""
     cluster: str = ""
+    since: str = ""  # a relative start window: one of SINCE ("1h", "24h", "today")
+    slow: bool = False  # RUNNING for longer than its definition's p95 (apps.problems.durations)
+    stuck: bool = False  # a task waits in a queue no worker polled lately (apps.problems.queues)
     sort: str = DEFAULT_SORT
     page: int = 1
     size: int = 25
@@ -124,6 +137,12 @@ class SearchQuery:
         out.workflow_id = (q.get("workflow_id") or "").strip()
         out.text = (q.get("q") or "").strip()
         out.cluster = q.get("cluster") or ""
+        since = (q.get("since") or "").strip()
+        if since and since not in SINCE:
+            out.errors.append(f"since must be one of {', '.join(SINCE)}, not {since!r}")
+        out.since = since if since in SINCE else ""
+        out.slow = (q.get("slow") or "") in ("1", "true", "on")
+        out.stuck = (q.get("stuck") or "") in ("1", "true", "on")
         sort = (q.get("sort") or DEFAULT_SORT).strip()
         out.sort = sort if sort.lstrip("-") in SORTS else DEFAULT_SORT
         try:
@@ -171,6 +190,16 @@ class SearchQuery:
                      | Q(reason_for_incompletion__icontains=self.text))
         if self.cluster:
             cond &= Q(reason_for_incompletion__regex=cluster_regex(self.cluster))
+        if self.since:
+            cond &= Q(create_time__gte=since_ms(self.since))
+        if self.slow:
+            from apps.problems.durations import slow_q
+
+            cond &= slow_q(self.names or None)
+        if self.stuck:
+            from apps.problems import queues
+
+            cond &= Q(status="RUNNING", workflow_id__in=queues.stuck_workflow_ids(queues.stale_seconds_setting()))
         return cond
 
     @property

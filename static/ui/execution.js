@@ -74,6 +74,7 @@
   }
   function fmtTime(ms) {
     if (!ms) { return ""; }
+    if (window.conductorTime) { return window.conductorTime.format(ms); }  // UTC or the browser's zone
     var d = new Date(ms);
     return d.toISOString().replace("T", " ").slice(0, 19);
   }
@@ -260,6 +261,7 @@
     renderPayloads();
     refreshPanel();
   }
+  document.addEventListener("conductor:timezone", function () { if (state) { renderAll(); } });  // static/problems/time.js
 
   function renderHeader() {
     var h = state.header;

@@ -34,3 +34,12 @@ def test_profile_paths_script_measures_every_path():
     assert done.returncode == 0, done.stderr[-3000:]
     for path in ("start", "empty poll"):
         assert f"'{path}'" in done.stdout
+
+
+def test_problems_script_times_every_view(tmp_path):
+    out = tmp_path / "problems.jsonl"
+    done = _run(["bench/problems.py", "-n", "3000", "--repeat", "1", "--json-out", str(out)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = json.loads(out.read_text())["problems"]
+    for key in ("counts_all", "failed_page", "slow_page", "stuck_page", "export_10k", "diagnose", "grid_100", "inbox"):
+        assert row[key] >= 0, key

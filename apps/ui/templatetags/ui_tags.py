@@ -38,6 +38,14 @@ def ms_datetime(value) -> str:
 
 
 @register.filter
+def ms_time(value) -> str:
+    """``ms_datetime`` in a ``<time data-ms>`` element (HTML, escaped), which
+    ``static/problems/time.js`` writes again in the zone the user chose; empty for 0/None."""
+    text = ms_datetime(value)
+    return format_html('<time data-ms="{}">{}</time>', int(value), text) if text else ""
+
+
+@register.filter
 def ms_datetime_cell(value) -> str:
     """``ms_datetime`` for a narrow table cell: the date and the time each kept on one
     line, free to stack (HTML, escaped); empty for 0/None."""
@@ -45,7 +53,9 @@ def ms_datetime_cell(value) -> str:
     if not text:
         return ""
     day, clock = text.split(" ")
-    return format_html('<span class="nowrap">{}</span> <span class="nowrap">{}</span>', day, clock)
+    # data-ms: static/problems/time.js writes it again in the zone the user chose
+    return format_html('<span class="when-ms" data-ms="{}"><span class="nowrap">{}</span> <span class="nowrap">{}</span></span>',
+                       int(value), day, clock)
 
 
 @register.filter
