@@ -85,3 +85,15 @@ def consume(consumer, expected: int, seconds: float = BOUND_SECONDS) -> int:
     while handled < expected and time.monotonic() < deadline:
         handled += consumer.poll_once(timeout=0.3)
     return handled
+
+
+def consume_until(consumer, done, seconds: float = BOUND_SECONDS) -> bool:
+    """Poll ``consumer`` until ``done()`` is true or ``seconds`` passed (a redelivered
+    message counts as handled, so a count of messages cannot say when to stop); then
+    once more, so a message handled twice would show. Returns ``done()``."""
+    deadline = time.monotonic() + seconds
+    consumer.refresh()
+    while not done() and time.monotonic() < deadline:
+        consumer.poll_once(timeout=0.3)
+    consumer.poll_once(timeout=0.3)
+    return done()
