@@ -33,6 +33,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -165,16 +166,18 @@ class ConsumerThread(threading.Thread):
 
         conf = settings.CONDUCTOR
         consumer = Consumer()
-        refreshed = 0.0
-        import time
-
+        refreshed = renewed = 0.0
+        renew_every = conf["BROKER_CONSUMER_LEASE_MS"] / 3000  # seconds: renewed well before it lapses
         try:
             while not self.stopping.is_set():
                 try:
-                    if not SweeperLease.acquire(LEASE, self.holder, conf["BROKER_CONSUMER_LEASE_MS"]):
-                        consumer.close()
-                        self.stopping.wait(conf["SWEEPER_STANDBY_SECONDS"])
-                        continue
+                    if time.monotonic() - renewed > renew_every:
+                        if not SweeperLease.acquire(LEASE, self.holder, conf["BROKER_CONSUMER_LEASE_MS"]):
+                            consumer.close()
+                            renewed = 0.0
+                            self.stopping.wait(conf["SWEEPER_STANDBY_SECONDS"])
+                            continue
+                        renewed = time.monotonic()
                     if time.monotonic() - refreshed > conf["BROKER_HANDLER_REFRESH_SECONDS"]:
                         consumer.refresh()
                         refreshed = time.monotonic()

@@ -10,10 +10,8 @@ import time
 
 import pytest
 
-from apps.brokers.consumer import Consumer
-from apps.brokers.models import BrokerMessage
 from tests.brokers import flows
-from tests.brokers.conftest import consume, consume_until, deliver
+from tests.brokers.conftest import deliver
 from tests.factories import simple_task, task_def, unique, workflow_def
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -46,43 +44,12 @@ def read_topic(bootstrap: str, topic: str, expected: int, seconds: float = 30) -
 
 
 def test_event_task_on_a_kafka_topic_starts_a_workflow_through_a_handler(api, kafka_on):
-    sink = f"kafka:{unique('orders')}"
-    publisher, started = flows.set_up(api, sink)
-    tasks = flows.start_publishers(api, publisher, ["o-1", "o-2", "o-3"])
-    assert deliver(3) == 3
-    consumer = Consumer()
-    try:
-        assert consume(consumer, 3) == 3
-    finally:
-        consumer.close()
-    assert flows.started_orders(started) == sorted(tasks.items())
+    flows.publish_and_handle_run(api, f"kafka:{unique('orders')}", ["o-1", "o-2", "o-3"])
 
 
 def test_a_kafka_broker_killed_and_restarted_mid_run_loses_nothing(api, kafka_on, conductor_settings):
     conductor_settings(BROKER_FETCH_MAX=1)  # one message per fetch: the kill comes between two
-    sink = f"kafka:{unique('outage')}"
-    publisher, started = flows.set_up(api, sink)
-    before = flows.start_publishers(api, publisher, ["a-1", "a-2"])
-    assert deliver(2) == 2                       # on the broker
-    consumer = Consumer()
-    try:
-        assert consume(consumer, 1, seconds=30) == 1  # one handled, one still queued
-        kafka_on.kill()                            # SIGKILL
-        assert consumer.poll_once() == 0 and "kafka" in consumer.errors
-        during = flows.start_publishers(api, publisher, ["b-1", "b-2"])  # decides do not wait for the broker
-        assert deliver() == 0
-        waiting = list(BrokerMessage.objects.filter(event=sink, state="PENDING").order_by("id"))
-        assert len(waiting) == 2
-        assert "BrokerUnavailable" in waiting[0].last_error  # the second waits behind it: order per queue
-        metrics = api.client.get("/metrics").content.decode()
-        assert f'event_outbox_pending{{broker="kafka",queue="{sink}"}} 2.0' in metrics
-        kafka_on.start()
-        assert deliver(2) == 2
-        expected = sorted({**before, **during}.items())
-        assert consume_until(consumer, lambda: flows.started_orders(started) == expected)
-    finally:
-        consumer.close()
-    assert flows.started_orders(started) == expected
+    flows.kill_and_restart_run(api, kafka_on, f"kafka:{unique('outage')}", "kafka")
 
 
 def kafka_publish_def(name: str, request: dict) -> dict:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from apps.brokers.consumer import Consumer
-from apps.brokers.models import BrokerMessage
 from tests.brokers import flows
-from tests.brokers.conftest import consume, consume_until, deliver
+from tests.brokers.conftest import consume, deliver
 from tests.factories import unique
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -22,17 +21,7 @@ def nats(nats_server, conductor_settings):
 
 
 def test_event_task_on_a_jetstream_subject_starts_a_workflow_through_a_handler(api, nats):
-    sink = f"nats_stream:{unique('orders')}"
-    publisher, started = flows.set_up(api, sink)
-    tasks = flows.start_publishers(api, publisher, ["o-1", "o-2", "o-3"])
-    assert deliver(3) == 3
-    consumer = Consumer()
-    try:
-        assert consume(consumer, 3) == 3
-        assert consume(consumer, 1, seconds=1) == 0  # acknowledged: not delivered again
-    finally:
-        consumer.close()
-    assert flows.started_orders(started) == sorted(tasks.items())
+    flows.publish_and_handle_run(api, f"nats_stream:{unique('orders')}", ["o-1", "o-2", "o-3"])
 
 
 def test_event_task_on_a_core_nats_subject_reaches_a_listening_handler(api, nats):
@@ -52,26 +41,31 @@ def test_event_task_on_a_core_nats_subject_reaches_a_listening_handler(api, nats
 
 def test_a_jetstream_server_killed_and_restarted_mid_run_loses_nothing(api, nats, conductor_settings):
     conductor_settings(BROKER_FETCH_MAX=1)  # one message per fetch: the kill comes between two
-    sink = f"nats_stream:{unique('outage')}"
+    flows.kill_and_restart_run(api, nats, f"nats_stream:{unique('outage')}", "nats")
+
+
+def test_the_cluster_consumer_thread_takes_the_lease_and_handles_messages(api, nats, conductor_settings):
+    import time
+
+    from apps.brokers.consumer import LEASE, ConsumerThread
+    from apps.engine.models import SweeperLease
+
+    conductor_settings(BROKER_HANDLER_REFRESH_SECONDS=1)
+    sink = f"nats_stream:{unique('thread')}"
     publisher, started = flows.set_up(api, sink)
-    before = flows.start_publishers(api, publisher, ["a-1", "a-2"])
-    assert deliver(2) == 2                       # on the broker
-    consumer = Consumer()
+    tasks = flows.start_publishers(api, publisher, ["t-1", "t-2"])
+    assert deliver(2) == 2
+    first, second = ConsumerThread(holder="first"), ConsumerThread(holder="second")
+    first.start()
     try:
-        assert consume(consumer, 1, seconds=30) == 1  # one handled, one still queued
-        nats.kill()                            # SIGKILL
-        assert consumer.poll_once() == 0 and "nats" in consumer.errors
-        during = flows.start_publishers(api, publisher, ["b-1", "b-2"])  # decides do not wait for the broker
-        assert deliver() == 0
-        waiting = list(BrokerMessage.objects.filter(event=sink, state="PENDING").order_by("id"))
-        assert len(waiting) == 2
-        assert "BrokerUnavailable" in waiting[0].last_error  # the second waits behind it: order per queue
-        metrics = api.client.get("/metrics").content.decode()
-        assert f'event_outbox_pending{{broker="nats",queue="{sink}"}} 2.0' in metrics
-        nats.start()
-        assert deliver(2) == 2
-        expected = sorted({**before, **during}.items())
-        assert consume_until(consumer, lambda: flows.started_orders(started) == expected)
+        deadline = time.monotonic() + 30
+        while flows.started_orders(started) != sorted(tasks.items()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        second.start()  # a second candidate (another process, another cluster) stands by
+        time.sleep(1)
+        assert SweeperLease.objects.get(name=LEASE).holder == "first"
     finally:
-        consumer.close()
-    assert flows.started_orders(started) == expected
+        first.stop()
+        second.stop()
+    assert flows.started_orders(started) == sorted(tasks.items())
+    assert first.handled == 2 and second.handled == 0
