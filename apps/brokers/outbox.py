@@ -12,7 +12,8 @@ sends due rows oldest first until none is due. A row is claimed by compare-and-s
 ``lease_until``; a send that fails (broker down, refused, timed out) leaves it PENDING
 with ``last_error`` and ``next_attempt_at`` pushed back (``BROKER_RETRY_DELAY_MS``
 doubled per attempt, at most ``BROKER_MAX_RETRY_DELAY_MS``), and holds back the later
-rows of the same event in that pass. Nothing is ever dropped: a row stays PENDING until
+rows of the same event until it is sent (a row goes only when every older row of its
+event was sent). Nothing is ever dropped: a row stays PENDING until
 a broker accepts it. A crash between the broker's ack and the SENT update sends that row
 again with the same idempotency key (the consumers drop the repeat: at least once on
 the wire, once per key in handlers). Times are epoch ms.
@@ -151,10 +152,15 @@ def deliver_due(now: int | None = None, limit: int = 100) -> tuple[int, int]:
     now = now_ms() if now is None else now
     rows = list(BrokerMessage.objects.filter(state="PENDING", next_attempt_at__lte=now, lease_until__lt=now)
                 .order_by("id")[:limit])
+    # the oldest PENDING row of each event goes first, due or not (order per queue)
+    heads = dict(BrokerMessage.objects.filter(state="PENDING", event__in={r.event for r in rows})
+                 .values("event").annotate(first=Min("id")).values_list("event", "first"))
     held_back: set[str] = set()
+    advanced: set[str] = set()
     sent = attempted = 0
     for row in rows:
-        if row.event in held_back:
+        if row.event in held_back or (heads.get(row.event, row.id) != row.id and row.event not in advanced):
+            held_back.add(row.event)
             continue
         claimed = BrokerMessage.objects.filter(pk=row.pk, state="PENDING", lease_until=row.lease_until).update(
             lease_until=now_ms() + conf["BROKER_DELIVERY_LEASE_MS"], attempts=F("attempts") + 1)
@@ -168,6 +174,7 @@ def deliver_due(now: int | None = None, limit: int = 100) -> tuple[int, int]:
             BrokerMessage.objects.filter(pk=row.pk).update(state="SENT", sent_time=finished, lease_until=0,
                                                            last_error=None)
             sent += 1
+            advanced.add(row.event)
             continue
         attempts = row.attempts + 1
         delay = min(conf["BROKER_MAX_RETRY_DELAY_MS"], conf["BROKER_RETRY_DELAY_MS"] * 2 ** min(attempts - 1, 20))

@@ -60,3 +60,16 @@ def test_parse_reads_conductors_uris():
     assert (core.kind, core.name, core.option("queueGroup")) == ("core", "orders.paid", "workers")
     assert sinks.parse("jsm:orders", require_enabled=False).kind == "stream"
     assert sinks.parse("kafka:orders.v1", require_enabled=False).name == "orders.v1"
+
+
+def test_a_message_waiting_for_its_retry_holds_back_the_later_ones_of_its_queue(settings):
+    from apps.brokers import outbox
+    from apps.brokers.models import BrokerMessage
+
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "AMQP_URL": "amqp://guest:guest@127.0.0.1:1/%2F"}
+    now = 1_000_000
+    BrokerMessage.objects.create(key="first", event="amqp:q", broker="amqp", created_time=now,
+                                 next_attempt_at=now + 60_000, attempts=1, last_error="refused")
+    BrokerMessage.objects.create(key="second", event="amqp:q", broker="amqp", created_time=now, next_attempt_at=now)
+    assert outbox.deliver_due(now=now) == (0, 0)  # "second" is due but not sent before "first"
+    assert set(BrokerMessage.objects.values_list("attempts", flat=True)) == {0, 1}
