@@ -51,9 +51,10 @@ def _enqueue() -> None:
 def write(*, key: str, event: str, payload: Any, now: int, message_key: str | None = None) -> bool:
     """Record one message for ``event`` (a broker event name) in the current transaction
     and enqueue a delivery job on commit. Idempotent on ``key`` (max 128 chars): False
-    when that key is already recorded. Errors: ``sinks.SinkInvalid`` for an event that
-    names no configured broker queue."""
-    sink = sinks.parse(event)
+    when that key is already recorded. A broker switched off since the row was decided
+    on only delays it (it is sent once the broker is configured again). Errors:
+    ``sinks.SinkInvalid`` for a malformed event name."""
+    sink = sinks.parse(event, require_enabled=False)
     if BrokerMessage.objects.filter(key=key).exists():
         return False
     try:

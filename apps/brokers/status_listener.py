@@ -14,12 +14,17 @@ in the engine's transaction: a Kafka outage delays them, never drops them.
 """
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 
 from apps.brokers import outbox
+from apps.brokers.sinks import SinkInvalid
 from apps.core.clock import now_ms
 from apps.core.ids import new_id
 from apps.listeners.recorder import workflow_events
+
+log = logging.getLogger(__name__)
 
 
 def _topics() -> dict[str, str]:
@@ -56,5 +61,8 @@ def record(wf, previous: str | None, task_changes: list) -> None:
     summary = workflow_summary_json(wf)
     now = now_ms()
     for event in events:
-        outbox.write(key=new_id(), event=f"kafka:{topic_for(event)}", now=now, message_key=wf.workflow_id,
-                     payload={"workflowName": wf.workflow_name, "eventType": event, "payload": summary})
+        try:
+            outbox.write(key=new_id(), event=f"kafka:{topic_for(event)}", now=now, message_key=wf.workflow_id,
+                         payload={"workflowName": wf.workflow_name, "eventType": event, "payload": summary})
+        except SinkInvalid as exc:  # a topic setting that is no Kafka topic must not fail the decide
+            log.error("kafka status listener: %s not published: %s", event, exc)
