@@ -122,6 +122,8 @@ test-packages:
 	[ -x /usr/bin/chromium ] || pkgs="$$pkgs chromium"; \
 	command -v redis-server >/dev/null 2>&1 || pkgs="$$pkgs redis-server"; \
 	command -v mvn >/dev/null 2>&1 || pkgs="$$pkgs maven"; \
+	[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || pkgs="$$pkgs rabbitmq-server"; \
+	command -v nats-server >/dev/null 2>&1 || pkgs="$$pkgs nats-server"; \
 	if [ -n "$$pkgs" ]; then \
 	  if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian packages:$$pkgs"; \
@@ -129,7 +131,7 @@ test-packages:
 	  elif ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 	    echo "PostgreSQL server binaries are missing: run as root, or apt-get install postgresql" >&2; exit 1; \
 	  else \
-	    echo "missing:$$pkgs (chromium, redis-server: their tests are skipped; maven: the Java SDK suite fails) - apt-get install$$pkgs"; \
+	    echo "missing:$$pkgs (chromium, redis-server, rabbitmq-server, nats-server: their tests are skipped; maven: the Java SDK suite fails and the Kafka tests are skipped) - apt-get install$$pkgs"; \
 	  fi; \
 	fi
 

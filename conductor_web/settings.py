@@ -135,6 +135,7 @@ INSTALLED_APPS = [
     "apps.listeners",
     "apps.files",
     "apps.alerts",
+    "apps.brokers",
 ]
 
 MIDDLEWARE = [
@@ -505,6 +506,27 @@ CONDUCTOR = {
     "LISTENER_DELIVERY_LEASE_MS": envint("CONDUCTOR_LISTENER_DELIVERY_LEASE_MS", 30_000),
     "LISTENER_DELIVERY_JOB_SECONDS": envint("CONDUCTOR_LISTENER_DELIVERY_JOB_SECONDS", 20),
     "LISTENER_MAX_RETRY_DELAY_MS": envint("CONDUCTOR_LISTENER_MAX_RETRY_DELAY_MS", 300_000),
+    # Event queues on brokers (apps.brokers, docs/events.md): a broker is on when its
+    # setting is set (amqp://user:pass@host:5672/vhost; nats://host:4222; host:9092,...).
+    "AMQP_URL": os.environ.get("CONDUCTOR_AMQP_URL", ""),
+    "NATS_URL": os.environ.get("CONDUCTOR_NATS_URL", ""),
+    "KAFKA_BOOTSTRAP_SERVERS": os.environ.get("CONDUCTOR_KAFKA_BOOTSTRAP_SERVERS", ""),
+    # the consumer group of event-handler consumers (AMQP queue users, NATS queue group and
+    # JetStream durable, Kafka group.id), shared by every cluster
+    "EVENT_CONSUMER_GROUP": os.environ.get("CONDUCTOR_EVENT_CONSUMER_GROUP", "conductor"),
+    # one broker call (connect, publish ack) waits at most this long (ms)
+    "BROKER_TIMEOUT_MS": envint("CONDUCTOR_BROKER_TIMEOUT_MS", 5_000),
+    "BROKER_RETRY_DELAY_MS": envint("CONDUCTOR_BROKER_RETRY_DELAY_MS", 1_000),
+    "BROKER_MAX_RETRY_DELAY_MS": envint("CONDUCTOR_BROKER_MAX_RETRY_DELAY_MS", 30_000),
+    "BROKER_DELIVERY_LEASE_MS": envint("CONDUCTOR_BROKER_DELIVERY_LEASE_MS", 30_000),
+    "BROKER_DELIVERY_JOB_SECONDS": envint("CONDUCTOR_BROKER_DELIVERY_JOB_SECONDS", 20),
+    "BROKER_CONSUMER_LEASE_MS": envint("CONDUCTOR_BROKER_CONSUMER_LEASE_MS", 15_000),
+    "BROKER_HANDLER_REFRESH_SECONDS": envint("CONDUCTOR_BROKER_HANDLER_REFRESH_SECONDS", 5),
+    "BROKER_FETCH_MAX": envint("CONDUCTOR_BROKER_FETCH_MAX", 20),
+    # the Kafka workflow status listener (WORKFLOW_STATUS_LISTENER=kafka): Conductor's
+    # defaultTopic and eventTopics ("COMPLETED=done-topic,TERMINATED=failed-topic")
+    "KAFKA_STATUS_DEFAULT_TOPIC": os.environ.get("CONDUCTOR_KAFKA_STATUS_DEFAULT_TOPIC", "workflow-status-events"),
+    "KAFKA_STATUS_EVENT_TOPICS": os.environ.get("CONDUCTOR_KAFKA_STATUS_EVENT_TOPICS", ""),
 }
 
 # --- AI and agent tasks (apps.ai) ----------------------------------------------------

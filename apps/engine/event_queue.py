@@ -20,6 +20,7 @@ from apps.core.errors import InvalidInput
 from apps.core.ids import new_id
 from apps.engine import jobqueue
 from apps.engine.models import EventMessage
+from apps.engine.task_types.event import external_queue_type
 
 # Conductor's default event queues (one per status) behind POST /api/queue/update/...
 DEFAULT_QUEUE_PREFIX = "_default_queue:"
@@ -41,8 +42,13 @@ def event_message_insert(*, message_id: str, event: str, payload: Any, now: int)
     Must run inside ``transaction.atomic()`` (the EVENT task calls it from the deciding
     transaction, so the message exists if and only if the task's publication commits).
     ``now`` is epoch ms. Idempotent on ``message_id``: returns False (and writes nothing)
-    if that message already exists.
+    if that message already exists. An event on a registered external queue type
+    (``amqp:...``, ``kafka:...``: ``task_types.event.register_queue_type``) is handed to
+    that type's ``write`` instead (its outbox, in this same transaction).
     """
+    external = external_queue_type(event)
+    if external is not None:
+        return external.write(message_id=message_id, event=event, payload=payload, now=now)
     if EventMessage.objects.filter(pk=message_id).exists():
         return False
     EventMessage.objects.create(message_id=message_id, event=event, payload=payload, created_time=now)

@@ -21,6 +21,7 @@ from apps.core.clock import now_ms
 from apps.core.errors import Conflict, InvalidInput, NotFound, validation_failed
 from apps.core.fields import length_errors, name_errors
 from apps.engine.evaluators import syntax_error
+from apps.engine.task_types.event import external_event_error
 from apps.metadata.models import EventHandler
 
 # Conductor's EventHandler.Action.Type.
@@ -60,6 +61,9 @@ def validate_event_handler(handler: Any, path: str) -> list[dict]:
         else:  # a name is one URL path segment (DELETE /api/event/{name}), as for definitions
             check = name_errors if key == "name" else length_errors
             errors += check(value, f"metadata.EventHandler.{key}", f"{path}.{key}")
+            problem = external_event_error(value) if key == "event" else None
+            if problem:  # a broker queue (amqp:, nats:, kafka: ...) that cannot be used
+                errors.append({"path": f"{path}.event", "message": problem, "invalidValue": value})
     errors += length_errors(handler.get("evaluatorType"), "metadata.EventHandler.evaluator_type",
                             f"{path}.evaluatorType")
     errors += condition_errors(handler.get("condition"), handler.get("evaluatorType"), f"{path}.condition")

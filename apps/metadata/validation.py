@@ -13,6 +13,7 @@ from typing import Any
 
 from apps.core.clock import parse_duration_seconds, parse_until_ms
 from apps.core.fields import length_errors, name_errors
+from apps.engine.task_types.event import external_event_error
 
 TASK_TIMEOUT_POLICIES = ("RETRY", "TIME_OUT_WF", "ALERT_ONLY")
 WORKFLOW_TIMEOUT_POLICIES = ("TIME_OUT_WF", "ALERT_ONLY")
@@ -359,6 +360,10 @@ def _validate_task_type(task: dict, path: str) -> list[dict]:
                             any(k in params for k in ("http_request", "uri", "method")))
     elif ttype == "EVENT":
         errors += _required(task, path, "sink", bool(task.get("sink") or params.get("sink")))
+        sink = task.get("sink") or params.get("sink")
+        problem = external_event_error(sink) if isinstance(sink, str) and "${" not in sink else None
+        if problem:  # a literal broker sink (amqp:, nats:, kafka: ...) that cannot be used
+            errors.append(_err(path, f"Invalid sink {sink}: {problem}, taskName: {task.get('name')}", sink))
     elif ttype == "SUB_WORKFLOW":
         errors += _required(task, path, "subWorkflowParam", isinstance(task.get("subWorkflowParam"), dict))
     elif ttype == "JSON_JQ_TRANSFORM":

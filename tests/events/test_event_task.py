@@ -75,7 +75,9 @@ def test_sink_may_come_from_input_parameters_and_be_resolved(api):
 
 @pytest.mark.parametrize("sink, reason", [
     ("sqs:my_queue", "Error loading queue:sqs:my_queue, for task:{task_id}, error: Unknown queue type sqs"),
-    ("kafka:topic", "Error loading queue:kafka:topic, for task:{task_id}, error: Unknown queue type kafka"),
+    # a broker queue type whose broker is not configured (apps.brokers, docs/events.md)
+    ("kafka:topic", "Error loading queue:kafka:topic, for task:{task_id}, error: Unknown queue type kafka: "
+                    "the kafka event queue is not configured (CONDUCTOR_KAFKA_BOOTSTRAP_SERVERS)"),
     ("plainname", "Error loading queue:plainname, for task:{task_id}, error: Illegal event plainname"),
     ("conductorx", "Invalid / Unsupported sink specified: conductorx"),
 ])

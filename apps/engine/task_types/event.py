@@ -1,10 +1,12 @@
 """EVENT: publish the task's output as a message on an event queue.
 
-Only the internal queue (sink ``conductor``) exists here. Event names, as Conductor's
+The internal queue (sink ``conductor``) is built in; other queue types (``amqp:``,
+``nats:``, ``kafka:`` ...) exist when an app registers them (``register_queue_type``;
+``apps.brokers`` does for the brokers configured). Event names, as Conductor's
 ``Event.computeQueueName``: sink ``conductor`` -> ``conductor:<workflowName>:<taskRef>``;
 ``conductor:<x>`` -> ``conductor:<workflowName>:<x>``; any other ``conductor...`` sink
-fails the task with ``Invalid / Unsupported sink specified: <sink>``. Other queue types
-(``sqs:``, ``kafka:``, ``nats:``, ``amqp:`` ...) are not available and fail the task with
+fails the task with ``Invalid / Unsupported sink specified: <sink>``. Queue types not
+registered (``sqs:``, or a broker not configured) fail the task with
 Conductor's ``Error loading queue:<sink>, for task:<taskId>, error: Unknown queue type
 <type>`` (``Illegal event <sink>`` without a ``:``).
 
@@ -24,6 +26,9 @@ Source: Conductor ``Event`` system task and ``EventQueues.getQueue``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from apps.engine import params
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
@@ -31,6 +36,50 @@ from apps.engine.task_types.base import SystemTask, async_complete, finish
 
 PUBLISH = "publish_event"
 INTERNAL_QUEUE_TYPE = "conductor"
+
+
+@dataclass(frozen=True)
+class QueueType:
+    """An event queue type other than the internal one (Conductor's EventQueueProvider).
+
+    * ``name``: the prefix before the first ``:`` of an event (``amqp``, ``kafka`` ...);
+    * ``check(uri) -> str | None``: the reason the part after the prefix names no queue
+      of this type that can be used now (``None`` when it does); pure, no I/O;
+    * ``syntax(uri) -> str | None``: the same for the name alone (a definition may name
+      a broker before it is configured);
+    * ``write(*, message_id, event, payload, now) -> bool``: record the message for
+      publication inside the current transaction (an outbox row sent after commit);
+      idempotent on ``message_id`` (False when already recorded); ``now`` epoch ms.
+    """
+
+    name: str
+    check: Callable[[str], str | None]
+    syntax: Callable[[str], str | None]
+    write: Callable[..., bool]
+
+
+QUEUE_TYPES: dict[str, QueueType] = {}
+
+
+def register_queue_type(queue_type: QueueType) -> None:
+    """Make ``queue_type`` usable as an EVENT task sink (called by an app's ``ready``)."""
+    QUEUE_TYPES[queue_type.name] = queue_type
+
+
+def external_queue_type(event: str) -> QueueType | None:
+    """The registered queue type of an event name (``amqp:orders`` -> amqp), or None for
+    the internal queue and unknown types."""
+    return QUEUE_TYPES.get(event.split(":", 1)[0]) if ":" in event else None
+
+
+def external_event_error(event: object) -> str | None:
+    """Why an event name on a registered queue type (``amqp:...``) is malformed (its
+    ``syntax``), or None: for valid ones and for every other event (the internal
+    queue's names, anything not registered). For validating definitions."""
+    if not isinstance(event, str):
+        return None
+    queue_type = external_queue_type(event)
+    return queue_type.syntax(event.split(":", 1)[1]) if queue_type is not None else None
 
 
 class SinkError(Exception):
@@ -52,14 +101,20 @@ def queue_name(sink: object, workflow_name: str, task: TaskState) -> str:
 
 
 def check_queue(name: str, task: TaskState) -> None:
-    """Raise SinkError unless ``name`` is on a queue type this server has (only
-    ``conductor``), with Conductor's EventQueues.getQueue / Event.getQueue reason."""
+    """Raise SinkError unless ``name`` is on a queue type this server has (``conductor``
+    or a registered one whose ``check`` accepts it), with Conductor's
+    EventQueues.getQueue / Event.getQueue reason."""
+    kind = name.split(":", 1)[0]
     if ":" not in name:
         error = f"Illegal event {name}"
-    elif name.split(":", 1)[0] != INTERNAL_QUEUE_TYPE:
-        error = f"Unknown queue type {name.split(':', 1)[0]}"
-    else:
+    elif kind == INTERNAL_QUEUE_TYPE:
         return
+    elif kind in QUEUE_TYPES:
+        error = QUEUE_TYPES[kind].check(name.split(":", 1)[1])
+        if error is None:
+            return
+    else:
+        error = f"Unknown queue type {kind}"
     raise SinkError(f"Error loading queue:{name}, for task:{task.task_id}, error: {error}")
 
 
