@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "apps.api",
     "apps.ui",
     "apps.ai",
+    "apps.agents",
     "apps.scheduler",
     "apps.listeners",
 ]

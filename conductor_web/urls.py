@@ -8,6 +8,7 @@ from apps.api.views.metrics import metrics_view
 
 urlpatterns = [
     path("api/scheduler/", include("apps.scheduler.urls")),
+    path("api/agent/", include("apps.agents.urls")),
     path("api/", include("apps.api.urls")),
     path("health", HealthApi.as_view()),
     path("health/ready", ReadyApi.as_view()),
