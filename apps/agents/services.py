@@ -96,7 +96,10 @@ def start(request: dict, *, may_use_secrets: bool) -> dict:
     if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0):
         raise InvalidInput("timeoutSeconds must be a non-negative integer")
     if request.get("agentConfig") is None and request.get("name"):
-        definition = metadata.workflow_def_get(name=str(request["name"]), version=request.get("version"))
+        try:
+            definition = metadata.workflow_def_get(name=str(request["name"]), version=request.get("version"))
+        except NotFound:
+            raise NotFound(f"No agent found by name: {request['name']}") from None
         if not (definition.get("metadata") or {}).get("agentDef"):
             raise NotFound(f"No agent found by name: {request['name']}")
         compiled = compile_agent(definition["metadata"]["agentDef"])
