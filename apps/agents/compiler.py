@@ -198,7 +198,7 @@ def compile_agent(config: dict) -> Compiled:
         raise validation_failed(problems)
     task_defs: dict[str, dict] = {}
     wf = _compile(config, None, task_defs)
-    wf["metadata"] = {"agent_sdk": "conductor", "agentDef": config}
+    wf["metadata"] = {"agent_sdk": "conductor", "classifier": "agent", "agentDef": config}
     workers = sorted(task_defs)
     return Compiled(wf, [task_defs[n] for n in workers], workers)
 

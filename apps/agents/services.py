@@ -22,7 +22,7 @@ from django.db import transaction
 
 from apps.agents.compiler import Compiled, compile_agent
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
-from apps.engine import executor, selectors
+from apps.engine import executor, search, selectors
 from apps.metadata import services as metadata
 from apps.metadata.secrets import references
 
@@ -176,7 +176,8 @@ def execution(execution_id: str) -> dict:
     """``GET /agent/execution/{id}``: AgentRun with its task list (the SDK sums tokens over
     it, following ``subWorkflowId`` into sub-agents). Errors: NotFound."""
     wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
-    tasks = [{"taskType": t.task_type, "referenceTaskName": t.reference_task_name, "status": t.status,
+    # a worker task's taskType is its name, as in Conductor's Task (SimpleTaskMapper)
+    tasks = [{"taskType": t.task_def_name if t.task_type == "SIMPLE" else t.task_type, "referenceTaskName": t.reference_task_name, "status": t.status,
               "subWorkflowId": t.sub_workflow_id, "outputData": t.output_data or {}}
              for t in sorted(wf.tasks, key=lambda t: t.seq)]
     return {"executionId": execution_id, "agentName": wf.workflow_name, "version": wf.workflow_version,
@@ -227,3 +228,37 @@ def agent_def(name: str, version: int | None) -> dict:
         raise NotFound(f"No agent found by name: {name}")
     return {"name": definition["name"], "version": definition["version"], "agentDef": agent,
             "workflowDef": definition}
+
+
+def executions(*, start: int = 0, size: int = 20, sort: str = "startTime:DESC", free_text: str | None = None,
+               status: str | None = None, agent_name: str | None = None, session_id: str | None = None,
+               classifier: str | None = None) -> dict:
+    """``GET /agent/executions``: ``{totalHits, results: [AgentExecutionSummary]}``, the
+    executions of compiled agents (``classifier`` ``agent`` unless given), newest first;
+    ``agentName``, ``status`` and ``sessionId`` (searched as free text, as Conductor does)
+    narrow it. Errors: InvalidInput for bad paging or sort."""
+    filters = {}
+    if agent_name:
+        filters["workflowType"] = [agent_name]
+    if status:
+        filters["status"] = status
+    total, rows = search.workflow_search(free_text=session_id or free_text or "*", sort=sort, start=start,
+                                         size=size, classifier=classifier or "agent", **filters)
+    return {"totalHits": total, "results": [
+        {"executionId": w.workflow_id, "agentName": w.workflow_name, "version": w.workflow_version,
+         "status": w.status, "startTime": w.create_time, "endTime": w.end_time or None,
+         "updateTime": w.update_time, "executionTime": (w.end_time - w.create_time) if w.end_time else 0,
+         "input": w.input, "output": w.output, "createdBy": w.created_by} for w in rows]}
+
+
+def update_task(execution_id: str, ref: str, status: str, output: dict | None) -> None:
+    """``POST /agent/tasks/{executionId}/{refTaskName}/{status}``: update the pending task
+    of that reference (its latest loop iteration), as ``POST /tasks/{wf}/{ref}/{status}``.
+    Errors: NotFound (execution, or no pending task of that reference), InvalidInput."""
+    if output is not None and not isinstance(output, dict):
+        raise InvalidInput("The body must be a JSON object")
+    if status not in ("IN_PROGRESS", "COMPLETED", "FAILED", "FAILED_WITH_TERMINAL_ERROR"):
+        raise InvalidInput(f"Invalid task status: {status}")
+    if executor.task_update_by_ref(workflow_id=execution_id, task_ref_name=ref, status=status,
+                                   output=output or {}, worker_id="agent-ui") is None:
+        raise NotFound(f"No pending task {ref} found in execution {execution_id}")

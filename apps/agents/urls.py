@@ -10,6 +10,8 @@ urlpatterns = [
     path("stream/<str:execution_id>", views.StreamApi.as_view()),
     path("events/<str:execution_id>", views.FrameworkEventApi.as_view()),
     path("execution/<str:execution_id>", views.ExecutionApi.as_view()),
+    path("executions", views.ExecutionsApi.as_view()),
+    path("tasks/<str:execution_id>/<str:ref>/<str:status>", views.TaskStatusApi.as_view()),
     path("<str:execution_id>/status", views.StatusApi.as_view()),
     path("<str:execution_id>/respond", views.RespondApi.as_view()),
     path("<str:execution_id>/stop", views.StopApi.as_view()),

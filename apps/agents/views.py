@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from apps.agents import services, stream
 from apps.api.auth import Forbidden, require_role
 from apps.api.models import ROLE_ADMIN
-from apps.api.params import qint
+from apps.api.params import qint, qstr
 from apps.api.views.base import ConductorApi, empty
 from apps.core.errors import InvalidInput
 from apps.engine import selectors
@@ -118,3 +118,22 @@ class AgentDefApi(ConductorApi):
 
     def get(self, request, name):
         return Response(services.agent_def(name, qint(request.query_params, "version", None)))
+
+
+class ExecutionsApi(ConductorApi):
+    """``GET /agent/executions?start&size&sort&freeText&status&agentName&sessionId&classifier``."""
+
+    def get(self, request):
+        q = request.query_params
+        return Response(services.executions(
+            start=qint(q, "start", 0), size=qint(q, "size", 20), sort=qstr(q, "sort") or "startTime:DESC",
+            free_text=qstr(q, "freeText"), status=qstr(q, "status"), agent_name=qstr(q, "agentName"),
+            session_id=qstr(q, "sessionId"), classifier=qstr(q, "classifier")))
+
+
+class TaskStatusApi(ConductorApi):
+    """``POST /agent/tasks/{executionId}/{refTaskName}/{status}`` with the output as body."""
+
+    def post(self, request, execution_id, ref, status):
+        services.update_task(execution_id, ref, status, request.data if request.data != {} else None)
+        return empty()

@@ -84,7 +84,7 @@ def script(request: dict) -> dict:
     messages = request.get("messages") or []
     system = _system(messages)
     tool_results = [m for m in messages if m.get("role") == "tool"]
-    if system.startswith("WEATHER"):
+    if system.startswith(("WEATHER", "You answer weather questions")):  # the latter: examples/sdk_agent.py
         if not tool_results:
             return {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
         return {"text": "Forecast: " + json.loads(tool_results[-1]["content"]).get("result", "")}

@@ -209,3 +209,28 @@ def test_stop_ends_the_loop_after_the_current_turn(api, cluster, llm, ai_setting
     assert wf["status"] == "COMPLETED" and wf["variables"]["_stop_requested"] is True
     assert sum(1 for t in wf["tasks"] if t["taskType"] == "LLM_CHAT_COMPLETE") == 2
     assert api.poll("tick") == []
+
+
+def test_executions_lists_agent_runs_only_and_tasks_are_updated_by_reference(api, cluster, llm, ai_settings):
+    from tests.factories import simple_task, workflow_def
+
+    llm.chat_handler = agent_defs.script
+    api.register_workflow(workflow_def("plain_wf", [simple_task("x")]))
+    api.start("plain_wf", {})
+    weather_id = ok(api.post("/agent/start", {"agentConfig": weather(), "prompt": "Paris?"}))["executionId"]
+    clerk_id = ok(api.post("/agent/start", {"agentConfig": config(agent_defs.clerk_agent()),
+                                            "prompt": "trip", "sessionId": "sess-42"}))["executionId"]
+    listed = ok(api.get("/agent/executions"))
+    assert listed["totalHits"] == 2 and {r["executionId"] for r in listed["results"]} == {weather_id, clerk_id}
+    only = ok(api.get("/agent/executions", {"agentName": "e2e_clerk"}))
+    assert [(r["executionId"], r["agentName"], r["status"]) for r in only["results"]] == [
+        (clerk_id, "e2e_clerk", "RUNNING")]
+    assert [r["executionId"] for r in ok(api.get("/agent/executions", {"sessionId": "sess-42"}))["results"]] == [
+        clerk_id]
+    cluster.run()
+    ref = ok(api.get(f"/agent/{clerk_id}/status"))["pendingTool"]["taskRefName"]
+    ok(api.post(f"/agent/tasks/{clerk_id}/{ref}/COMPLETED", {"answer": "Lima"}))
+    cluster.run()
+    assert ok(api.get(f"/agent/{clerk_id}/status"))["output"]["result"] == "Booked a trip to Lima"
+    assert api.refused(api.post(f"/agent/tasks/{clerk_id}/{ref}/COMPLETED", {}), 404)["message"] == \
+        f"No pending task {ref} found in execution {clerk_id}"

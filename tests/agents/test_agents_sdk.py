@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
+import sys
 import time
 
 import httpx
@@ -18,7 +20,7 @@ from conductor.ai.agents import AgentRuntime
 
 from tests.agents import agent_defs
 from tests.ai.stubs import LLMStub
-from tests.e2e.conftest import ConductorServer, PostgresDatabase, _is_postgres
+from tests.e2e.conftest import REPO_ROOT, ConductorServer, PostgresDatabase, _is_postgres
 
 pytestmark = pytest.mark.e2e
 API_KEY = "sk-agents-" + secrets.token_hex(8)
@@ -68,7 +70,7 @@ def test_single_agent_with_a_tool_worker(world):
     # the @tool ran in the SDK's worker and its answer went back to the model
     assert result.output["result"] == "Forecast: 18C and sunny in Paris"
     run = api_get(server, f"/agent/execution/{result.execution_id}")
-    tools = [t for t in run["tasks"] if t["taskType"] == "SIMPLE"]
+    tools = [t for t in run["tasks"] if t["taskType"] == "get_weather"]
     assert [(t["status"], t["outputData"]) for t in tools] == [("COMPLETED", {"result": "18C and sunny in Paris"})]
     assert sum(1 for t in run["tasks"] if t["taskType"] == "LLM_CHAT_COMPLETE") == 2
     assert run["tokenUsage"]["totalTokens"] > 0
@@ -169,7 +171,7 @@ def test_stop_mid_run(world):
     deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:
         run = api_get(server, f"/agent/execution/{handle.execution_id}")
-        if sum(1 for t in run["tasks"] if t["taskType"] == "SIMPLE" and t["status"] == "COMPLETED") >= 2:
+        if sum(1 for t in run["tasks"] if t["taskType"] == "tick" and t["status"] == "COMPLETED") >= 2:
             break
         time.sleep(0.3)
     handle.stop()
@@ -178,3 +180,12 @@ def test_stop_mid_run(world):
     run = api_get(server, f"/agent/execution/{handle.execution_id}")
     turns = sum(1 for t in run["tasks"] if t["taskType"] == "LLM_CHAT_COMPLETE")
     assert 2 <= turns < 20  # the loop ended on the stop, long before its 200 turns
+
+
+def test_the_readme_example_runs(world):
+    """examples/sdk_agent.py (docs/agents.md) against this server's provider (``--no-model``)."""
+    server, runtime, llm = world
+    proc = subprocess.run([sys.executable, "examples/sdk_agent.py", "--no-model"], cwd=REPO_ROOT, text=True,
+                          capture_output=True, timeout=WAIT_SECONDS * 2, env={**os.environ, **server.sdk_env()})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'Output: {"result": "Forecast: 18C and sunny in Paris", "finishReason": "STOP"}' in proc.stdout
