@@ -89,14 +89,18 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
             _event("tool_result", execution_id, toolName=task.task_def_name, result=output)]
 
 
-def read(execution_id: str, after: int) -> tuple[list[tuple[int, dict]], int, bool]:
-    """The SSE events after id ``after``: ``([(id, data)], new cursor, ended)``.
+def read(execution_id: str, after: int, *, first: bool = True) -> tuple[list[tuple[int, dict]], int, bool]:
+    """The SSE events after id ``after``: ``([(id, data)], new cursor, ended)``. The
+    execution is loaded only when its history has new rows (or on the ``first`` read,
+    which also ends the stream of an execution that ended before its history recorded it).
     Errors: NotFound for an unknown execution."""
     from apps.engine.models import ExecutionEvent
 
     row_after, skip = divmod(after, PER_EVENT) if after else (0, -1)
     rows = list(ExecutionEvent.objects.filter(workflow_id=execution_id, id__gte=row_after or 1,
                                               kind__in=KINDS).order_by("id")[:BATCH])
+    if not first and all(row.id == row_after for row in rows):
+        return [], after, False
     wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
     tasks = {t.task_id: t for t in wf.tasks}
     out: list[tuple[int, dict]] = []
@@ -122,7 +126,7 @@ def read(execution_id: str, after: int) -> tuple[list[tuple[int, dict]], int, bo
         cursor = max(cursor, row.id * PER_EVENT + PER_EVENT - 1)
         if ended:
             break
-    if not ended and wf.status in END and len(rows) < BATCH:
+    if first and not ended and wf.status in END and len(rows) < BATCH:
         # ended before its history recorded the status (an execution older than its history)
         out.append(((cursor // PER_EVENT + 1) * PER_EVENT, _event(
             END[wf.status], execution_id, output=wf.output if wf.status == "COMPLETED" else None,
@@ -136,10 +140,10 @@ def sse(event_id: int, data: dict) -> bytes:
     return f"id: {event_id}\nevent: {data['type']}\ndata: {json.dumps(data, default=str)}\n\n".encode()
 
 
-def _read_in_thread(execution_id: str, after: int):
+def _read_in_thread(execution_id: str, after: int, first: bool):
     close_old_connections()
     try:
-        return read(execution_id, after)
+        return read(execution_id, after, first=first)
     finally:
         close_old_connections()
 
@@ -150,9 +154,10 @@ async def frames(execution_id: str, after: int, *, max_seconds: float | None = N
     yield b": connected\n\n"
     reader = sync_to_async(_read_in_thread, thread_sensitive=False)
     started = last_beat = time.monotonic()
-    cursor = after
+    cursor, first = after, True
     while True:
-        events, cursor, ended = await reader(execution_id, cursor)
+        events, cursor, ended = await reader(execution_id, cursor, first)
+        first = False
         for event_id, data in events:
             yield sse(event_id, data)
         if ended:
