@@ -164,8 +164,9 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         if (g.get("position") or "output") != "output":
             errors.add(f"{gpath}.position", "only output guardrails run on the server "
                                             "(input guardrails run in the SDK)", g.get("position"))
-        if (g.get("onFail") or "retry") not in ("retry", "raise", "fix", "human"):
-            errors.add(f"{gpath}.onFail", "onFail must be retry, raise, fix or human", g.get("onFail"))
+        if (g.get("onFail") or "retry") not in ("retry", "raise", "fix"):
+            errors.add(f"{gpath}.onFail", "onFail must be retry, raise or fix (human is not supported by "
+                                          "this server)", g.get("onFail"))
     stop_when = config.get("stopWhen")
     if stop_when is not None and not (isinstance(stop_when, dict) and isinstance(stop_when.get("taskName"), str)):
         errors.add(f"{path}.stopWhen", "stopWhen must be {taskName}", stop_when)
