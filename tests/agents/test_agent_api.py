@@ -234,3 +234,21 @@ def test_executions_lists_agent_runs_only_and_tasks_are_updated_by_reference(api
     assert ok(api.get(f"/agent/{clerk_id}/status"))["output"]["result"] == "Booked a trip to Lima"
     assert api.refused(api.post(f"/agent/tasks/{clerk_id}/{ref}/COMPLETED", {}), 404)["message"] == \
         f"No pending task {ref} found in execution {clerk_id}"
+
+
+def test_the_operator_ui_shows_an_agent_run(api, cluster, llm, ai_settings, client):
+    from tests.ui.conftest import make_user
+
+    llm.chat_handler = agent_defs.script
+    eid = ok(api.post("/agent/start", {"agentConfig": weather(), "prompt": "Paris?"}))["executionId"]
+    cluster.run()
+    api.complete(api.poll_one("get_weather"), {"result": "18C and sunny in Paris"})
+    cluster.run()
+    client.force_login(make_user("agent-viewer", "view_executions"))
+    page = client.get(f"/execution/{eid}")
+    assert page.status_code == 200
+    assert "e2e_weather" in page.content.decode()
+    live = client.get(f"/execution/{eid}/live.json")
+    assert live.status_code == 200
+    text = live.content.decode()
+    assert "e2e_weather_llm__2" in text and "get_weather" in text and "COMPLETED" in text
