@@ -17,7 +17,8 @@ the shape of Conductor's ``AgentCompiler`` (``agentspan/.../compiler/``):
     a ``worker`` tool is a SIMPLE task named after the tool (the SDK's ``@tool`` worker
     polls it), a ``human`` tool (``human_tool``) a HUMAN task answered by ``/respond``;
   - ``final``: each output guardrail (a SIMPLE task named after the guardrail, the SDK's
-    ``@guardrail`` worker, input ``{content, iteration}``) and its routing SWITCH:
+    ``@guardrail`` worker, input ``{content, iteration}``; a ``RegexGuardrail`` is an
+    INLINE script with the same answer) and its routing SWITCH:
     ``retry`` feeds the guardrail's message back to the model as a user message (the LLM
     task's ``participants``) and loops again, ``raise`` fails the workflow (TERMINATE),
     ``fix`` replaces the answer with the guardrail's ``fixed_output``;
@@ -44,7 +45,7 @@ from apps.core.errors import validation_failed
 
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
-GUARDRAIL_TYPES = ("custom", "external")
+GUARDRAIL_TYPES = ("custom", "external", "regex")
 STRATEGIES = (None, "handoff", "sequential")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
@@ -157,9 +158,15 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         gtype = g.get("guardrailType") or "custom"
         if gtype not in GUARDRAIL_TYPES:
             errors.add(f"{gpath}.guardrailType", f"guardrailType {gtype!r} is not supported by this server "
-                                                 f"(supported: custom, external)", gtype)
+                                                 f"(supported: custom, external, regex)", gtype)
         task_name = g.get("taskName") or g.get("name")
-        if not isinstance(task_name, str) or not NAME.match(task_name):
+        if gtype == "regex":
+            patterns = g.get("patterns")
+            if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
+                errors.add(f"{gpath}.patterns", "a regex guardrail needs a list of patterns", patterns)
+            if (g.get("mode") or "block") not in ("block", "allow"):
+                errors.add(f"{gpath}.mode", "mode must be block or allow", g.get("mode"))
+        elif not isinstance(task_name, str) or not NAME.match(task_name):
             errors.add(f"{gpath}.taskName", "a guardrail needs a worker task name", task_name)
         if (g.get("position") or "output") != "output":
             errors.add(f"{gpath}.position", "only output guardrails run on the server "
@@ -258,6 +265,19 @@ ROUTE_SCRIPT = (
 
 GUARDRAIL_ROUTE_SCRIPT = "(function () { return ($.passed === false) ? String($.on_fail || 'raise') : 'pass'; })();"
 
+REGEX_SCRIPT = (
+    "(function () { var c = $.content; var text = (c === null || c === undefined) ? '' :"
+    " (typeof c === 'string' ? c : JSON.stringify(c)); var hit = false;"
+    " for (var i = 0; i < $.patterns.length; i++) { if (new RegExp($.patterns[i]).test(text)) { hit = true; break; } }"
+    " var failed = ($.mode === 'allow') ? !hit : hit;"
+    " if (!failed) { return {passed: true, message: '', on_fail: 'pass', fixed_output: null,"
+    " guardrail_name: $.name, should_continue: false}; }"
+    " var onFail = $.onFail || 'raise'; if (onFail === 'retry' && ($.iteration || 0) >= $.maxRetries) { onFail = 'raise'; }"
+    " var msg = $.message || (($.mode === 'allow') ? 'Content did not match any allowed pattern.'"
+    " : 'Content matched a blocked pattern.');"
+    " return {passed: false, message: msg, on_fail: onFail, fixed_output: null, guardrail_name: $.name,"
+    " should_continue: onFail === 'retry'}; })();")
+
 OUTPUT_SCRIPT = (
     "(function () { var h = $.handoffs || {}; for (var k in h) { if (h[k] !== null && h[k] !== undefined) {"
     " return h[k]; } } if ($.fixed !== null && $.fixed !== undefined && $.fixed !== '') { return $.fixed; }"
@@ -303,32 +323,41 @@ def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
     guard_tasks, guard_refs, retry_refs = [], [], []
     fixed = None
     for i, g in enumerate(config.get("guardrails") or []):
-        task_name = g.get("taskName") or g["name"]
-        _task_def(task_name, task_defs)
+        task_name = g.get("taskName") or g.get("name") or f"{r}_regex_{i}"
         gref = f"{r}_guardrail_{i}"
-        guard_refs.append(gref)
         retry_ref = f"{r}_guardrail_{i}_retry"
         retry_refs.append(retry_ref)
-        guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "SIMPLE",
-                            "inputParameters": {"content": f"${{{llm_ref}.output.result}}",
-                                                "iteration": f"${{{loop_ref}.output.iteration}}"}})
+        verdict_input = {"content": f"${{{llm_ref}.output.result}}", "iteration": f"${{{loop_ref}.output.iteration}}"}
+        if (g.get("guardrailType") or "custom") == "regex":
+            out = f"{gref}.output.result"  # an INLINE's answer is under result
+            guard_refs.append(f"{gref}['result']")
+            guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "INLINE", "inputParameters": {
+                "evaluatorType": "javascript", "expression": REGEX_SCRIPT, **verdict_input, "name": task_name,
+                "patterns": g["patterns"], "mode": g.get("mode") or "block", "message": g.get("message") or "",
+                "onFail": g.get("onFail") or "raise", "maxRetries": int(g.get("maxRetries") or 3)}})
+        else:
+            _task_def(task_name, task_defs)
+            out = f"{gref}.output"
+            guard_refs.append(gref)
+            guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "SIMPLE",
+                                "inputParameters": verdict_input})
         guard_tasks.append({
             "name": f"{r}_guardrail_{i}_route", "taskReferenceName": f"{r}_guardrail_{i}_route", "type": "SWITCH",
             "evaluatorType": "javascript", "expression": GUARDRAIL_ROUTE_SCRIPT,
-            "inputParameters": {"passed": f"${{{gref}.output.passed}}", "on_fail": f"${{{gref}.output.on_fail}}"},
+            "inputParameters": {"passed": f"${{{out}.passed}}", "on_fail": f"${{{out}.on_fail}}"},
             "decisionCases": {
                 "retry": [{"name": retry_ref, "taskReferenceName": retry_ref, "type": "INLINE", "inputParameters": {
                     "evaluatorType": "javascript", "name": g.get("name") or task_name,
-                    "message": f"${{{gref}.output.message}}",
+                    "message": f"${{{out}.message}}",
                     "expression": "(function () { return 'Your previous answer was rejected by the guardrail '"
                                   " + $.name + ': ' + $.message + '. Answer again, following it.'; })();"}}],
                 "raise": [{"name": f"{r}_guardrail_{i}_fail", "taskReferenceName": f"{r}_guardrail_{i}_fail",
                            "type": "TERMINATE", "inputParameters": {
                                "terminationStatus": "FAILED",
                                "terminationReason": f"Guardrail {g.get('name') or task_name} failed: "
-                                                    f"${{{gref}.output.message}}"}}],
+                                                    f"${{{out}.message}}"}}],
                 "fix": [{"name": f"{r}_guardrail_{i}_fix", "taskReferenceName": f"{r}_guardrail_{i}_fix",
-                         "type": "SET_VARIABLE", "inputParameters": {"_fixed_output": f"${{{gref}.output.fixed_output}}"}}],
+                         "type": "SET_VARIABLE", "inputParameters": {"_fixed_output": f"${{{out}.fixed_output}}"}}],
             },
             "defaultCase": []})
         fixed = "${workflow.variables._fixed_output}"

@@ -70,19 +70,22 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
             from apps.agents.services import pending_tool
 
             return [_event("waiting", execution_id, pendingTool=pending_tool(task))]
-        return []
-    if kind != "task.updated" or data.get("to") != "COMPLETED" or task.task_type not in TOOL_TYPES:
+    # a task that completed; an INLINE run ahead of its save is recorded scheduled COMPLETED
+    completed = data.get("status") if kind == "task.scheduled" else data.get("to") if kind == "task.updated" else None
+    if completed != "COMPLETED":
         return []
     output = task.output_data or {}
-    if GUARDRAIL_REF.search(ref):
-        name = task.task_def_name
+    if GUARDRAIL_REF.search(ref) and task.task_type in ("SIMPLE", "INLINE"):
+        if task.task_type == "INLINE":  # a regex guardrail: its verdict is the script's result
+            output = output.get("result") if isinstance(output.get("result"), dict) else {}
+        name = output.get("guardrail_name") or task.task_def_name
         if output.get("passed") is not False:
             return [_event("guardrail_pass", execution_id, guardrailName=name)]
         if output.get("on_fail") == "retry":
             return [_event("message", execution_id, guardrailName=name,
                            content=f"guardrail {name} asked for another answer: {output.get('message')}")]
         return [_event("guardrail_fail", execution_id, guardrailName=name, content=output.get("message"))]
-    if "_stop_when" in ref:
+    if "_stop_when" in ref or task.task_type not in TOOL_TYPES:
         return []
     args = {k: v for k, v in (task.input_data or {}).items() if k not in ("method", "_createdBy")}
     return [_event("tool_call", execution_id, toolName=task.task_def_name, args=args),

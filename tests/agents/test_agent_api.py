@@ -252,3 +252,23 @@ def test_the_operator_ui_shows_an_agent_run(api, cluster, llm, ai_settings, clie
     assert live.status_code == 200
     text = live.content.decode()
     assert "e2e_weather_llm__2" in text and "get_weather" in text and "COMPLETED" in text
+
+
+def test_a_regex_guardrail_runs_on_the_server_and_asks_for_a_retry(api, cluster, llm, ai_settings):
+    from conductor.ai.agents import Agent, RegexGuardrail
+
+    llm.chat_handler = agent_defs.script
+    poet = Agent(name="regex_poet", model=agent_defs.MODEL, instructions="POET: write one line.",
+                 guardrails=[RegexGuardrail(patterns=[r"\d"], name="no_digits_re", on_fail="retry",
+                                            message="no digits, please")])
+    started = ok(api.post("/agent/start", {"agentConfig": config(poet), "prompt": "roses"}))
+    assert started["requiredWorkers"] == []  # nothing for a worker to run
+    eid = started["executionId"]
+    for _ in range(3):
+        cluster.run()
+    status = ok(api.get(f"/agent/{eid}/status"))
+    assert status["status"] == "COMPLETED", status
+    assert status["output"]["result"] == "roses are red and violets are blue"
+    assert "no digits, please" in llm.chats()[-1]["messages"][-1]["content"]
+    kinds = [(e["type"], e.get("guardrailName")) for _i, e in events_of(eid)]
+    assert ("message", "no_digits_re") in kinds and ("guardrail_pass", "no_digits_re") in kinds

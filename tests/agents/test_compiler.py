@@ -72,7 +72,8 @@ def test_handoff_offers_one_transfer_tool_per_sub_agent():
 
 
 @pytest.mark.parametrize("config,field", [
-    (agent(guardrails=[{"name": "g", "guardrailType": "regex", "patterns": ["x"]}]), "agentConfig.guardrails[0].guardrailType"),
+    (agent(guardrails=[{"name": "g", "guardrailType": "llm", "policy": "x"}]), "agentConfig.guardrails[0].guardrailType"),
+    (agent(guardrails=[{"name": "g", "guardrailType": "regex", "patterns": []}]), "agentConfig.guardrails[0].patterns"),
     (agent(guardrails=[{"name": "g", "onFail": "human"}]), "agentConfig.guardrails[0].onFail"),
     (agent(guardrails=[{"name": "g", "position": "input"}]), "agentConfig.guardrails[0].position"),
     (agent(router={"taskName": "r"}), "agentConfig.router"),
