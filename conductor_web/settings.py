@@ -131,6 +131,7 @@ INSTALLED_APPS = [
     "apps.ui",
     "apps.problems",
     "apps.ai",
+    "apps.agents",
     "apps.scheduler",
     "apps.listeners",
     "apps.files",

@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/scheduler/", include("apps.scheduler.urls")),
     path("api/", include("apps.files.urls")),
     path("api/alerts/", include("apps.alerts.urls")),
+    path("api/agent/", include("apps.agents.urls")),
     path("api/", include("apps.api.urls")),
     path("health", HealthApi.as_view()),
     path("health/ready", ReadyApi.as_view()),

@@ -106,6 +106,12 @@ def required_role(method: str, path: str) -> str:
         return ROLE_OPERATOR if method == "POST" and path == "/api/secrets" else ROLE_ADMIN
     if path == "/api/files" or path.startswith("/api/files/"):
         return ROLE_WORKER if method not in _READS or _FILE_UPLOAD_URLS.match(path) else ROLE_READ_ONLY
+    if path.startswith("/api/agent/"):  # the Agents API (apps/agents/views.py)
+        if method in _READS:
+            return ROLE_READ_ONLY
+        if path == "/api/agent/deploy":  # registers definitions, as /api/metadata
+            return ROLE_ADMIN
+        return ROLE_WORKER if path.startswith("/api/agent/events/") else ROLE_OPERATOR
     if method in _READS:
         return ROLE_READ_ONLY
     if _WORKER_WRITES.match(path) and not path.startswith(("/api/tasks/queue/", "/api/tasks/search")):

@@ -74,17 +74,32 @@ def _add_loop_history(d, task: TaskState) -> None:
     """Conductor's ChatCompleteTaskMapper history: a chat task inside a DO_WHILE gets the
     earlier iterations' answers appended to its ``messages``, as ``assistant`` messages,
     or, when an answer asked for tools, a ``tool_call`` + ``tool`` pair for each asked
-    call whose task (reference = the call's ``taskReferenceName``) completed."""
+    call whose task (reference = the call's ``taskReferenceName``, with or without the
+    loop's ``__N``) completed. ``participants`` (``{taskReferenceName: role}``) adds the
+    ``result`` of each completed iteration of those tasks as a message of that role, in
+    the order the tasks ran (the agent compiler's guardrail feedback, as Conductor's)."""
     messages = task.input_data.get("messages")
     if messages is not None and not isinstance(messages, list):
         return
     ref = params.definition_ref(task)
+    participants = task.input_data.get("participants")
+    participants = participants if isinstance(participants, dict) else {}
     by_ref: dict[str, list[TaskState]] = {}
     for t in d.wf.tasks:
         by_ref.setdefault(t.reference_task_name, []).append(t)
+        if t.iteration and params.definition_ref(t) != t.reference_task_name:
+            by_ref.setdefault(params.definition_ref(t), []).append(t)  # a tool call made in a loop
     history: list[dict] = []
     for t in sorted(d.wf.tasks, key=lambda t: t.seq):
-        if t.task_id == task.task_id or not t.terminal or not t.iteration or params.definition_ref(t) != ref:
+        if t.task_id == task.task_id or not t.terminal or not t.iteration:
+            continue
+        role = participants.get(params.definition_ref(t))
+        if role and t.status in ("COMPLETED", "COMPLETED_WITH_ERRORS"):
+            said = (t.output_data or {}).get("result") if isinstance(t.output_data, dict) else None
+            if said is not None:
+                history.append({"role": str(role), "message": said if isinstance(said, str) else json.dumps(said)})
+            continue
+        if params.definition_ref(t) != ref:
             continue
         output = t.output_data if isinstance(t.output_data, dict) else {}
         calls = output.get("toolCalls") if isinstance(output.get("toolCalls"), list) else []

@@ -162,9 +162,15 @@ class DoWhile(TaskType):
 
     def _condition_input(self, d, task: TaskState, nested: set[str], items: list | None, counter: int,
                          current: dict[str, TaskState]) -> dict:
-        """The condition's ``$``: the loop's input, the loop's own output under its
-        reference, each body reference's latest output, loopIndex/loopItem."""
+        """The condition's ``$``: the loop's input, resolved again now (Conductor's
+        DoWhile.evaluateCondition calls getTaskInputV2 at each evaluation, so an input
+        reading ``${workflow.variables.x}`` sees the variable's present value), the loop's
+        own output under its reference, each body reference's latest output,
+        loopIndex/loopItem."""
         bindings = dict(task.input_data)
+        declared = d.workflow_task_of(task).get("inputParameters")
+        if declared:
+            bindings.update(params.resolve_task_input(declared, d.wf, task_id=task.task_id, doc=d.document()))
         bindings[task.reference_task_name] = task.output_data
         bindings[params.strip_iteration(task.reference_task_name)] = task.output_data
         # the latest iteration's task of each body reference wins: pick those first, so

@@ -1,0 +1,456 @@
+"""Agent configuration -> WorkflowDef: the compile step of Conductor's Agents API.
+
+Pure (no ORM, no clock): ``compile_agent(config)`` takes the AgentConfig JSON the SDK's
+``AgentConfigSerializer`` sends (``POST /api/agent/compile|deploy|start``, camelCase) and
+returns a ``Compiled`` with a normal WorkflowDef the engine runs, inspects, retries and
+shows, the TaskDefs of its worker tasks and the names of the workers it needs. It follows
+the shape of Conductor's ``AgentCompiler`` (``agentspan/.../compiler/``):
+
+* ``{ref}_init_state`` (SET_VARIABLE): ``_stop_requested`` false, ``_signal_injection`` "";
+* ``{ref}_loop`` (DO_WHILE, at most ``maxTurns`` iterations, 25 by default) around:
+  ``{ref}_context`` (INLINE: the system instructions, the signals of ``/signal`` as
+  ``[SIGNALS]...[/SIGNALS]``, the user's prompt), ``{ref}_llm`` (LLM_CHAT_COMPLETE with
+  the agent's tools as ToolSpecs; the earlier turns come from the loop history, as
+  Conductor's ChatCompleteTaskMapper gives them), ``{ref}_route`` (INLINE: ``tools``,
+  ``final`` or ``transfer_to_<agent>``) and ``{ref}_dispatch`` (SWITCH):
+  - ``tools``: the model's tool calls as a FORK_JOIN_DYNAMIC (``{ref}_tools``) + JOIN:
+    a ``worker`` tool is a SIMPLE task named after the tool (the SDK's ``@tool`` worker
+    polls it), a ``human`` tool (``human_tool``) a HUMAN task answered by ``/respond``;
+  - ``final``: each output guardrail (a SIMPLE task named after the guardrail, the SDK's
+    ``@guardrail`` worker, input ``{content, iteration}``; a ``RegexGuardrail`` is an
+    INLINE script with the same answer) and its routing SWITCH:
+    ``retry`` feeds the guardrail's message back to the model as a user message (the LLM
+    task's ``participants``) and loops again, ``raise`` fails the workflow (TERMINATE),
+    ``fix`` replaces the answer with the guardrail's ``fixed_output``;
+  - ``transfer_to_<agent>`` (strategy ``handoff``): the chosen sub-agent, compiled the
+    same way, as a SUB_WORKFLOW with its definition inline; the loop ends;
+* the loop goes on while the model asked for tools or a guardrail asked for a retry,
+  the iteration is below ``maxTurns``, ``/stop`` has not set ``_stop_requested``, and the
+  ``stopWhen`` worker and the ``termination`` condition (INLINE) say continue;
+* ``{ref}_output`` (INLINE): the workflow output ``{result, finishReason}``.
+
+Strategy ``sequential`` runs the sub-agents one after the other (each a SUB_WORKFLOW whose
+prompt is the previous one's result). Other strategies, tool types and guardrail types
+are refused with a 400 naming the field (``UnsupportedAgent``), never compiled half.
+The model is ``provider/model``: the provider is a configured LLM provider
+(``CONDUCTOR_AI_<NAME>_BASE_URL``, docs/ai.md).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from apps.core.errors import validation_failed
+
+MAX_TURNS_DEFAULT = 25
+TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
+GUARDRAIL_TYPES = ("custom", "external", "regex")
+STRATEGIES = (None, "handoff", "sequential")
+TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
+NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
+WORKFLOW_INPUTS = ["prompt", "media", "session_id", "context"]
+TASK_DEF_DEFAULTS = {"retryCount": 2, "retryLogic": "FIXED", "retryDelaySeconds": 2, "timeoutSeconds": 0,
+                     "responseTimeoutSeconds": 3600, "timeoutPolicy": "TIME_OUT_WF",
+                     "ownerEmail": "agents@conductor-web.local"}
+
+
+@dataclass
+class Compiled:
+    """What one agent configuration compiles to: ``workflow_def`` (camelCase WorkflowDef),
+    ``task_defs`` (TaskDefs of its worker tasks, sub-agents included) and
+    ``required_workers`` (the SIMPLE task names a worker must poll, sorted)."""
+
+    workflow_def: dict
+    task_defs: list[dict] = field(default_factory=list)
+    required_workers: list[str] = field(default_factory=list)
+
+
+class _Errors:
+    def __init__(self):
+        self.items: list[dict] = []
+
+    def add(self, path: str, message: str, value=None) -> None:
+        item = {"path": path, "message": message}
+        if value is not None:
+            item["invalidValue"] = value if isinstance(value, (str, int, float, bool)) else json.dumps(value)[:200]
+        self.items.append(item)
+
+
+def to_ref(name: str) -> str:
+    """A task reference made from an agent name (Conductor's toRef: non-word characters
+    become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def parse_model(model) -> tuple[str, str] | None:
+    """``"provider/model"`` -> ``(provider, model)``; None when not of that form."""
+    if not isinstance(model, str) or "/" not in model:
+        return None
+    provider, _, name = model.partition("/")
+    return (provider, name) if provider and name else None
+
+
+def validate(config, path: str = "agentConfig", errors: _Errors | None = None, parent_model=None) -> list[dict]:
+    """Every problem of an AgentConfig (sub-agents included) as Conductor's validation
+    errors ``[{path, message, invalidValue?}]``; empty when it compiles."""
+    errors = errors or _Errors()
+    if not isinstance(config, dict):
+        errors.add(path, "agentConfig must be a JSON object", config)
+        return errors.items
+    name = config.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        errors.add(f"{path}.name", "name is required: letters, digits, '_', '-' or '.', at most 200", name)
+    strategy = config.get("strategy")
+    agents = config.get("agents") or []
+    if not isinstance(agents, list):
+        errors.add(f"{path}.agents", "agents must be a list of agent configurations", agents)
+        agents = []
+    if strategy not in STRATEGIES:
+        errors.add(f"{path}.strategy", f"strategy {strategy!r} is not supported by this server "
+                                       f"(supported: handoff, sequential)", strategy)
+    model = config.get("model") or parent_model
+    needs_model = strategy != "sequential"
+    if needs_model and parse_model(model) is None:
+        errors.add(f"{path}.model", "model is required as 'provider/model' (e.g. openai/gpt-4o)", model)
+    if strategy in ("handoff", "sequential") and not agents:
+        errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
+    max_turns = config.get("maxTurns")
+    if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
+        errors.add(f"{path}.maxTurns", "maxTurns must be a positive integer", max_turns)
+    timeout = config.get("timeoutSeconds")
+    if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0):
+        errors.add(f"{path}.timeoutSeconds", "timeoutSeconds must be a non-negative integer", timeout)
+    instructions = config.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        errors.add(f"{path}.instructions", "instructions must be a string (prompt templates are not supported)",
+                   instructions)
+    tools = config.get("tools") or []
+    if not isinstance(tools, list):
+        errors.add(f"{path}.tools", "tools must be a list", tools)
+        tools = []
+    seen = set()
+    for i, tool in enumerate(tools):
+        tpath = f"{path}.tools[{i}]"
+        if not isinstance(tool, dict):
+            errors.add(tpath, "a tool must be an object", tool)
+            continue
+        tname = tool.get("name")
+        if not isinstance(tname, str) or not NAME.match(tname):
+            errors.add(f"{tpath}.name", "tool name is required: letters, digits, '_', '-' or '.'", tname)
+        elif tname in seen:
+            errors.add(f"{tpath}.name", f"tool {tname} is declared twice", tname)
+        seen.add(tname)
+        ttype = tool.get("toolType") or "worker"
+        if ttype not in TOOL_TYPES:
+            errors.add(f"{tpath}.toolType", f"toolType {ttype!r} is not supported by this server "
+                                            f"(supported: {', '.join(TOOL_TYPES)})", ttype)
+        schema = tool.get("inputSchema")
+        if schema is not None and not isinstance(schema, dict):
+            errors.add(f"{tpath}.inputSchema", "inputSchema must be a JSON Schema object", schema)
+        if tool.get("guardrails"):
+            errors.add(f"{tpath}.guardrails", "tool guardrails are not supported by this server")
+    for i, g in enumerate(config.get("guardrails") or []):
+        gpath = f"{path}.guardrails[{i}]"
+        if not isinstance(g, dict):
+            errors.add(gpath, "a guardrail must be an object", g)
+            continue
+        gtype = g.get("guardrailType") or "custom"
+        if gtype not in GUARDRAIL_TYPES:
+            errors.add(f"{gpath}.guardrailType", f"guardrailType {gtype!r} is not supported by this server "
+                                                 f"(supported: custom, external, regex)", gtype)
+        task_name = g.get("taskName") or g.get("name")
+        if gtype == "regex":
+            patterns = g.get("patterns")
+            if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
+                errors.add(f"{gpath}.patterns", "a regex guardrail needs a list of patterns", patterns)
+            if (g.get("mode") or "block") not in ("block", "allow"):
+                errors.add(f"{gpath}.mode", "mode must be block or allow", g.get("mode"))
+        elif not isinstance(task_name, str) or not NAME.match(task_name):
+            errors.add(f"{gpath}.taskName", "a guardrail needs a worker task name", task_name)
+        if (g.get("position") or "output") != "output":
+            errors.add(f"{gpath}.position", "only output guardrails run on the server "
+                                            "(input guardrails run in the SDK)", g.get("position"))
+        if (g.get("onFail") or "retry") not in ("retry", "raise", "fix"):
+            errors.add(f"{gpath}.onFail", "onFail must be retry, raise or fix (human is not supported by "
+                                          "this server)", g.get("onFail"))
+    stop_when = config.get("stopWhen")
+    if stop_when is not None and not (isinstance(stop_when, dict) and isinstance(stop_when.get("taskName"), str)):
+        errors.add(f"{path}.stopWhen", "stopWhen must be {taskName}", stop_when)
+    if config.get("termination") is not None:
+        _validate_termination(config["termination"], f"{path}.termination", errors)
+    for key in ("router", "handoffs", "callbacks", "planner", "gate", "codeExecution", "cliConfig", "memory",
+                "outputType", "prefillTools", "requiredTools"):
+        if config.get(key):
+            errors.add(f"{path}.{key}", f"{key} is not supported by this server")
+    for i, sub in enumerate(agents):
+        validate(sub, f"{path}.agents[{i}]", errors, model)
+    return errors.items
+
+
+def _validate_termination(t, path: str, errors: _Errors) -> None:
+    if not isinstance(t, dict) or t.get("type") not in TERMINATION_TYPES:
+        errors.add(f"{path}.type", f"termination type must be one of {', '.join(TERMINATION_TYPES)}",
+                   t.get("type") if isinstance(t, dict) else t)
+        return
+    if t["type"] in ("and", "or"):
+        for i, c in enumerate(t.get("conditions") or []):
+            _validate_termination(c, f"{path}.conditions[{i}]", errors)
+
+
+def compile_agent(config: dict) -> Compiled:
+    """Compile a validated-here AgentConfig. Errors: InvalidInput (400) with every
+    problem, each naming its field (``agentConfig.tools[0].toolType``)."""
+    problems = validate(config)
+    if problems:
+        raise validation_failed(problems)
+    task_defs: dict[str, dict] = {}
+    wf = _compile(config, None, task_defs)
+    wf["metadata"] = {"agent_sdk": "conductor", "classifier": "agent", "agentDef": config}
+    workers = sorted(task_defs)
+    return Compiled(wf, [task_defs[n] for n in workers], workers)
+
+
+def _task_def(name: str, task_defs: dict, timeout=None) -> None:
+    d = {"name": name, **TASK_DEF_DEFAULTS}
+    if isinstance(timeout, int) and timeout > 0:
+        d["responseTimeoutSeconds"] = timeout
+    task_defs.setdefault(name, d)
+
+
+def _workflow(config: dict, tasks: list, output: dict) -> dict:
+    return {"name": config["name"], "version": 1, "schemaVersion": 2,
+            "description": (config.get("description") or f"Agent {config['name']} (compiled agent)")[:500],
+            "inputParameters": list(WORKFLOW_INPUTS), "tasks": tasks, "outputParameters": output,
+            "timeoutPolicy": "TIME_OUT_WF", "timeoutSeconds": int(config.get("timeoutSeconds") or 0),
+            "ownerEmail": TASK_DEF_DEFAULTS["ownerEmail"], "restartable": True}
+
+
+def _compile(config: dict, parent_model, task_defs: dict) -> dict:
+    if config.get("strategy") == "sequential":
+        return _compile_sequential(config, parent_model, task_defs)
+    return _compile_loop(config, parent_model, task_defs)
+
+
+def _sub_workflow_task(ref: str, sub_def: dict, prompt: str) -> dict:
+    return {"name": sub_def["name"], "taskReferenceName": ref, "type": "SUB_WORKFLOW",
+            "inputParameters": {"prompt": prompt, "media": "${workflow.input.media}",
+                                "session_id": "${workflow.input.session_id}", "context": "${workflow.input.context}"},
+            "subWorkflowParam": {"name": sub_def["name"], "version": 1, "workflowDefinition": sub_def}}
+
+
+def _compile_sequential(config: dict, parent_model, task_defs: dict) -> dict:
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    tasks, prompt = [], "${workflow.input.prompt}"
+    for i, sub in enumerate(config["agents"]):
+        sub_def = _compile(sub, model, task_defs)
+        ref = f"{r}_step_{i}_{to_ref(sub['name'])}"
+        tasks.append(_sub_workflow_task(ref, sub_def, prompt))
+        prompt = f"${{{ref}.output.result}}"
+    return _workflow(config, tasks, {"result": prompt, "finishReason": "STOP"})
+
+
+CONTEXT_SCRIPT = (
+    "(function () { var m = []; if ($.instructions) { m.push({role: 'system', message: $.instructions}); }"
+    " if ($.signals) { m.push({role: 'system', message: '[SIGNALS]\\n' + $.signals + '\\n[/SIGNALS]'}); }"
+    " var p = $.prompt; m.push({role: 'user', message: (typeof p === 'string') ? p : JSON.stringify(p)});"
+    " return m; })();")
+
+ROUTE_SCRIPT = (
+    "(function () { var c = $.toolCalls; if (c && c.length > 0) {"
+    " for (var i = 0; i < c.length; i++) { var n = (c[i].inputParameters && c[i].inputParameters.method) || c[i].name;"
+    " if (typeof n === 'string' && n.indexOf('transfer_to_') === 0 && $.targets.indexOf(n) >= 0) { return n; } }"
+    " return 'tools'; } return 'final'; })();")
+
+GUARDRAIL_ROUTE_SCRIPT = "(function () { return ($.passed === false) ? String($.on_fail || 'raise') : 'pass'; })();"
+
+REGEX_SCRIPT = (
+    "(function () { var c = $.content; var text = (c === null || c === undefined) ? '' :"
+    " (typeof c === 'string' ? c : JSON.stringify(c)); var hit = false;"
+    " for (var i = 0; i < $.patterns.length; i++) { if (new RegExp($.patterns[i]).test(text)) { hit = true; break; } }"
+    " var failed = ($.mode === 'allow') ? !hit : hit;"
+    " if (!failed) { return {passed: true, message: '', on_fail: 'pass', fixed_output: null,"
+    " guardrail_name: $.name, should_continue: false}; }"
+    " var onFail = $.onFail || 'raise'; if (onFail === 'retry' && ($.iteration || 0) >= $.maxRetries) { onFail = 'raise'; }"
+    " var msg = $.message || (($.mode === 'allow') ? 'Content did not match any allowed pattern.'"
+    " : 'Content matched a blocked pattern.');"
+    " return {passed: false, message: msg, on_fail: onFail, fixed_output: null, guardrail_name: $.name,"
+    " should_continue: onFail === 'retry'}; })();")
+
+OUTPUT_SCRIPT = (
+    "(function () { var h = $.handoffs || {}; for (var k in h) { if (h[k] !== null && h[k] !== undefined) {"
+    " return h[k]; } } if ($.fixed !== null && $.fixed !== undefined && $.fixed !== '') { return $.fixed; }"
+    " if ($.result === null || $.result === undefined) { return ''; } return $.result; })();")
+
+
+def _tool_spec(tool: dict) -> dict:
+    return {"name": tool["name"], "type": TOOL_TYPES[tool.get("toolType") or "worker"],
+            "description": tool.get("description") or "",
+            "inputSchema": tool.get("inputSchema") or {"type": "object", "properties": {}}}
+
+
+def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
+    name = config["name"]
+    r = to_ref(name)
+    provider, model = parse_model(config.get("model") or parent_model)
+    loop_ref, llm_ref, route_ref = f"{r}_loop", f"{r}_llm", f"{r}_route"
+    tools = config.get("tools") or []
+    specs = [_tool_spec(t) for t in tools]
+    for t in tools:
+        if (t.get("toolType") or "worker") == "worker":
+            _task_def(t["name"], task_defs, t.get("timeoutSeconds"))
+    subs = config.get("agents") or [] if config.get("strategy") == "handoff" else []
+    handoff_cases, handoff_refs = {}, {}
+    for sub in subs:
+        target = f"transfer_to_{sub['name']}"
+        specs.append({"name": target, "type": "SIMPLE",
+                      "description": f"Hand the conversation to {sub['name']}: "
+                                     f"{sub.get('description') or sub.get('instructions') or ''}"[:1000],
+                      "inputSchema": {"type": "object", "properties": {}}})
+        sub_def = _compile(sub, config.get("model") or parent_model, task_defs)
+        ref = f"{r}_handoff_{to_ref(sub['name'])}"
+        handoff_cases[target] = [_sub_workflow_task(ref, sub_def, "${workflow.input.prompt}")]
+        handoff_refs[sub["name"]] = f"${{{ref}.output.result}}"
+
+    llm_input = {"llmProvider": provider, "model": model, "messages": f"${{{r}_context.output.result}}"}
+    if specs:
+        llm_input["tools"] = specs
+    for key in ("temperature", "maxTokens"):
+        if config.get(key) is not None:
+            llm_input[key] = config[key]
+
+    guard_tasks, guard_refs, retry_refs = [], [], []
+    fixed = None
+    for i, g in enumerate(config.get("guardrails") or []):
+        task_name = g.get("taskName") or g.get("name") or f"{r}_regex_{i}"
+        gref = f"{r}_guardrail_{i}"
+        retry_ref = f"{r}_guardrail_{i}_retry"
+        retry_refs.append(retry_ref)
+        verdict_input = {"content": f"${{{llm_ref}.output.result}}", "iteration": f"${{{loop_ref}.output.iteration}}"}
+        if (g.get("guardrailType") or "custom") == "regex":
+            out = f"{gref}.output.result"  # an INLINE's answer is under result
+            guard_refs.append(f"{gref}['result']")
+            guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "INLINE", "inputParameters": {
+                "evaluatorType": "javascript", "expression": REGEX_SCRIPT, **verdict_input, "name": task_name,
+                "patterns": g["patterns"], "mode": g.get("mode") or "block", "message": g.get("message") or "",
+                "onFail": g.get("onFail") or "raise", "maxRetries": int(g.get("maxRetries") or 3)}})
+        else:
+            _task_def(task_name, task_defs)
+            out = f"{gref}.output"
+            guard_refs.append(gref)
+            guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "SIMPLE",
+                                "inputParameters": verdict_input})
+        guard_tasks.append({
+            "name": f"{r}_guardrail_{i}_route", "taskReferenceName": f"{r}_guardrail_{i}_route", "type": "SWITCH",
+            "evaluatorType": "javascript", "expression": GUARDRAIL_ROUTE_SCRIPT,
+            "inputParameters": {"passed": f"${{{out}.passed}}", "on_fail": f"${{{out}.on_fail}}"},
+            "decisionCases": {
+                "retry": [{"name": retry_ref, "taskReferenceName": retry_ref, "type": "INLINE", "inputParameters": {
+                    "evaluatorType": "javascript", "name": g.get("name") or task_name,
+                    "message": f"${{{out}.message}}",
+                    "expression": "(function () { return 'Your previous answer was rejected by the guardrail '"
+                                  " + $.name + ': ' + $.message + '. Answer again, following it.'; })();"}}],
+                "raise": [{"name": f"{r}_guardrail_{i}_fail", "taskReferenceName": f"{r}_guardrail_{i}_fail",
+                           "type": "TERMINATE", "inputParameters": {
+                               "terminationStatus": "FAILED",
+                               "terminationReason": f"Guardrail {g.get('name') or task_name} failed: "
+                                                    f"${{{out}.message}}"}}],
+                "fix": [{"name": f"{r}_guardrail_{i}_fix", "taskReferenceName": f"{r}_guardrail_{i}_fix",
+                         "type": "SET_VARIABLE", "inputParameters": {"_fixed_output": f"${{{out}.fixed_output}}"}}],
+            },
+            "defaultCase": []})
+        fixed = "${workflow.variables._fixed_output}"
+    if retry_refs:
+        llm_input["participants"] = {ref: "user" for ref in retry_refs}
+
+    loop_tasks = [
+        {"name": f"{r}_context", "taskReferenceName": f"{r}_context", "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": CONTEXT_SCRIPT,
+            "instructions": config.get("instructions") or ("You are a helpful assistant." if specs else ""),
+            "signals": "${workflow.variables._signal_injection}", "prompt": "${workflow.input.prompt}"}},
+        {"name": "LLM_CHAT_COMPLETE", "taskReferenceName": llm_ref, "type": "LLM_CHAT_COMPLETE",
+         "inputParameters": llm_input},
+        {"name": route_ref, "taskReferenceName": route_ref, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": ROUTE_SCRIPT, "toolCalls": f"${{{llm_ref}.output.toolCalls}}",
+            "targets": list(handoff_cases)}},
+        {"name": f"{r}_dispatch", "taskReferenceName": f"{r}_dispatch", "type": "SWITCH",
+         "evaluatorType": "value-param", "expression": "route",
+         "inputParameters": {"route": f"${{{route_ref}.output.result}}"},
+         "decisionCases": {
+             "tools": [{"name": "FORK_JOIN_DYNAMIC", "taskReferenceName": f"{r}_tools", "type": "FORK_JOIN_DYNAMIC",
+                        "dynamicForkTasksParam": "dynamicTasks", "dynamicForkTasksInputParamName": "dynamicTasksInput",
+                        "inputParameters": {"dynamicTasks": f"${{{llm_ref}.output.toolCalls}}",
+                                            "dynamicTasksInput": {}}},
+                       {"name": "JOIN", "taskReferenceName": f"{r}_tools_join", "type": "JOIN"}],
+             "final": guard_tasks or [{"name": f"{r}_answer", "taskReferenceName": f"{r}_answer", "type": "NOOP"}],
+             **handoff_cases},
+         "defaultCase": []},
+    ]
+    loop_inputs = {"_stop_requested": "${workflow.variables._stop_requested}"}
+    cond = [f"$.{loop_ref}['iteration'] < {int(config.get('maxTurns') or MAX_TURNS_DEFAULT)}",
+            "$._stop_requested != true"]
+    go_on = [f"$.{route_ref}['result'] == 'tools'"] + [f"$.{g}['on_fail'] == 'retry' && $.{g}['passed'] === false"
+                                                       for g in guard_refs]
+    cond.append("(" + " || ".join(go_on) + ")")
+    if config.get("stopWhen"):
+        sw = config["stopWhen"]["taskName"]
+        _task_def(sw, task_defs)
+        loop_tasks.append({"name": sw, "taskReferenceName": f"{r}_stop_when", "type": "SIMPLE", "inputParameters": {
+            "result": f"${{{llm_ref}.output.result}}", "iteration": f"${{{loop_ref}.output.iteration}}"}})
+        cond.append(f"$.{r}_stop_when['should_continue'] == true")
+    if config.get("termination"):
+        loop_tasks.append({"name": f"{r}_termination", "taskReferenceName": f"{r}_termination", "type": "INLINE",
+                           "inputParameters": {"evaluatorType": "javascript",
+                                               "expression": termination_script(config["termination"]),
+                                               "result": f"${{{llm_ref}.output.result}}",
+                                               "iteration": f"${{{loop_ref}.output.iteration}}",
+                                               "tokens": f"${{{llm_ref}.output.tokenUsed}}",
+                                               "promptTokens": f"${{{llm_ref}.output.promptTokens}}",
+                                               "completionTokens": f"${{{llm_ref}.output.completionTokens}}"}})
+        cond.append(f"$.{r}_termination['result'] == true")
+    tasks = [
+        {"name": f"{r}_init_state", "taskReferenceName": f"{r}_init_state", "type": "SET_VARIABLE",
+         "inputParameters": {"_stop_requested": False, "_signal_injection": "", "_fixed_output": None}},
+        {"name": loop_ref, "taskReferenceName": loop_ref, "type": "DO_WHILE", "inputParameters": loop_inputs,
+         "loopCondition": "if (" + " && ".join(cond) + ") { true; } else { false; }", "loopOver": loop_tasks},
+        {"name": f"{r}_output", "taskReferenceName": f"{r}_output", "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": OUTPUT_SCRIPT, "result": f"${{{llm_ref}.output.result}}",
+            "fixed": fixed or "", "handoffs": handoff_refs}},
+    ]
+    output = {"result": f"${{{r}_output.output.result}}", "finishReason": f"${{{llm_ref}.output.finishReason}}"}
+    return _workflow(config, tasks, output)
+
+
+def termination_script(t: dict) -> str:
+    """A JavaScript program answering true while the agent may go on (Conductor's
+    TerminationCompiler: text_mention, stop_message, max_message, token_usage, and/or).
+    ``$.result`` is the model's last answer, ``$.iteration`` the turn, ``$.tokens`` /
+    ``$.promptTokens`` / ``$.completionTokens`` its token counts."""
+    return "(function () { var text = ($.result === null || $.result === undefined) ? '' :" \
+           " (typeof $.result === 'string' ? $.result : JSON.stringify($.result)); return " \
+           + _term_expr(t) + "; })();"
+
+
+def _term_expr(t: dict) -> str:
+    kind = t.get("type")
+    if kind == "text_mention":
+        needle = json.dumps(str(t.get("text") or ""))
+        if t.get("caseSensitive"):
+            return f"(text.indexOf({needle}) < 0)"
+        return f"(text.toLowerCase().indexOf({needle}.toLowerCase()) < 0)"
+    if kind == "stop_message":
+        return f"(text.trim() !== {json.dumps(str(t.get('stopMessage') or ''))})"
+    if kind == "max_message":
+        return f"(($.iteration || 0) * 2 < {int(t.get('maxMessages') or 0)})"
+    if kind == "token_usage":
+        parts = []
+        for key, var in (("maxTotalTokens", "tokens"), ("maxPromptTokens", "promptTokens"),
+                         ("maxCompletionTokens", "completionTokens")):
+            if t.get(key) is not None:
+                parts.append(f"(($.{var} || 0) < {int(t[key])})")
+        return "(" + (" && ".join(parts) or "true") + ")"
+    # "and" stops when every condition says stop, so it goes on while any goes on;
+    # "or" stops when one says stop, so it goes on while all go on
+    inner = [_term_expr(c) for c in t.get("conditions") or []] or ["true"]
+    return "(" + (" || " if kind == "and" else " && ").join(inner) + ")"

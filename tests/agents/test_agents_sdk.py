@@ -1,0 +1,191 @@
+"""The Python SDK's agent runtime (``conductor.ai.agents``, conductor-python 2.0.0) end to
+end against a real server (daphne + qcluster, API auth on, its own database: SQLite, or
+PostgreSQL when the session's ``DATABASE_URL`` is), whose ``openai`` provider is a
+loopback OpenAI-compatible stub answering from ``agent_defs.script``. The agents are
+written as the SDK's documentation writes them (``agent_defs``); the SDK compiles them on
+the server (``/api/agent/start``), runs their ``@tool`` and ``@guardrail`` functions in
+its own worker processes, and reads status, executions and streams from ``/api/agent/*``.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from conductor.ai.agents import AgentRuntime
+
+from tests.agents import agent_defs
+from tests.ai.stubs import LLMStub
+from tests.e2e.conftest import REPO_ROOT, ConductorServer, PostgresDatabase, _is_postgres
+
+pytestmark = pytest.mark.e2e
+API_KEY = "sk-agents-" + secrets.token_hex(8)
+WAIT_SECONDS = 60
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The LLM stub, a server configured for it, and one AgentRuntime signed in with the
+    suite's admin key through the environment (as a user configures the SDK)."""
+    llm = LLMStub(agent_defs.script)
+    workdir = tmp_path_factory.mktemp("conductor-agents-e2e")
+    session_url = os.environ.get("DATABASE_URL", "")
+    pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
+    server = ConductorServer(workdir, pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}")
+    server.env.update({"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": API_KEY,
+                       "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"})
+    try:
+        server.start()
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in server.sdk_env().items():
+                mp.setenv(name, value)
+            with AgentRuntime() as runtime:
+                yield server, runtime, llm
+    finally:
+        server.stop()
+        llm.close()
+        if pg is not None:
+            pg.drop()
+
+
+def api_get(server, path: str) -> dict:
+    r = httpx.get(f"{server.url}{path}", headers=server.auth_headers(), timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def chats_of(llm, marker: str) -> list[dict]:
+    return [c for c in llm.chats() if any(str(m.get("content") or "").startswith(marker)
+                                          for m in c.get("messages") or [] if m.get("role") == "system")]
+
+
+def test_single_agent_with_a_tool_worker(world):
+    server, runtime, llm = world
+    result = runtime.run(agent_defs.weather_agent(), "What is the weather in Paris?", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    # the @tool ran in the SDK's worker and its answer went back to the model
+    assert result.output["result"] == "Forecast: 18C and sunny in Paris"
+    run = api_get(server, f"/agent/execution/{result.execution_id}")
+    tools = [t for t in run["tasks"] if t["taskType"] == "get_weather"]
+    assert [(t["status"], t["outputData"]) for t in tools] == [("COMPLETED", {"result": "18C and sunny in Paris"})]
+    assert sum(1 for t in run["tasks"] if t["taskType"] == "LLM_CHAT_COMPLETE") == 2
+    assert run["tokenUsage"]["totalTokens"] > 0
+    assert result.token_usage is not None and result.token_usage.total_tokens == run["tokenUsage"]["totalTokens"]
+    # the second turn saw the tool call and its result, as Conductor's loop history gives them
+    second = chats_of(llm, "WEATHER")[-1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "user"]
+    assert second[1]["content"] == "What is the weather in Paris?"
+
+
+def test_guardrail_rejects_then_the_retry_passes(world):
+    server, runtime, llm = world
+    result = runtime.run(agent_defs.poet_agent(), "A line about roses", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "roses are red and violets are blue"
+    calls = chats_of(llm, "POET")[-2:]
+    assert [m["role"] for m in calls[1]["messages"]] == ["system", "user", "assistant", "user"]
+    assert calls[1]["messages"][2]["content"] == "there are 3 roses"
+    assert "the answer must not contain digits" in calls[1]["messages"][3]["content"]
+    run = api_get(server, f"/agent/execution/{result.execution_id}")
+    verdicts = [t["outputData"]["passed"] for t in run["tasks"] if t["referenceTaskName"].startswith("e2e_poet_guardrail_0__")]
+    assert verdicts == [False, True]
+
+
+def test_human_step_answered_through_respond(world):
+    server, runtime, llm = world
+    handle = runtime.start(agent_defs.clerk_agent(), "Book me a trip")
+    deadline = time.monotonic() + WAIT_SECONDS
+    status = handle.get_status()
+    while not status.is_waiting and time.monotonic() < deadline:
+        time.sleep(0.3)
+        status = handle.get_status()
+    assert status.is_waiting and status.pending_tool["tool_name"] == "ask_user"
+    assert status.pending_tool["parameters"] == {"question": "Where to?"}
+    handle.respond({"answer": "Oslo"})
+    result = handle.join(timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "Booked a trip to Oslo"
+    # nothing waits any more: a second answer is refused with Conductor's 409
+    r = httpx.post(f"{server.url}/agent/{handle.execution_id}/respond", json={"answer": "Rome"},
+                   headers=server.auth_headers(), timeout=10)
+    assert r.status_code == 409 and "No pending HUMAN task" in r.json()["message"]
+
+
+def test_stream_read_to_the_end(world):
+    server, runtime, llm = world
+    stream = runtime.stream(agent_defs.weather_agent(), "Weather in Paris, please")
+    kinds = [event.type for event in stream]
+    assert kinds[0] == "thinking" and kinds[-1] == "done"
+    assert kinds.count("thinking") == 2
+    assert kinds.index("tool_call") < kinds.index("tool_result") < kinds.index("done")
+    call = next(e for e in stream.events if e.type == "tool_call")
+    assert call.tool_name == "get_weather" and call.args == {"city": "Paris"}
+    result = stream.get_result()
+    assert result.output == {"result": "Forecast: 18C and sunny in Paris", "finishReason": "STOP"}
+    # resuming after the first event replays the rest, from the durable history
+    with httpx.stream("GET", f"{server.url}/agent/stream/{stream.handle.execution_id}",
+                      headers={**server.auth_headers(), "Last-Event-ID": stream_ids(server, stream)[0]},
+                      timeout=30) as resp:
+        replay = [line[7:] for line in resp.iter_lines() if line.startswith("event: ")]
+    assert replay == kinds[1:]
+
+
+def stream_ids(server, stream) -> list[str]:
+    with httpx.stream("GET", f"{server.url}/agent/stream/{stream.handle.execution_id}",
+                      headers=server.auth_headers(), timeout=30) as resp:
+        return [line[4:] for line in resp.iter_lines() if line.startswith("id: ")]
+
+
+def test_multi_agent_handoff(world):
+    server, runtime, llm = world
+    stream = runtime.stream(agent_defs.triage_agent(), "I was charged twice")
+    events = list(stream)
+    assert [e.target for e in events if e.type == "handoff"] == ["e2e_billing"]
+    result = stream.get_result()
+    assert result.output["result"] == "billing: your refund is on its way"
+    run = api_get(server, f"/agent/execution/{stream.handle.execution_id}")
+    (sub,) = [t for t in run["tasks"] if t["taskType"] == "SUB_WORKFLOW"]
+    child = api_get(server, f"/agent/execution/{sub['subWorkflowId']}")
+    assert child["agentName"] == "e2e_billing" and child["status"] == "COMPLETED"
+    assert not chats_of(llm, "TECH")
+
+
+def test_deploy_then_start_by_name(world):
+    server, runtime, llm = world
+    (info,) = runtime.deploy(agent_defs.greeter_agent())
+    assert info.registered_name == "e2e_greeter"
+    agent = api_get(server, "/agent/e2e_greeter")
+    assert agent["agentDef"]["instructions"] == "GREETER: greet."
+    result = runtime.run("e2e_greeter", "Hi there", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "hello from a deployed agent"
+
+
+def test_stop_mid_run(world):
+    server, runtime, llm = world
+    handle = runtime.start(agent_defs.looper_agent(), "Count")
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        run = api_get(server, f"/agent/execution/{handle.execution_id}")
+        if sum(1 for t in run["tasks"] if t["taskType"] == "tick" and t["status"] == "COMPLETED") >= 2:
+            break
+        time.sleep(0.3)
+    handle.stop()
+    result = handle.join(timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    run = api_get(server, f"/agent/execution/{handle.execution_id}")
+    turns = sum(1 for t in run["tasks"] if t["taskType"] == "LLM_CHAT_COMPLETE")
+    assert 2 <= turns < 20  # the loop ended on the stop, long before its 200 turns
+
+
+def test_the_readme_example_runs(world):
+    """examples/sdk_agent.py (docs/agents.md) against this server's provider (``--no-model``)."""
+    server, runtime, llm = world
+    proc = subprocess.run([sys.executable, "examples/sdk_agent.py", "--no-model"], cwd=REPO_ROOT, text=True,
+                          capture_output=True, timeout=WAIT_SECONDS * 2, env={**os.environ, **server.sdk_env()})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'Output: {"result": "Forecast: 18C and sunny in Paris", "finishReason": "STOP"}' in proc.stdout
