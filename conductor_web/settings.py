@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "apps.ai",
     "apps.scheduler",
     "apps.listeners",
+    "apps.overview",
 ]
 
 MIDDLEWARE = [
