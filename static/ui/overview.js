@@ -160,6 +160,10 @@
           }
         });
         b.chartEl.addEventListener("keydown", (ev) => keyNav(ev, id, kind));
+        b.chartEl.addEventListener("blur", () => {
+          chart.dispatchAction({ type: "hideTip" });
+          chart.dispatchAction({ type: "downplay" });
+        });
         state.charts[id] = chart;
       }
       chart.ovRow = row;
