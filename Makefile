@@ -167,7 +167,8 @@ clean:
 # /usr/lib/jvm; OSS=0 skips it) in one run beside one throwaway PostgreSQL,
 # then bench/idle.py (server CPU with 20 idle long polls of 5 s and of 100 ms, and the
 # cross-process wake, on another throwaway PostgreSQL), bench/growth.py (CPU ms per task
-# update at 10 vs BENCH_GROWTH_N tasks), bench/memory.py (the embedded server of `make run`
+# update at 10 vs BENCH_GROWTH_N tasks), bench/overview.py (the Overview page's queries at
+# BENCH_OVERVIEW_N executions, SQLite and PostgreSQL), bench/memory.py (the embedded server of `make run`
 # at rest, and each process's RSS over BENCH_RSS_TRANSITIONS task transitions), and the
 # tables: ours, the peers, the ratios, and issue #9's targets met or not (bench/summarize.py).
 # Needs PostgreSQL's server binaries and redis-server (Debian packages). Not part of
@@ -179,6 +180,7 @@ BENCH_LONE ?= 50
 BENCH_GROWTH_N ?= 2000
 BENCH_IDLE_S ?= 10
 BENCH_RSS_TRANSITIONS ?= 100000
+BENCH_OVERVIEW_N ?= 1000000
 bench: $(INSTALLED)
 	@[ -x $(BENCH_PEERS_VENV)/bin/pip ] || $(PYTHON) -m venv $(BENCH_PEERS_VENV)
 	@$(BENCH_PEERS_VENV)/bin/pip install -q dbos "psycopg[binary]" "celery[redis]" procrastinate
@@ -190,4 +192,6 @@ bench: $(INSTALLED)
 	env -u DATABASE_URL $(PY) bench/growth.py -n $(BENCH_GROWTH_N) --json-out $(BENCH_OUT)/growth.jsonl
 	env -u DATABASE_URL $(PY) bench/memory.py --transitions $(BENCH_RSS_TRANSITIONS) \
 	  --json-out $(BENCH_OUT)/memory.jsonl
+	env -u DATABASE_URL $(PY) bench/overview.py --db sqlite -n $(BENCH_OVERVIEW_N) --json-out $(BENCH_OUT)/overview.jsonl
+	bench/with_pg.sh $(PY) bench/overview.py --db postgres -n $(BENCH_OVERVIEW_N) --json-out $(BENCH_OUT)/overview.jsonl
 	@$(PY) bench/summarize.py $(BENCH_OUT)

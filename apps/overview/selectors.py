@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlencode
 
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import Count, F, Min, Q, Sum
 from django.urls import reverse
 
 from apps.core.clock import now_ms
@@ -100,11 +101,17 @@ def parse_window(params, now: int | None = None) -> tuple[Window, list[str]]:
     return Window(key, start, end, step, period), errors
 
 
+@lru_cache(maxsize=4096)
 def iso(ms: int) -> str:
     """Epoch ms as the executions search's datetime-local text (UTC, milliseconds)."""
     from datetime import datetime, timedelta, timezone
 
     return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+
+
+@lru_cache(maxsize=8)
+def _path(name: str) -> str:
+    return reverse(name)
 
 
 def executions_url(name: str | None, version: int | None, measure: str, lo: int, hi: int,
@@ -123,7 +130,7 @@ def executions_url(name: str | None, version: int | None, measure: str, lo: int,
         params += [("status", s) for s in statuses]
         params += [("end_from", iso(lo)), ("end_to", iso(hi - 1))]
     params += list((extra or {}).items())
-    return reverse("ui:executions") + "?" + urlencode(params)
+    return _path("ui:executions") + "?" + urlencode(params)
 
 
 def tasks_url(label: str, status: str, lo: int | None = None, hi: int | None = None) -> str:
@@ -132,26 +139,34 @@ def tasks_url(label: str, status: str, lo: int | None = None, hi: int | None = N
     params = {"type": label, "status": status}
     if lo is not None:
         params["query"] = f"endTime>{lo - 1} AND endTime<{hi}"
-    return reverse("ui:tasks") + "?" + urlencode(params)
-
-
-def _rollups(window: Window, kind: str):
-    return (Rollup.objects.filter(period_ms=window.period, kind=kind, bucket__gte=window.start, bucket__lt=window.end)
-            .values_list("name", "version", "measure", "bin", "bucket").annotate(n=Sum("count")))
+    return _path("ui:tasks") + "?" + urlencode(params)
 
 
 def _series(window: Window, kind: str, by_version: bool) -> dict:
-    """``{(name, version or None): {"counts": {measure: [n per interval]}, "hist": {measure: {bin: n}}}}``."""
+    """``{(name, version or None): {"counts": {measure: [n per interval]}, "hist": {measure:
+    {bin: n}}}}``: two grouped reads of the window's rollup rows, the counts grouped by
+    interval, the histograms over the whole window (so each returns few rows whatever the
+    number of rows read)."""
     size = len(window.intervals)
+    rows = Rollup.objects.filter(period_ms=window.period, kind=kind, bucket__gte=window.start, bucket__lt=window.end)
+    version = "version" if by_version and kind == WORKFLOW else None
     out: dict = {}
-    for name, version, measure, b, bucket, n in _rollups(window, kind):
-        key = (name, version if by_version and kind == WORKFLOW else None)
-        entry = out.setdefault(key, {"counts": {}, "hist": {}})
-        if b >= 0:
-            hist = entry["hist"].setdefault(measure, defaultdict(int))
-            hist[b] += n
-        else:
-            entry["counts"].setdefault(measure, [0] * size)[(bucket - window.start) // window.step] += n
+
+    def entry(name, v):
+        return out.setdefault((name, v), {"counts": {}, "hist": {}})
+    if window.step == window.period:
+        counts = rows.filter(bin=-1).values_list("name", *(["version"] if version else []), "measure", "bucket")
+    else:  # several rollup periods in one interval: group them in SQL
+        counts = (rows.filter(bin=-1).annotate(interval=(F("bucket") - window.start) / window.step * window.step
+                                                + window.start)
+                  .values_list("name", *(["version"] if version else []), "measure", "interval"))
+    for row in counts.annotate(n=Sum("count")).order_by():
+        name, v, (measure, bucket, n) = row[0], (row[1] if version else None), row[-3:]
+        entry(name, v)["counts"].setdefault(measure, [0] * size)[(bucket - window.start) // window.step] += n
+    hists = rows.filter(bin__gte=0).values_list("name", *(["version"] if version else []), "measure", "bin")
+    for row in hists.annotate(n=Sum("count")).order_by():
+        name, v, (measure, b, n) = row[0], (row[1] if version else None), row[-3:]
+        entry(name, v)["hist"].setdefault(measure, {})[b] = n
     return out
 
 

@@ -112,6 +112,17 @@ def test_counts_per_interval_match_the_searches_they_link_to(api, clock, viewer_
     assert search_ids(viewer_client, narrowed(row["totalUrls"]["FAILED"], "FAILED", window.intervals[0],
                                               window.step)) == set()
 
+    # a 6 h window has 2-minute intervals over the minute rows: the same totals, summed in SQL
+    window6 = window_now(clock, "6h")
+    row6 = next(r for r in selectors.overview(window6, now=clock.ms)["workflows"] if r["name"] == name)
+    assert window6.step == 2 * MINUTE_MS and row6["totals"] == row["totals"]
+    for (measure, lo), n in bars.items():
+        i = (lo - window6.start) // window6.step
+        assert row6["series"][measure][i] >= n
+        found = search_ids(viewer_client, narrowed(row6["totalUrls"][measure], measure, window6.intervals[i],
+                                                   window6.step))
+        assert len(found) == row6["series"][measure][i], (measure, lo, found)
+
     # the failure reason, grouped with its id masked, links to that execution
     reason = next(r for r in data["reasons"] if r["workflows"][0]["name"] == name and "declined" in r["key"])
     assert reason["count"] == 1 and "…" in reason["key"]
