@@ -22,7 +22,6 @@ Pruning (``prune_tick``, a sweeper tick hook): minute rows older than
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 import zlib
 from collections import Counter
@@ -43,13 +42,13 @@ PRUNE_BATCH = 5000
 PRUNE_EVERY_S = 60.0
 
 
-def _setting(name: str, default: int) -> int:
-    return int(getattr(settings, "CONDUCTOR", {}).get(name, os.environ.get(name, default)))
+def _setting(name: str) -> int:
+    return int(settings.CONDUCTOR_OVERVIEW[name])
 
 
 def slots() -> int:
     """How many rows one counter is spread over (``OVERVIEW_ROLLUP_SLOTS``, default 4)."""
-    return max(1, _setting("OVERVIEW_ROLLUP_SLOTS", 4))
+    return max(1, _setting("ROLLUP_SLOTS"))
 
 
 def task_label(task) -> str:
@@ -138,8 +137,7 @@ def prune(now: int) -> int:
     """Delete expired rollup rows (at most ``PRUNE_BATCH`` per table and period); returns
     how many went."""
     done = 0
-    keep = {MINUTE_MS: _setting("OVERVIEW_MINUTE_KEEP_HOURS", 48) * HOUR_MS,
-            HOUR_MS: _setting("OVERVIEW_HOUR_KEEP_DAYS", 90) * 24 * HOUR_MS}
+    keep = {MINUTE_MS: _setting("MINUTE_KEEP_HOURS") * HOUR_MS, HOUR_MS: _setting("HOUR_KEEP_DAYS") * 24 * HOUR_MS}
     for model in (Rollup, ReasonRollup):
         for period, kept in keep.items():
             ids = list(model.objects.filter(period_ms=period, bucket__lt=now - kept)

@@ -34,7 +34,6 @@ HOUR_STEPS = (1, 2, 3, 6, 12, 24)  # hours per interval on hour rows
 MAX_INTERVALS = 180
 WORKFLOW_MEASURES = ("started", "COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED")
 EVALUATED_TYPES = ("INLINE", "LAMBDA", "JSON_JQ_TRANSFORM", "SWITCH", "DECISION")
-POLLER_RECENT_MS = 60_000  # a queue whose last poll is older than this has no poller
 TOP_REASONS = 10
 NEXT_FIRINGS = 5
 
@@ -203,6 +202,10 @@ def tasks(window: Window, now: int) -> list[dict]:
     ends per interval (by status), p95 worker lag and run time (ms), with search URLs."""
     from apps.engine.models import PollData, TaskExecution
 
+    from django.conf import settings
+
+    # a queue whose last poll is older than this has no poller (as on /queues/)
+    poller_recent_ms = settings.CONDUCTOR_UI["QUEUE_STALE_POLL_SECONDS"] * 1000
     size = len(window.intervals)
     series = _series(window, TASK, False)
     pending: dict[str, dict] = {}
@@ -217,7 +220,7 @@ def tasks(window: Window, now: int) -> list[dict]:
     for queue, domain, worker, last in PollData.objects.values_list("queue_name", "domain", "worker_id",
                                                                      "last_poll_time"):
         pollers[queue].append({"workerId": worker, "domain": domain, "lastPollTime": last,
-                               "recent": now - last <= POLLER_RECENT_MS})
+                               "recent": now - last <= poller_recent_ms})
     names = sorted({k[0] for k in series} | set(pending) | set(pollers))
     rows = []
     for label in names:

@@ -280,7 +280,7 @@
       workers.forEach((w, i) => {
         body.append(el("tr", { class: row.noPoller ? "warn" : null },
           i === 0 ? el("th", { scope: "row", rowspan: workers.length }, row.name,
-            row.noPoller ? el("div", { class: "warning small", text: `${row.depth} waiting, no poller in the last minute` }) : null) : null,
+            row.noPoller ? el("div", { class: "warning small", text: `${row.depth} waiting, no recent poll` }) : null) : null,
           el("td", { class: "mono", text: w ? (w.workerId || "(no id)") + (w.domain ? ` @${w.domain}` : "") : "never polled" }),
           el("td", { class: w && !w.recent ? "muted" : null, text: w ? `${stamp(w.lastPollTime, true)} (${duration(state.data.now - w.lastPollTime)} ago)` : "–" })));
       });
