@@ -43,13 +43,13 @@ class OverviewGauges(Collector):
                 .order_by()):
             pending.add_metric([wf_type, def_name if task_type == "SIMPLE" else task_type], float(now - oldest))
         yield pending
-        engine = selectors.engine(now)
+        evaluations, listener, event_messages = selectors.backlogs()
         events = GaugeMetricFamily("event_queue_depth", "Unprocessed messages of the internal event queue",
                                    labels=["queueType"])
-        events.add_metric(["conductor"], float(engine["eventBacklog"]))
+        events.add_metric(["conductor"], float(event_messages["n"]))
         yield events
         yield GaugeMetricFamily("status_listener_pending", "Status-listener notifications not delivered yet",
-                                value=float(engine["listenerBacklog"]))
+                                value=float(listener["n"]))
         yield GaugeMetricFamily("evaluation_pending", "Script and jq tasks waiting for their evaluation",
-                                value=float(engine["pendingEvaluations"]))
+                                value=float(evaluations))
 

@@ -250,19 +250,13 @@ def engine(now: int) -> dict:
     from django.conf import settings
 
     from apps.engine.cluster import LEASE_NAME
-    from apps.engine.models import EventMessage, SweeperLease, TaskExecution, WorkflowExecution
-    from apps.listeners.models import Notification
+    from apps.engine.models import SweeperLease, WorkflowExecution
     from apps.scheduler.models import WorkflowSchedule
 
     oldest_due = (WorkflowExecution.objects.filter(status__in=("RUNNING", "PAUSED"), next_decide_at__lte=now)
                   .order_by("next_decide_at").values_list("next_decide_at", flat=True).first())
     lease = SweeperLease.objects.filter(name=LEASE_NAME).values_list("expires_at", flat=True).first()
-    evaluations = TaskExecution.objects.filter(
-        Q(task_type__in=EVALUATED_TYPES) | ~Q(evaluation_key=""), status="IN_PROGRESS").count()
-    listener = Notification.objects.filter(state=Notification.State.PENDING).aggregate(n=Count("id"),
-                                                                                       oldest=Min("created_time"))
-    events = EventMessage.objects.filter(processed_time__isnull=True).aggregate(n=Count("message_id"),
-                                                                              oldest=Min("created_time"))
+    evaluations, listener, events = backlogs()
     firings = [{"name": n, "workflowName": w, "nextRunTime": t,
                 "url": reverse("scheduler:schedule", args=[n])}
                for n, w, t in WorkflowSchedule.objects.filter(paused=False, next_run_time__isnull=False)
@@ -275,6 +269,22 @@ def engine(now: int) -> dict:
         "eventBacklog": events["n"], "eventOldestMs": now - events["oldest"] if events["oldest"] else None,
         "nextFirings": firings,
     }
+
+
+def backlogs() -> tuple[int, dict, dict]:
+    """(evaluations waiting, status-listener notifications pending, internal event-queue
+    messages unprocessed), the last two as ``{"n", "oldest"}`` (oldest: created, epoch ms
+    or None): three counts over the pending rows only."""
+    from apps.engine.models import EventMessage, TaskExecution
+    from apps.listeners.models import Notification
+
+    evaluations = TaskExecution.objects.filter(
+        Q(task_type__in=EVALUATED_TYPES) | ~Q(evaluation_key=""), status="IN_PROGRESS").count()
+    listener = Notification.objects.filter(state=Notification.State.PENDING).aggregate(n=Count("id"),
+                                                                                       oldest=Min("created_time"))
+    events = EventMessage.objects.filter(processed_time__isnull=True).aggregate(n=Count("message_id"),
+                                                                              oldest=Min("created_time"))
+    return evaluations, listener, events
 
 
 def reasons(window: Window) -> list[dict]:
