@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Min
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -31,16 +30,12 @@ class OverviewGauges(Collector):
 
     def collect(self) -> Iterator[Metric]:
         from apps.core.clock import now_ms
-        from apps.engine.models import TaskExecution
         from apps.overview import selectors
 
         now = now_ms()
         pending = GaugeMetricFamily("task_pending_time", "Milliseconds the oldest SCHEDULED task has waited",
                                     labels=["workflowName", "taskType"])
-        for wf_type, task_type, def_name, oldest in (
-                TaskExecution.objects.filter(status="SCHEDULED")
-                .values_list("workflow_type", "task_type", "task_def_name").annotate(oldest=Min("scheduled_time"))
-                .order_by()):
+        for wf_type, task_type, def_name, _n, oldest in selectors.scheduled_tasks(by_workflow=True):
             pending.add_metric([wf_type, def_name if task_type == "SIMPLE" else task_type], float(now - oldest))
         yield pending
         evaluations, listener, event_messages = selectors.backlogs()

@@ -22,6 +22,7 @@ from django.db.models import Count, Min, Q, Sum
 from django.urls import reverse
 
 from apps.core.clock import now_ms
+from apps.engine.status import ACTIVE_WORKFLOW
 from apps.overview.bins import percentile
 from apps.overview.models import HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
 from apps.overview.rollup import FAILED_WORKFLOW, TASK, TASK_ENDS, WORKFLOW
@@ -200,18 +201,16 @@ def workflows(window: Window, by_version: bool) -> list[dict]:
 def tasks(window: Window, now: int) -> list[dict]:
     """Per task type: live queue depth and oldest pending age, workers from poll data,
     ends per interval (by status), p95 worker lag and run time (ms), with search URLs."""
-    from apps.engine.models import PollData, TaskExecution
-
     from django.conf import settings
+
+    from apps.engine.models import PollData
 
     # a queue whose last poll is older than this has no poller (as on /queues/)
     poller_recent_ms = settings.CONDUCTOR_UI["QUEUE_STALE_POLL_SECONDS"] * 1000
     size = len(window.intervals)
     series = _series(window, TASK, False)
     pending: dict[str, dict] = {}
-    for task_type, def_name, n, oldest in (TaskExecution.objects.filter(status="SCHEDULED")
-                                           .values_list("task_type", "task_def_name")
-                                           .annotate(n=Count("task_id"), oldest=Min("scheduled_time"))):
+    for _wf, task_type, def_name, n, oldest in scheduled_tasks(by_workflow=False):
         label = def_name if task_type == "SIMPLE" else task_type
         p = pending.setdefault(label, {"depth": 0, "oldest": None, "worker": task_type == "SIMPLE"})
         p["depth"] += n
@@ -248,13 +247,18 @@ def engine(now: int) -> dict:
     event queue's unprocessed messages (count and oldest age, ms), the schedules' next
     firings."""
     from django.conf import settings
+    from django.db import connection
 
     from apps.engine.cluster import LEASE_NAME
     from apps.engine.models import SweeperLease, WorkflowExecution
     from apps.scheduler.models import WorkflowSchedule
 
-    oldest_due = (WorkflowExecution.objects.filter(status__in=("RUNNING", "PAUSED"), next_decide_at__lte=now)
-                  .order_by("next_decide_at").values_list("next_decide_at", flat=True).first())
+    with connection.cursor() as cursor:  # literals, not parameters: SQLite then uses the partial index
+        cursor.execute(f"SELECT next_decide_at FROM {WorkflowExecution._meta.db_table} WHERE status IN"
+                       f" ({', '.join(repr(s) for s in ACTIVE_WORKFLOW)}) AND next_decide_at <= %s"
+                       " ORDER BY next_decide_at LIMIT 1", [now])
+        row = cursor.fetchone()
+    oldest_due = row[0] if row else None
     lease = SweeperLease.objects.filter(name=LEASE_NAME).values_list("expires_at", flat=True).first()
     evaluations, listener, events = backlogs()
     firings = [{"name": n, "workflowName": w, "nextRunTime": t,
@@ -271,17 +275,39 @@ def engine(now: int) -> dict:
     }
 
 
+def scheduled_tasks(by_workflow: bool) -> list[tuple]:
+    """``[(workflow name or "", task type, TaskDef name, SCHEDULED count, oldest scheduledTime)]``
+    grouped by task (and workflow name with ``by_workflow``). The status is written as a
+    literal: with a bound parameter SQLite cannot prove the partial index ``task_poll``
+    (``status = 'SCHEDULED'``) applies and scans every task."""
+    from django.db import connection
+
+    from apps.engine.models import TaskExecution
+
+    wf = "workflow_type" if by_workflow else "''"
+    group = "workflow_type, task_type, task_def_name" if by_workflow else "task_type, task_def_name"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {wf}, task_type, task_def_name, COUNT(*), MIN(scheduled_time)"
+                       f" FROM {TaskExecution._meta.db_table} WHERE status = 'SCHEDULED' GROUP BY {group}")
+        return cursor.fetchall()
+
+
 def backlogs() -> tuple[int, dict, dict]:
     """(evaluations waiting, status-listener notifications pending, internal event-queue
     messages unprocessed), the last two as ``{"n", "oldest"}`` (oldest: created, epoch ms
     or None): three counts over the pending rows only."""
+    from django.db import connection
+
     from apps.engine.models import EventMessage, TaskExecution
     from apps.listeners.models import Notification
 
     evaluations = TaskExecution.objects.filter(
         Q(task_type__in=EVALUATED_TYPES) | ~Q(evaluation_key=""), status="IN_PROGRESS").count()
-    listener = Notification.objects.filter(state=Notification.State.PENDING).aggregate(n=Count("id"),
-                                                                                       oldest=Min("created_time"))
+    with connection.cursor() as cursor:  # a literal state: SQLite then uses the partial index notification_due
+        cursor.execute(f"SELECT COUNT(*), MIN(created_time) FROM {Notification._meta.db_table}"
+                       f" WHERE state = '{Notification.State.PENDING.value}'")
+        n, oldest = cursor.fetchone()
+    listener = {"n": n, "oldest": oldest}
     events = EventMessage.objects.filter(processed_time__isnull=True).aggregate(n=Count("message_id"),
                                                                               oldest=Min("created_time"))
     return evaluations, listener, events
