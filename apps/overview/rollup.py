@@ -109,25 +109,24 @@ def write(counts: Counter, reasons: Counter, slot: int = 0) -> None:
         examples[digest] = (key, example)
         for period in PERIODS:
             reason_rows[(period, at - at % period, name, digest, slot)] += n
+    _add(Rollup._meta.db_table, ("period_ms", "kind", "bucket", "name", "version", "measure", "bin", "slot"), (),
+         [(k, (), rows[k]) for k in sorted(rows)])
+    _add(ReasonRollup._meta.db_table, ("period_ms", "bucket", "name", "reason_hash", "slot"), ("reason_key", "example"),
+         [(k, examples[k[3]], reason_rows[k]) for k in sorted(reason_rows)])
+
+
+def _add(table: str, key: tuple[str, ...], extra: tuple[str, ...], rows: list[tuple]) -> None:
+    """One ``INSERT ... ON CONFLICT (key) DO UPDATE SET count = count + excluded.count`` of
+    ``rows`` = ``[(key values, extra values, count)]``, in the order given (sorted by key)."""
+    if not rows:
+        return
+    columns = (*key, *extra, "count")
     with connection.cursor() as cursor:
-        if rows:
-            keys = sorted(rows)
-            table = Rollup._meta.db_table
-            cursor.execute(
-                f"INSERT INTO {table} (period_ms, kind, bucket, name, version, measure, bin, slot, count) VALUES "
-                + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(keys))
-                + " ON CONFLICT (period_ms, kind, bucket, name, version, measure, bin, slot)"
-                f" DO UPDATE SET count = {table}.count + excluded.count",
-                [v for k in keys for v in (*k, rows[k])])
-        if reason_rows:
-            keys = sorted(reason_rows)
-            table = ReasonRollup._meta.db_table
-            cursor.execute(
-                f"INSERT INTO {table} (period_ms, bucket, name, reason_hash, slot, reason_key, example, count) VALUES "
-                + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s)"] * len(keys))
-                + " ON CONFLICT (period_ms, bucket, name, reason_hash, slot)"
-                f" DO UPDATE SET count = {table}.count + excluded.count",
-                [v for k in keys for v in (*k, *examples[k[3]], reason_rows[k])])
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+            + ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(rows))
+            + f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET count = {table}.count + excluded.count",
+            [v for k, e, n in rows for v in (*k, *e, n)])
 
 
 _last_prune = [0.0]
