@@ -79,7 +79,7 @@ def fill(a, now: int) -> dict:
 
     from apps.engine.models import TaskExecution, WorkflowExecution
     from apps.overview.bins import bin_of
-    from apps.overview.models import HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
+    from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
     from apps.ui.selectors import mask_ids
 
     vendor = connection.vendor
@@ -137,24 +137,28 @@ def fill(a, now: int) -> dict:
         wf, task = WorkflowExecution._meta.db_table, TaskExecution._meta.db_table
         table = Rollup._meta.db_table
         head = f"INSERT INTO {table} (period_ms, kind, bucket, name, version, measure, bin, slot, count) "
-        for period in (MINUTE_MS, HOUR_MS):
+        for period in (MINUTE_MS, HOUR_MS, DAY_MS):
             since = now - 48 * HOUR_MS if period == MINUTE_MS else 0
-            c.execute(head + f"SELECT {period}, 'workflow', (create_time / {period}) * {period}, workflow_name, 1,"
-                      f" 'started', -1, 0, COUNT(*) FROM {wf} WHERE create_time >= {since} GROUP BY 3, 4")
-            c.execute(head + f"SELECT {period}, 'workflow', (end_time / {period}) * {period}, workflow_name, 1,"
-                      f" status, -1, 0, COUNT(*) FROM {wf} WHERE end_time > 0 AND end_time >= {since} GROUP BY 3, 4, 6")
+            counts = period != DAY_MS  # day rows: histograms only
+            if counts:
+                c.execute(head + f"SELECT {period}, 'workflow', (create_time / {period}) * {period}, workflow_name, 1,"
+                          f" 'started', -1, 0, COUNT(*) FROM {wf} WHERE create_time >= {since} GROUP BY 3, 4")
+                c.execute(head + f"SELECT {period}, 'workflow', (end_time / {period}) * {period}, workflow_name, 1,"
+                          f" status, -1, 0, COUNT(*) FROM {wf} WHERE end_time > 0 AND end_time >= {since}"
+                          " GROUP BY 3, 4, 6")
             c.execute(head + f"SELECT {period}, 'workflow', (end_time / {period}) * {period}, workflow_name, 1,"
                       f" 'duration', d.ms_bin, 0, COUNT(*) FROM {wf} JOIN bench_dur d ON d.ms = end_time - create_time"
                       f" WHERE end_time > 0 AND end_time >= {since} GROUP BY 3, 4, 7")
             ended = f"FROM {task} t JOIN bench_dur d ON d.lag = t.start_time - t.scheduled_time" \
                     f" AND d.run = t.end_time - t.start_time WHERE t.end_time > 0 AND t.end_time >= {since}" \
                     " AND t.status IN ('COMPLETED', 'FAILED', 'TIMED_OUT')"
-            c.execute(head + f"SELECT {period}, 'task', (t.end_time / {period}) * {period}, t.task_def_name, 0,"
-                      f" t.status, -1, 0, COUNT(*) {ended} GROUP BY 3, 4, 6")
+            if counts:
+                c.execute(head + f"SELECT {period}, 'task', (t.end_time / {period}) * {period}, t.task_def_name, 0,"
+                          f" t.status, -1, 0, COUNT(*) {ended} GROUP BY 3, 4, 6")
             for measure in ("lag", "run"):
                 c.execute(head + f"SELECT {period}, 'task', (t.end_time / {period}) * {period}, t.task_def_name, 0,"
                           f" '{measure}', d.{measure}_bin, 0, COUNT(*) {ended} GROUP BY 3, 4, 7")
-            for j, text in enumerate(REASON_TEXTS):
+            for j, text in enumerate(REASON_TEXTS if counts else ()):
                 example = f"Task task-10000000 failed: {text} 1000"
                 key = mask_ids(example)
                 digest = hashlib.sha1(key.encode()).hexdigest()
@@ -177,7 +181,7 @@ def check(now: int) -> None:
 
     from apps.engine.models import TaskExecution, WorkflowExecution
     from apps.overview import rollup
-    from apps.overview.models import HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
+    from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
 
     tasks = {t.workflow_id: t for t in TaskExecution.objects.all()}
     want, want_reasons = Counter(), Counter()
@@ -186,8 +190,8 @@ def check(now: int) -> None:
         # its start and (for an ended one) its end and its task's end, as the engine saves them
         counts, reasons = rollup.increments(wf, None, [(task, "IN_PROGRESS")])
         for (kind, name, version, measure, b, at), n in counts.items():
-            for period in (MINUTE_MS, HOUR_MS):
-                if period == HOUR_MS or at >= now - 48 * HOUR_MS:
+            for period in (MINUTE_MS, HOUR_MS, DAY_MS) if b >= 0 else (MINUTE_MS, HOUR_MS):
+                if period != MINUTE_MS or at >= now - 48 * HOUR_MS:
                     want[(period, kind, at - at % period, name, version, measure, b)] += n
         for (name, key, _example, at), n in reasons.items():
             for period in (MINUTE_MS, HOUR_MS):

@@ -2,7 +2,8 @@
 
 ``Rollup`` is one counter: how many of one thing happened to one workflow name/version or
 one task type in one interval. ``period_ms`` is the interval length (``MINUTE_MS`` or
-``HOUR_MS``: every event is counted at both) and ``bucket`` its start (epoch ms, a
+``HOUR_MS``: every event is counted at both; histogram rows also at ``DAY_MS``, which the
+percentiles of ranges beyond 24 hours read) and ``bucket`` its start (epoch ms, a
 multiple of ``period_ms``). ``measure`` says what is counted:
 
 * workflows (``kind = "workflow"``): ``started`` (by ``createTime``), ``COMPLETED``,
@@ -28,7 +29,9 @@ from django.db import models
 
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
 PERIODS = (MINUTE_MS, HOUR_MS)
+HIST_PERIODS = (MINUTE_MS, HOUR_MS, DAY_MS)  # histogram rows also per UTC day: percentiles beyond 24 h
 
 
 class Rollup(models.Model):

@@ -16,7 +16,7 @@ each end (the search finds it once, at its last end); a restarted execution is c
 started once (at its first ``createTime``).
 
 Pruning (``prune_tick``, a sweeper tick hook): minute rows older than
-``OVERVIEW_MINUTE_KEEP_HOURS`` (48) and hour rows older than ``OVERVIEW_HOUR_KEEP_DAYS``
+``OVERVIEW_MINUTE_KEEP_HOURS`` (48) and hour and day rows older than ``OVERVIEW_HOUR_KEEP_DAYS``
 (90) are deleted, at most ``PRUNE_BATCH`` rows a statement, once a minute per process.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from django.db import connection
 
 from apps.engine.status import TERMINAL_WORKFLOW
 from apps.overview.bins import bin_of
-from apps.overview.models import HOUR_MS, MINUTE_MS, PERIODS, ReasonRollup, Rollup
+from apps.overview.models import DAY_MS, HIST_PERIODS, HOUR_MS, MINUTE_MS, PERIODS, ReasonRollup, Rollup
 
 WORKFLOW = "workflow"
 TASK = "task"
@@ -100,7 +100,7 @@ def write(counts: Counter, reasons: Counter, slot: int = 0) -> None:
     transaction."""
     rows: Counter = Counter()
     for (kind, name, version, measure, b, at), n in counts.items():
-        for period in PERIODS:
+        for period in (HIST_PERIODS if b >= 0 else PERIODS):
             rows[(period, kind, at - at % period, name, version, measure, b, slot)] += n
     reason_rows: Counter = Counter()
     examples: dict = {}
@@ -136,7 +136,8 @@ def prune(now: int) -> int:
     """Delete expired rollup rows (at most ``PRUNE_BATCH`` per table and period); returns
     how many went."""
     done = 0
-    keep = {MINUTE_MS: _setting("MINUTE_KEEP_HOURS") * HOUR_MS, HOUR_MS: _setting("HOUR_KEEP_DAYS") * 24 * HOUR_MS}
+    keep = {MINUTE_MS: _setting("MINUTE_KEEP_HOURS") * HOUR_MS, HOUR_MS: _setting("HOUR_KEEP_DAYS") * DAY_MS,
+            DAY_MS: _setting("HOUR_KEEP_DAYS") * DAY_MS}
     for model in (Rollup, ReasonRollup):
         for period, kept in keep.items():
             ids = list(model.objects.filter(period_ms=period, bucket__lt=now - kept)

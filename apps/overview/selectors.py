@@ -24,7 +24,7 @@ from django.urls import reverse
 from apps.core.clock import now_ms
 from apps.engine.status import ACTIVE_WORKFLOW
 from apps.overview.bins import percentile
-from apps.overview.models import HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
+from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
 from apps.overview.rollup import FAILED_WORKFLOW, TASK, TASK_ENDS, WORKFLOW
 
 RANGES = {"1h": HOUR_MS, "6h": 6 * HOUR_MS, "24h": 24 * HOUR_MS, "7d": 7 * 24 * HOUR_MS}
@@ -165,8 +165,12 @@ def _series(window: Window, kind: str, by_version: bool) -> dict:
         for name, v, measure, at, n in cursor.fetchall():
             i = (at - window.start) // window.step if window.step == window.period else at
             entry(name, v)["counts"].setdefault(measure, [0] * size)[int(i)] += int(n)
+        # percentiles of a range beyond 24 hours: from the day rows of the UTC days it touches
+        # (a few rows a day instead of one set an hour)
+        day = window.end - window.start > 24 * HOUR_MS
+        hist_params = [DAY_MS, kind, window.start - window.start % DAY_MS, window.end] if day else params
         cursor.execute(f"SELECT name, {version}, measure, bin, SUM(count) {where} AND bin >= 0"
-                       f" GROUP BY {group}, measure, bin", params)
+                       f" GROUP BY {group}, measure, bin", hist_params)
         for name, v, measure, b, n in cursor.fetchall():
             entry(name, v)["hist"].setdefault(measure, {})[b] = int(n)
     return out

@@ -339,7 +339,13 @@
 
   // --- data --------------------------------------------------------------------------------
   async function load() {
-    const resp = await fetch(config.dataUrl + location.search, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    let resp;
+    try {
+      resp = await fetch(config.dataUrl + location.search, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    } catch (err) { // the server restarting, the network gone: try again at the next refresh
+      document.getElementById("ov-updated").textContent = "could not refresh (no answer)";
+      return;
+    }
     if (!resp.ok) {
       document.getElementById("ov-updated").textContent = `could not refresh (HTTP ${resp.status})`;
       return;

@@ -123,6 +123,10 @@ def test_counts_per_interval_match_the_searches_they_link_to(api, clock, viewer_
                                                    window6.step))
         assert len(found) == row6["series"][measure][i], (measure, lo, found)
 
+    # 7 d: hour rows for the counts, the UTC days' rows for the percentiles: the same figures here
+    row7 = next(r for r in selectors.overview(window_now(clock, "7d"), now=clock.ms)["workflows"] if r["name"] == name)
+    assert row7["totals"] == row["totals"] and (row7["p50"], row7["p99"]) == (row["p50"], row["p99"])
+
     # the failure reason, grouped with its id masked, links to that execution
     reason = next(r for r in data["reasons"] if r["workflows"][0]["name"] == name and "declined" in r["key"])
     assert reason["count"] == 1 and "…" in reason["key"]
