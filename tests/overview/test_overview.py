@@ -133,6 +133,21 @@ def test_counts_per_interval_match_the_searches_they_link_to(api, clock, viewer_
     assert search_ids(viewer_client, reason["url"]) == {failing["workflowInstanceId"]}
 
 
+def test_by_version_splits_a_workflow_and_its_links(api, clock, viewer_client):
+    name, _ = flow(api)
+    first = api.start(name)
+    definition = api.ok(api.get(f"/metadata/workflow/{name}")).json()
+    api.register_workflow(dict(definition, version=2))
+    second = api.start(name, version=2)
+    rows = {r["version"]: r for r in selectors.overview(window_now(clock), by_version=True, now=clock.ms)["workflows"]
+            if r["name"] == name}
+    assert sorted(rows) == [1, 2] and rows[1]["totals"]["started"] == rows[2]["totals"]["started"] == 1
+    assert search_ids(viewer_client, rows[1]["totalUrls"]["started"]) == {first}
+    assert search_ids(viewer_client, rows[2]["totalUrls"]["started"]) == {second}
+    merged = [r for r in selectors.overview(window_now(clock), now=clock.ms)["workflows"] if r["name"] == name]
+    assert len(merged) == 1 and merged[0]["version"] is None and merged[0]["totals"]["started"] == 2
+
+
 def test_task_figures_queue_depth_workers_and_their_searches(api, clock, viewer_client):
     name, task = flow(api)
     for i in range(3):
