@@ -80,7 +80,8 @@ def test_overview_with_sdk_workers(ui_server, sdk, chromium):
         assert sorted(status.values()) == ["COMPLETED"] * 3 + ["FAILED"] * 2, status
 
         for scheme in ("dark", "light"):  # the light pass adds a failure
-            context = chromium.new_context(viewport={"width": 1440, "height": 1100}, color_scheme=scheme)
+            context = chromium.new_context(viewport={"width": 1440, "height": 1100}, color_scheme=scheme,
+                                           timezone_id="Europe/Paris")
             page = context.new_page()
             page.set_default_timeout(60_000)
             errors: list[str] = []
@@ -115,6 +116,14 @@ def test_overview_with_sdk_workers(ui_server, sdk, chromium):
                 toggle.click()
                 screenshot(page, "overview" if scheme == "light" else "overview-dark")
                 if scheme == "dark":
+                    # local time, then a custom range (the last hour and a half, as the inputs show it)
+                    page.select_option("#ov-tz", "local")
+                    page.wait_for_function("document.getElementById('ov-window').textContent.includes('Europe/Paris')")
+                    page.check("input[name=range][value=custom]")
+                    page.click("#ov-controls button[type=submit]")
+                    page.wait_for_url("**range=custom**")
+                    page.wait_for_function("window.conductorOverview.data && window.conductorOverview.data.window.key === 'custom'"
+                                           " && window.conductorOverview.data.workflows.length > 0")
                     assert not errors, errors
                     continue
 
