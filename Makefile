@@ -169,7 +169,8 @@ clean:
 # /usr/lib/jvm; OSS=0 skips it) in one run beside one throwaway PostgreSQL,
 # then bench/idle.py (server CPU with 20 idle long polls of 5 s and of 100 ms, and the
 # cross-process wake, on another throwaway PostgreSQL), bench/growth.py (CPU ms per task
-# update at 10 vs BENCH_GROWTH_N tasks), bench/memory.py (the embedded server of `make run`
+# update at 10 vs BENCH_GROWTH_N tasks), bench/overview.py (the Overview page's queries at
+# BENCH_OVERVIEW_N executions, SQLite and PostgreSQL), bench/memory.py (the embedded server of `make run`
 # at rest, and each process's RSS over BENCH_RSS_TRANSITIONS task transitions),
 # bench/problems.py (the operator UI's problem-view queries at BENCH_PROBLEMS_N executions,
 # on SQLite and on PostgreSQL), and the
@@ -184,6 +185,7 @@ BENCH_GROWTH_N ?= 2000
 BENCH_IDLE_S ?= 10
 BENCH_RSS_TRANSITIONS ?= 100000
 BENCH_PROBLEMS_N ?= 1000000
+BENCH_OVERVIEW_N ?= 1000000
 bench: $(INSTALLED)
 	@[ -x $(BENCH_PEERS_VENV)/bin/pip ] || $(PYTHON) -m venv $(BENCH_PEERS_VENV)
 	@$(BENCH_PEERS_VENV)/bin/pip install -q dbos "psycopg[binary]" "celery[redis]" procrastinate
@@ -197,4 +199,6 @@ bench: $(INSTALLED)
 	  --json-out $(BENCH_OUT)/memory.jsonl
 	env -u DATABASE_URL $(PY) bench/problems.py -n $(BENCH_PROBLEMS_N) --json-out $(BENCH_OUT)/problems.jsonl
 	bench/with_pg.sh $(PY) bench/problems.py --db postgres -n $(BENCH_PROBLEMS_N) --json-out $(BENCH_OUT)/problems.jsonl
+	env -u DATABASE_URL $(PY) bench/overview.py --db sqlite -n $(BENCH_OVERVIEW_N) --json-out $(BENCH_OUT)/overview.jsonl
+	bench/with_pg.sh $(PY) bench/overview.py --db postgres -n $(BENCH_OVERVIEW_N) --json-out $(BENCH_OUT)/overview.jsonl
 	@$(PY) bench/summarize.py $(BENCH_OUT)

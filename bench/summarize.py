@@ -5,7 +5,8 @@
 
 Reads, in that directory: ours.jsonl and peers.jsonl (bench/run_all.sh), oss.jsonl and
 oss-idle.jsonl (bench/run_oss.sh: Conductor OSS, listed as a peer), and when present
-idle.jsonl (bench/idle.py), growth.jsonl (bench/growth.py) and memory.jsonl (bench/memory.py).
+idle.jsonl (bench/idle.py), growth.jsonl (bench/growth.py), memory.jsonl (bench/memory.py) and
+overview.jsonl (bench/overview.py: the Overview page's queries at 1,000,000 executions).
 Prints markdown: our runs, the peer runs, the comparison (ours ÷ best peer run of each
 system for step transitions/s; our CPU per step transition ÷ the peer's, higher is worse;
 the peer's serial p50 beside our lone-workflow p50), then one table of issue #9's targets:
@@ -79,6 +80,7 @@ MEMORY_MB = 400.0           # the embedded server at rest
 STABLE_PCT = 5.0            # "stable" (our reading): no process's RSS grows more than this, in %,
                             # over the second half of the run (a leak keeps growing; a high-water mark does not)
 STABLE_RUN = 100_000        # ... of this many task transitions
+OVERVIEW_MS = 500.0         # the Overview page's data (all its queries; median of 5) at 1,000,000 executions (#30)
 DURABLE_PEERS = ("dbos", "procrastinate", "conductor-oss")   # Celery+Redis is not durable
 
 
@@ -168,6 +170,14 @@ def targets(d: Path, ours: list[dict], peers: list[dict]) -> None:
                      f"≤ {GROWTH_X}× by mean and median" + ("" if g["n"] >= 2000 else "; the target is for 2,000"),
                      ok if g["n"] >= 2000 else None))
 
+    # 4b: the Overview page's data at 1,000,000 executions (bench/overview.py)
+    for o in load(d / "overview.jsonl"):
+        if o["overview"] == "page":
+            rows.append((f"Overview: the page's data, {o['range']} range, {o['executions']:,} executions ({o['db']}, in process)",
+                         f"{o['ms_median']} ms median, {o['ms_max']} ms worst of the repeats",
+                         f"median ≤ {OVERVIEW_MS} ms" + ("" if o["executions"] >= 1_000_000 else "; the target is for 1,000,000"),
+                         o["ms_median"] <= OVERVIEW_MS if o["executions"] >= 1_000_000 else None))
+
     # 5: idle and wake (bench/idle.py)
     for run in load(d / "idle.jsonl"):
         for i in run["idle"]:
@@ -233,12 +243,27 @@ def targets(d: Path, ours: list[dict], peers: list[dict]) -> None:
     print("|---|---|---|---|")
     for target, measured, bound, ok in rows:
         print(f"| {target} | {measured} | {bound} | {verdict(ok)} |")
-    missing = [what for what, name in (("idle", "idle.jsonl"), ("growth", "growth.jsonl"), ("memory", "memory.jsonl"))
+    missing = [what for what, name in (("idle", "idle.jsonl"), ("growth", "growth.jsonl"), ("memory", "memory.jsonl"),
+                                       ("overview", "overview.jsonl"))
                if not (d / name).exists()]
     if missing:
         print(f"\nNot measured in this run: {', '.join(missing)}.")
     if m:
         memory_table(m)
+    overview_table(load(d / "overview.jsonl"))
+
+
+def overview_table(lines: list[dict]) -> None:
+    """bench/overview.py: each timed query of the Overview page, per database."""
+    if not lines:
+        return
+    first = lines[0]
+    print(f"\n#### Overview page queries ({first['executions']:,} executions over 7 days, "
+          f"{first['rollup_rows']:,} rollup rows; ms, in process)\n")
+    print("| query | range | database | median | worst |")
+    print("|---|---|---|---:|---:|")
+    for o in lines:
+        print(f"| {o['overview']} | {o['range']} | {o['db']} | {o['ms_median']} | {o['ms_max']} |")
 
 
 def memory_table(m: dict) -> None:

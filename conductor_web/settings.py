@@ -137,6 +137,7 @@ INSTALLED_APPS = [
     "apps.files",
     "apps.alerts",
     "apps.brokers",
+    "apps.overview",
 ]
 
 MIDDLEWARE = [
@@ -606,6 +607,13 @@ CONDUCTOR_UI = {
     "QUEUE_RECENT_POLL_SECONDS": envint("UI_QUEUE_RECENT_POLL_SECONDS", 3600),
     # Dynamic forks wider than this are drawn as one summary node.
     "GRAPH_DYNAMIC_EXPAND_LIMIT": envint("UI_GRAPH_DYNAMIC_EXPAND_LIMIT", 40),
+}
+# The Overview's counts (apps/overview): rows one busy counter is spread over (PostgreSQL
+# row-lock contention), and how long minute and hour rows are kept.
+CONDUCTOR_OVERVIEW = {
+    "ROLLUP_SLOTS": envint("OVERVIEW_ROLLUP_SLOTS", 4),
+    "MINUTE_KEEP_HOURS": envint("OVERVIEW_MINUTE_KEEP_HOURS", 48),
+    "HOUR_KEEP_DAYS": envint("OVERVIEW_HOUR_KEEP_DAYS", 90),
 }
 
 # --- external payload storage (apps/engine/payloads.py; Conductor's ConductorProperties) ---------

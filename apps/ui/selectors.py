@@ -6,7 +6,7 @@ import base64
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from django.db.models import Count, Min, Q, TextField
 from django.db.models.functions import Cast
@@ -78,16 +78,17 @@ def since_ms(since: str, now: int | None = None) -> int:
     if since == "today":
         return now - now % 86_400_000
     return now - {"1h": 3_600_000, "24h": 86_400_000}[since]
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def parse_local_datetime(text: str | None) -> int | None:
-    """``YYYY-MM-DDTHH:MM[:SS]`` (an HTML datetime-local value, read as UTC) -> epoch ms."""
+    """``YYYY-MM-DDTHH:MM[:SS[.fff]]`` (an HTML datetime-local value, read as UTC) -> epoch ms."""
     if not text:
         return None
-    for fmt in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
+    for fmt in ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
         try:
             dt = datetime.strptime(text.strip(), fmt).replace(tzinfo=timezone.utc)
-            return int(dt.timestamp() * 1000)
+            return (dt - EPOCH) // timedelta(milliseconds=1)  # exact: no float rounding of the ms
         except ValueError:
             continue
     return None
@@ -102,6 +103,8 @@ class SearchQuery:
     statuses: list[str] = field(default_factory=list)
     start_from: str = ""
     start_to: str = ""
+    end_from: str = ""  # endTime window (UTC datetime-local, milliseconds allowed), both ends included
+    end_to: str = ""
     correlation_id: str = ""
     workflow_id: str = ""
     text: str = ""
@@ -130,7 +133,10 @@ class SearchQuery:
         out.statuses = [s for s in q.getlist("status") if s in STATUSES]
         out.start_from = (q.get("start_from") or "").strip()
         out.start_to = (q.get("start_to") or "").strip()
-        for label, value in (("start from", out.start_from), ("start to", out.start_to)):
+        out.end_from = (q.get("end_from") or "").strip()
+        out.end_to = (q.get("end_to") or "").strip()
+        for label, value in (("start from", out.start_from), ("start to", out.start_to),
+                             ("end from", out.end_from), ("end to", out.end_to)):
             if value and parse_local_datetime(value) is None:
                 out.errors.append(f"{label} is not a date and time: {value!r}")
         out.correlation_id = (q.get("correlation_id") or "").strip()
@@ -181,6 +187,11 @@ class SearchQuery:
         start_to = parse_local_datetime(self.start_to)
         if start_to is not None:
             cond &= Q(create_time__lte=start_to)
+        end_from, end_to = parse_local_datetime(self.end_from), parse_local_datetime(self.end_to)
+        if end_from is not None:
+            cond &= Q(end_time__gte=end_from)
+        if end_to is not None:
+            cond &= Q(end_time__lte=end_to, end_time__gt=0)
         if self.correlation_id:
             cond &= Q(correlation_id=self.correlation_id)
         if self.workflow_id:

@@ -3,12 +3,14 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
+from apps.overview import views as overview
 from apps.ui import tasklogs, views
 
 app_name = "ui"
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", overview.page, name="home"),  # the Overview (apps.overview)
+    path("overview.json", overview.data, name="overview_data"),
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("executions/", views.executions, name="executions"),

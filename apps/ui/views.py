@@ -99,12 +99,6 @@ def favicon(request):
     return static_file(request, "ui/favicon.svg")
 
 
-@require_GET
-def home(request):
-    """``/``: the execution search."""
-    return redirect("ui:executions")
-
-
 # --- search and bulk -----------------------------------------------------------------------
 
 @view_required
@@ -283,13 +277,17 @@ def task_search_page(request):
               "workflowType": "workflow"}
     form = {param: request.GET.get(param, "").strip() for param in fields.values()}
     filters = {name: form[param] for name, param in fields.items() if form[param]}
+    # Conductor's query syntax over task fields (``endTime>... AND endTime<...``: the
+    # Overview's interval links)
+    form["query"] = request.GET.get("query", "").strip()
     try:
         page = max(1, int(request.GET.get("page") or 1))
     except ValueError:
         page = 1
     error, total, hits = None, 0, []
     try:
-        total, hits = task_search(start=(page - 1) * TASK_SEARCH_SIZE, size=TASK_SEARCH_SIZE, **filters)
+        total, hits = task_search(query=form["query"] or None, start=(page - 1) * TASK_SEARCH_SIZE,
+                                  size=TASK_SEARCH_SIZE, **filters)
     except ConductorError as exc:
         error = exc.message
     pages = max(1, -(-total // TASK_SEARCH_SIZE))

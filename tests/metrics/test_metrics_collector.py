@@ -208,9 +208,10 @@ def test_scrape_cost_is_a_fixed_number_of_queries(client, data, clock, django_as
                   end_time=NOW)
     clock.advance(seconds=10)
     # 2 gauge queries + 3 operator gauges (sweeper lease, most overdue execution, broker
-    # queue) + 4 window queries + 1 event outbox backlog (apps.brokers.metrics), however
-    # many rows and label sets
-    with django_assert_num_queries(10):
+    # queue) + 4 window queries + 1 event outbox backlog (apps.brokers.metrics) + the
+    # Overview's 4 (oldest pending task, evaluations, listener and event backlogs:
+    # apps.overview.gauges), however many rows and label sets
+    with django_assert_num_queries(14):
         s = scrape(client)
     assert value(s, "workflow_execution_seconds_count", workflowName="bulkload0", ownerApp="unknown") == 7
 

@@ -43,3 +43,15 @@ def test_problems_script_times_every_view(tmp_path):
     row = json.loads(out.read_text())["problems"]
     for key in ("counts_all", "failed_page", "slow_page", "stuck_page", "export_10k", "diagnose", "grid_100", "inbox"):
         assert row[key] >= 0, key
+def test_overview_script_fills_what_the_recorder_would_and_times_every_query(tmp_path):
+    """bench/overview.py at a tiny size: its SQL fill's rollup rows equal what
+    ``apps.overview.rollup.increments`` makes of the same executions (``--check``), and it
+    times the page and each part."""
+    out = tmp_path / "overview.jsonl"
+    done = _run(["bench/overview.py", "-n", "400", "--pending", "20", "--repeat", "1", "--check",
+                 "--json-out", str(out)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "check: the " in done.stdout
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["range"] for r in rows if r["overview"] == "page") == ["1h", "24h", "7d"]
+    assert {r["executions"] for r in rows} == {400} and all(r["ms_median"] > 0 for r in rows)

@@ -1,0 +1,78 @@
+"""Per-interval counts of the Overview page (``apps.overview.rollup`` writes them).
+
+``Rollup`` is one counter: how many of one thing happened to one workflow name/version or
+one task type in one interval. ``period_ms`` is the interval length (``MINUTE_MS`` or
+``HOUR_MS``: every event is counted at both; histogram rows also at ``DAY_MS``, which the
+percentiles of ranges beyond 24 hours read) and ``bucket`` its start (epoch ms, a
+multiple of ``period_ms``). ``measure`` says what is counted:
+
+* workflows (``kind = "workflow"``): ``started`` (by ``createTime``), ``COMPLETED``,
+  ``FAILED``, ``TIMED_OUT``, ``TERMINATED`` (by ``endTime``), and ``duration`` (endTime -
+  createTime of those four, a histogram: ``bin`` is the bin of ``apps.overview.bins``);
+* tasks (``kind = "task"``, ``name`` the task's TaskDef name for worker tasks, its type for
+  system tasks): ``COMPLETED``, ``FAILED`` (also FAILED_WITH_TERMINAL_ERROR),
+  ``TIMED_OUT`` (by the attempt's ``endTime``), and the histograms ``lag`` (startTime -
+  scheduledTime, the worker lag) and ``run`` (endTime - startTime) of the attempts that
+  ended having started.
+
+``bin`` is -1 for plain counts. ``slot`` spreads the increments of one busy counter
+over ``ROLLUP_SLOTS`` rows so concurrent transactions on PostgreSQL rarely wait for each
+other's row lock; readers sum the slots.
+
+``ReasonRollup`` counts workflow failures (FAILED, TIMED_OUT, TERMINATED) by their
+``reasonForIncompletion`` grouped as the executions search groups them (ids masked:
+``apps.ui.selectors.mask_ids``), per workflow name, per interval.
+"""
+from __future__ import annotations
+
+from django.db import models
+
+MINUTE_MS = 60_000
+HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
+PERIODS = (MINUTE_MS, HOUR_MS)
+HIST_PERIODS = (MINUTE_MS, HOUR_MS, DAY_MS)  # histogram rows also per UTC day: percentiles beyond 24 h
+
+
+class Rollup(models.Model):
+    """One counter of one interval (see the module doc)."""
+
+    period_ms = models.BigIntegerField()
+    bucket = models.BigIntegerField()
+    kind = models.CharField(max_length=8)
+    name = models.CharField(max_length=255)
+    version = models.IntegerField(default=0)
+    measure = models.CharField(max_length=32)
+    bin = models.SmallIntegerField(default=-1)
+    slot = models.SmallIntegerField(default=0)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "overview_rollup"
+        constraints = [models.UniqueConstraint(
+            fields=["period_ms", "kind", "bucket", "name", "version", "measure", "bin", "slot"],
+            name="overview_rollup_key")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name} v{self.version} {self.measure}[{self.bin}] @{self.bucket}/{self.period_ms}: {self.count}"
+
+
+class ReasonRollup(models.Model):
+    """Workflow failures of one workflow name with one masked reason in one interval."""
+
+    period_ms = models.BigIntegerField()
+    bucket = models.BigIntegerField()
+    name = models.CharField(max_length=255)
+    reason_hash = models.CharField(max_length=40)  # sha1 of ``reason_key``
+    reason_key = models.TextField()  # the reason with ids masked (the search's ``cluster``)
+    example = models.TextField()  # one reason as written
+    slot = models.SmallIntegerField(default=0)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "overview_reason_rollup"
+        constraints = [models.UniqueConstraint(fields=["period_ms", "bucket", "name", "reason_hash", "slot"],
+                                               name="overview_reason_key")]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.reason_key[:40]} @{self.bucket}: {self.count}"
