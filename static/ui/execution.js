@@ -261,7 +261,7 @@
     renderPayloads();
     refreshPanel();
   }
-  document.addEventListener("conductor:timezone", function () { if (state) { renderAll(); } });  // static/problems/time.js
+  document.addEventListener("conductor:timezone", function () { if (state) { renderAll(); } });  // static/ui/time.js
 
   function renderHeader() {
     var h = state.header;

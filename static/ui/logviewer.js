@@ -11,7 +11,7 @@
 
   function esc(s) { return String(s).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; }); }
   function fmt(ms) {
-    if (window.conductorZone) { return window.conductorZone.fmt(ms); }
+    if (window.conductorTime) { return window.conductorTime.formatWithZone(ms); }
     return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
   }
   function mark(text, q) {
@@ -30,7 +30,7 @@
     var q = options.search.toLowerCase();
     var shown = visible(v);
     pre.innerHTML = shown.map(function (l) {
-      return '<span class="log-line" data-line="' + l.id + '"><time class="log-time" data-ms="' + l.createdTime + '">' + esc(fmt(l.createdTime)) + "</time>  " + mark(l.log, q) + "</span>";
+      return '<span class="log-line" data-line="' + l.id + '"><time class="log-time" data-zone-suffix data-ms="' + l.createdTime + '">' + esc(fmt(l.createdTime)) + "</time>  " + mark(l.log, q) + "</span>";
     }).join("\n");
     pre.classList.toggle("nowrap-lines", !options.wrap);
     v.el.querySelector(".log-count").textContent = (q ? shown.length + " of " : "") + v.lines.length + " line" + (v.lines.length === 1 ? "" : "s") +
@@ -93,7 +93,7 @@
       copy(visible(v).map(function (l) { return fmt(l.createdTime) + "  " + l.log; }).join("\n"), ev.target);
     });
     draw(v);
-    if (window.conductorZone) { window.conductorZone.render(); }
+    if (window.conductorTime) { window.conductorTime.apply(); }
     poll(v);  // the lines with their ids, then more while the task runs
   }
   window.ConductorLogViewer = { mount: mount };

@@ -27,7 +27,7 @@
   const state = { data: null, charts: {}, blocks: {}, timer: null, focus: {} };
   window.conductorOverview = state;
 
-  tzSelect.value = localStorage.getItem("overview.tz") || "utc";
+  tzSelect.value = window.conductorTime ? window.conductorTime.zone() : "utc";  // the UI's one zone switch (ui/time.js)
 
   // --- formatting ----------------------------------------------------------------------------
   const utc = () => tzSelect.value === "utc";
@@ -386,7 +386,10 @@
     }
   });
   tzSelect.addEventListener("change", () => {
-    localStorage.setItem("overview.tz", tzSelect.value);
+    if (window.conductorTime) window.conductorTime.set(tzSelect.value);  // redraws on its event
+  });
+  document.addEventListener("conductor:timezone", (ev) => {
+    tzSelect.value = ev.detail.zone;
     fillCustom();
     if (state.data) render();
   });

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -209,9 +210,13 @@ def test_schedule_backfill_dry_run_then_once_and_past_and_upcoming_runs(zoned_pa
     page.click("#backfill-preview")
     assert "more than 100 slots" in page.inner_text(".messages")
     # times: UTC, then the browser's zone
-    assert page.inner_text("#next-runs time >> nth=0").endswith("UTC")
+    first_firing = page.locator("#next-runs time >> nth=0")
+    ms = int(first_firing.get_attribute("data-ms"))
+    assert first_firing.inner_text() == datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     page.click("[data-zone-toggle]")
-    assert page.inner_text("#next-runs time >> nth=0").endswith("America/New_York")
+    assert page.inner_text("[data-zone-toggle]").endswith("America/New_York")
+    new_york = datetime.fromtimestamp(ms / 1000, ZoneInfo("America/New_York")).strftime("%Y-%m-%d %H:%M:%S")
+    assert first_firing.inner_text() == new_york
     page.click("[data-zone-toggle]")
     # read-only: sees the runs, no backfill form
     page.context.clear_cookies()

@@ -4,6 +4,8 @@ the execution page's "why is it stuck?" panel."""
 from __future__ import annotations
 
 from django import template
+from django.http import QueryDict
+from django.urls import reverse
 
 from apps.problems import listing, stuck
 from apps.problems.models import SavedView
@@ -56,3 +58,17 @@ def stuck_panel(context, wf) -> dict:
     return {"entries": stuck.diagnose(wf.workflow_id) if wf.status == "RUNNING" else [],
             "status": wf.status, "workflow_id": wf.workflow_id, "request": context.get("request")}
 
+
+
+@register.inclusion_tag("problems/_attention.html")
+def problem_view_links() -> dict:
+    """The one-click problem views as links to the executions list (the Overview's "Needs
+    attention" card), so a stuck execution is two clicks from the home page: the view, then
+    the execution."""
+    links = []
+    for key, label, params in listing.QUICK_VIEWS:
+        q = QueryDict(mutable=True)
+        for k, v in params.items():
+            q.setlist(k, v)
+        links.append({"key": key, "label": label, "url": reverse("ui:executions") + "?" + q.urlencode()})
+    return {"quick": links}

@@ -40,7 +40,7 @@ def ms_datetime(value) -> str:
 @register.filter
 def ms_time(value) -> str:
     """``ms_datetime`` in a ``<time data-ms>`` element (HTML, escaped), which
-    ``static/problems/time.js`` writes again in the zone the user chose; empty for 0/None."""
+    ``static/ui/time.js`` writes again in the zone the user chose; empty for 0/None."""
     text = ms_datetime(value)
     return format_html('<time data-ms="{}">{}</time>', int(value), text) if text else ""
 
@@ -53,7 +53,7 @@ def ms_datetime_cell(value) -> str:
     if not text:
         return ""
     day, clock = text.split(" ")
-    # data-ms: static/problems/time.js writes it again in the zone the user chose
+    # data-ms: static/ui/time.js writes it again in the zone the user chose
     return format_html('<span class="when-ms" data-ms="{}"><span class="nowrap">{}</span> <span class="nowrap">{}</span></span>',
                        int(value), day, clock)
 
