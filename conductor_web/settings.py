@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "apps.ai",
     "apps.scheduler",
     "apps.listeners",
+    "apps.wmq",
 ]
 
 MIDDLEWARE = [
@@ -525,6 +526,15 @@ CONDUCTOR_AI = {
                         if o.strip()],
     # One provider or MCP call (s); below the cluster's job timeout (Q_CLUSTER["timeout"]).
     "TIMEOUT_SECONDS": envint("CONDUCTOR_AI_TIMEOUT_SECONDS", 45),
+}
+
+# The workflow message queue (apps.wmq; Conductor's conductor.workflow-message-queue.*):
+# messages one workflow's queue holds, messages one PULL_WORKFLOW_MESSAGES takes at most,
+# and the seconds after its last push at which a queue is dropped whole.
+CONDUCTOR_WMQ = {
+    "MAX_QUEUE_SIZE": envint("CONDUCTOR_WMQ_MAX_QUEUE_SIZE", 1000),
+    "MAX_BATCH_SIZE": envint("CONDUCTOR_WMQ_MAX_BATCH_SIZE", 100),
+    "TTL_SECONDS": envint("CONDUCTOR_WMQ_TTL_SECONDS", 86400),
 }
 
 # Any API request body above this many bytes answers 413 (the fast path included). Above

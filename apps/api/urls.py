@@ -2,6 +2,7 @@
 from django.urls import path
 
 from apps.api.views import bulk, health, metadata, payloads, search, tasks, token, workflow
+from apps.wmq.views import WorkflowMessagesApi
 
 urlpatterns = [
     path("health", health.HealthApi.as_view()),
@@ -65,6 +66,7 @@ urlpatterns = [
     path("workflow/<str:workflow_id>/skiptask/<str:task_ref_name>", workflow.SkipTaskApi.as_view()),
     path("workflow/<str:workflow_id>/tasks", workflow.WorkflowTasksApi.as_view()),
     path("workflow/<str:workflow_id>/variables", workflow.WorkflowVariablesApi.as_view()),
+    path("workflow/<str:workflow_id>/messages", WorkflowMessagesApi.as_view()),
     path("workflow/<str:workflow_id>/terminate-remove", workflow.TerminateRemoveApi.as_view()),
     # POST /workflow/{name} starts; GET/DELETE /workflow/{id} read/terminate
     path("workflow/<str:name_or_id>", workflow.WorkflowOrStartApi.as_view()),

@@ -25,7 +25,7 @@ from apps.engine.task_types import get_type
 log = logging.getLogger(__name__)
 
 INLINE = frozenset({"start_failure_workflow", "start_sub_workflow", "terminate_sub_workflow", "start_workflow",
-                    "publish_event"})
+                    "publish_event", "pull_workflow_messages"})
 
 
 def is_deferred(action: Action) -> bool:

@@ -37,7 +37,7 @@ from apps.engine.task_types.ai import AI_TASK_TYPES
 from apps.metadata.environment import WorkflowEnvironment
 
 MAX_STEPS = 10_000
-EXTERNAL_TYPES = ("HTTP", "HUMAN", "SUB_WORKFLOW", "WAIT", "EVENT", *AI_TASK_TYPES)
+EXTERNAL_TYPES = ("HTTP", "HUMAN", "SUB_WORKFLOW", "WAIT", "EVENT", "PULL_WORKFLOW_MESSAGES", *AI_TASK_TYPES)
 
 
 def _definition(req: dict) -> dict:
