@@ -500,8 +500,17 @@ CONDUCTOR = {
 # More OpenAI-compatible or Ollama endpoints: CONDUCTOR_AI_PROVIDERS="name=openai,other=ollama"
 # with CONDUCTOR_AI_<NAME>_BASE_URL / CONDUCTOR_AI_<NAME>_API_KEY. Keys stay here: they are
 # never written to a task's input or output.
+# The vendors' public endpoints, used when a provider of that name has a key and no base URL.
+_AI_DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
+                         "gemini": "https://generativelanguage.googleapis.com", "mistral": "https://api.mistral.ai"}
+
+
 def _ai_providers() -> dict:
-    kinds = {"openai": "openai", "ollama": "ollama"}
+    """``{name: {kind, base_url, api_key[, api_version][, region]}}`` of the configured LLM
+    providers: one per kind under its own name (Conductor's integration names) plus the
+    ``CONDUCTOR_AI_PROVIDERS`` list, each configured by ``CONDUCTOR_AI_<NAME>_BASE_URL`` /
+    ``_API_KEY`` (``_API_VERSION`` for azureopenai, ``_REGION`` for aws_bedrock)."""
+    kinds = {k: k for k in ("openai", "ollama", "anthropic", "gemini", "azureopenai", "aws_bedrock", "mistral")}
     for item in os.environ.get("CONDUCTOR_AI_PROVIDERS", "").split(","):
         name, _, kind = item.strip().partition("=")
         if name:
@@ -511,10 +520,14 @@ def _ai_providers() -> dict:
         prefix = "CONDUCTOR_AI_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
         base_url = os.environ.get(prefix + "_BASE_URL", "").strip()
         api_key = os.environ.get(prefix + "_API_KEY", "").strip()
-        if name == "openai" and api_key and not base_url:
-            base_url = "https://api.openai.com/v1"
+        region = os.environ.get(prefix + "_REGION", "").strip() or "us-east-1"
+        if api_key and not base_url:
+            base_url = _AI_DEFAULT_BASE_URLS.get(name, "")
+            if name == "aws_bedrock":
+                base_url = f"https://bedrock-runtime.{region}.amazonaws.com"
         if base_url:
-            providers[name] = {"kind": kind, "base_url": base_url, "api_key": api_key}
+            providers[name] = {"kind": kind, "base_url": base_url, "api_key": api_key, "region": region,
+                               "api_version": os.environ.get(prefix + "_API_VERSION", "").strip() or None}
     return providers
 
 

@@ -2,6 +2,7 @@
 from django.urls import path
 
 from apps.api.views import bulk, health, metadata, payloads, search, tasks, token, workflow
+from apps.ai.views import ProvidersStatusApi
 from apps.wmq.views import WorkflowMessagesApi
 
 urlpatterns = [
@@ -45,6 +46,7 @@ urlpatterns = [
     path("workflow/bulk/search", bulk.bulk_view("search", "post")),
     path("tasks/search", search.TaskSearchApi.as_view()),
     path("tasks/search-v2", search.TaskSearchV2Api.as_view()),
+    path("providers/status", ProvidersStatusApi.as_view()),
     # --- workflow
     path("workflow", workflow.StartWorkflowApi.as_view()),
     path("workflow/test", workflow.WorkflowTestApi.as_view()),
