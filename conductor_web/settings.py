@@ -133,6 +133,7 @@ INSTALLED_APPS = [
     "apps.scheduler",
     "apps.listeners",
     "apps.wmq",
+    "apps.a2a",
 ]
 
 MIDDLEWARE = [
@@ -548,6 +549,23 @@ CONDUCTOR_WMQ = {
     "MAX_QUEUE_SIZE": envint("CONDUCTOR_WMQ_MAX_QUEUE_SIZE", 1000),
     "MAX_BATCH_SIZE": envint("CONDUCTOR_WMQ_MAX_BATCH_SIZE", 100),
     "TTL_SECONDS": envint("CONDUCTOR_WMQ_TTL_SECONDS", 86400),
+}
+
+# A2A (apps.a2a; Conductor's conductor.a2a.*): which workflows are served as agents
+# (all, these names, or those whose WorkflowDef metadata has "a2a.enabled": true), the
+# public URL their cards name, and the message/stream poll and window; for the AGENT tasks,
+# where remote agents call back (push mode) and whether agent URLs may be on loopback or
+# private addresses (off: the SSRF guard refuses them).
+CONDUCTOR_A2A = {
+    "EXPOSE_ALL": envbool("CONDUCTOR_A2A_SERVER_EXPOSE_ALL"),
+    "EXPOSED_WORKFLOWS": [n.strip() for n in os.environ.get("CONDUCTOR_A2A_SERVER_EXPOSED_WORKFLOWS", "").split(",")
+                          if n.strip()],
+    "PUBLIC_URL": os.environ.get("CONDUCTOR_A2A_SERVER_PUBLIC_URL", "").strip(),
+    "PROVIDER_ORGANIZATION": "Conductor",
+    "STREAM_POLL_INTERVAL_MS": envint("CONDUCTOR_A2A_STREAM_POLL_INTERVAL_MS", 500),
+    "STREAM_MAX_DURATION_SECONDS": envint("CONDUCTOR_A2A_STREAM_MAX_DURATION_SECONDS", 300),
+    "CALLBACK_URL": os.environ.get("CONDUCTOR_A2A_CALLBACK_URL", "").strip(),
+    "ALLOW_PRIVATE_NETWORK": envbool("CONDUCTOR_A2A_ALLOW_PRIVATE_NETWORK"),
 }
 
 # Any API request body above this many bytes answers 413 (the fast path included). Above

@@ -2,6 +2,7 @@
 from django.urls import path
 
 from apps.api.views import bulk, health, metadata, payloads, search, tasks, token, workflow
+from apps.a2a.views import AgentCardApi, AgentsApi, JsonRpcApi
 from apps.ai.views import ProvidersStatusApi
 from apps.wmq.views import WorkflowMessagesApi
 
@@ -47,6 +48,12 @@ urlpatterns = [
     path("tasks/search", search.TaskSearchApi.as_view()),
     path("tasks/search-v2", search.TaskSearchV2Api.as_view()),
     path("providers/status", ProvidersStatusApi.as_view()),
+    # --- A2A: workflows served as agents (apps.a2a)
+    path("a2a/workflow", AgentsApi.as_view()),
+    path("a2a/workflow/<str:name>/.well-known/agent-card.json", AgentCardApi.as_view()),
+    path("a2a/workflow/<str:name>/.well-known/agent.json", AgentCardApi.as_view()),
+    path("a2a/workflow/<str:name>", JsonRpcApi.as_view()),
+    path("a2a/workflow/<str:name>/rpc", JsonRpcApi.as_view()),
     # --- workflow
     path("workflow", workflow.StartWorkflowApi.as_view()),
     path("workflow/test", workflow.WorkflowTestApi.as_view()),
