@@ -122,3 +122,35 @@ class JsonRpcApi(ConductorApi):
         response = StreamingHttpResponse(events(), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         return response
+
+
+class PushCallbackApi(ConductorApi):
+    """``POST /api/a2a/callback/{taskId}``: a remote agent's push notification for an AGENT
+    task in push mode (Conductor's A2ACallbackResource). The token (``Authorization: Bearer``,
+    else ``X-Conductor-A2A-Token``) must equal the task's ``pushToken`` (compared in constant
+    time) and be unexpired, else 403; an unknown task or one of another type 404; a task no
+    longer IN_PROGRESS 200 and nothing. Otherwise the task is handed to the cluster at once,
+    which reads the remote task (``tasks/get``) as a poll does: the callback itself calls out
+    to nothing. No API key: the token is the credential."""
+
+    def post(self, request, task_id):
+        import hmac
+
+        from apps.core.clock import now_ms
+        from apps.engine import jobqueue
+        from apps.engine.models import TaskExecution
+
+        auth = request.headers.get("Authorization") or ""
+        token = auth[7:].strip() if auth.startswith("Bearer ") else (request.headers.get("X-Conductor-A2A-Token") or "").strip()
+        row = TaskExecution.objects.filter(pk=task_id).values("task_type", "status", "output_data").first()
+        if row is None or row["task_type"] != "AGENT":
+            return HttpResponse(status=404)
+        stored = str((row["output_data"] or {}).get("pushToken") or "")
+        if not stored or not token or not hmac.compare_digest(stored.encode(), token.encode()):
+            return HttpResponse(status=403)
+        expiry = stored.rsplit(":", 1)[-1]
+        if expiry.isdigit() and now_ms() > int(expiry):
+            return HttpResponse(status=403)
+        if row["status"] == "IN_PROGRESS":
+            jobqueue.enqueue("apps.engine.jobs.system_task_job", task_id, task_name=f"system-task-{task_id}")
+        return HttpResponse(status=200)

@@ -36,7 +36,8 @@ ISSUER = "conductor-web"
 OPEN_PATHS = frozenset({"/api/health", "/api/health/ready", "/api/token"})
 # Paths under these prefixes carry their own credential: the signed URIs of external payload
 # storage (apps/api/views/payloads.py), which the SDKs PUT/GET without a token, as presigned URLs.
-SIGNED_PREFIXES = ("/api/external-payloads/",)
+# The A2A push callback (apps/a2a/views.py) checks the token the AGENT task gave the remote agent.
+SIGNED_PREFIXES = ("/api/external-payloads/", "/api/a2a/callback/")
 
 _WORKER_WRITES = re.compile(r"^/api/tasks(/update-v2|/[^/]+/log|/[^/]+/[^/]+/[^/]+(/sync)?)?$")
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -2,7 +2,7 @@
 from django.urls import path
 
 from apps.api.views import bulk, health, metadata, payloads, search, tasks, token, workflow
-from apps.a2a.views import AgentCardApi, AgentsApi, JsonRpcApi
+from apps.a2a.views import AgentCardApi, AgentsApi, JsonRpcApi, PushCallbackApi
 from apps.ai.views import ProvidersStatusApi
 from apps.wmq.views import WorkflowMessagesApi
 
@@ -54,6 +54,7 @@ urlpatterns = [
     path("a2a/workflow/<str:name>/.well-known/agent.json", AgentCardApi.as_view()),
     path("a2a/workflow/<str:name>", JsonRpcApi.as_view()),
     path("a2a/workflow/<str:name>/rpc", JsonRpcApi.as_view()),
+    path("a2a/callback/<str:task_id>", PushCallbackApi.as_view()),
     # --- workflow
     path("workflow", workflow.StartWorkflowApi.as_view()),
     path("workflow/test", workflow.WorkflowTestApi.as_view()),

@@ -26,6 +26,8 @@ SYSTEM_TASK_TYPES = frozenset(
         "DO_WHILE", "SUB_WORKFLOW", "START_WORKFLOW", "DYNAMIC", "SET_VARIABLE", "TERMINATE",
         "INLINE", "LAMBDA", "JSON_JQ_TRANSFORM", "HTTP", "WAIT", "HUMAN", "NOOP", "EVENT",
         "KAFKA_PUBLISH", "PULL_WORKFLOW_MESSAGES",
+        # A2A tasks (apps.a2a), run by the cluster like HTTP
+        "AGENT", "GET_AGENT_CARD", "CANCEL_AGENT",
         # AI and agent tasks (apps.ai), run by the cluster like HTTP
         "LLM_CHAT_COMPLETE", "LLM_TEXT_COMPLETE", "LLM_GENERATE_EMBEDDINGS", "LLM_INDEX_TEXT",
         "LLM_STORE_EMBEDDINGS", "LLM_SEARCH_INDEX", "LLM_SEARCH_EMBEDDINGS", "LLM_GET_EMBEDDINGS",
