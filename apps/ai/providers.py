@@ -129,6 +129,42 @@ def _tool_schemas(tools: list[dict]) -> list[dict]:
         for t in tools if isinstance(t, dict) and t.get("name")]
 
 
+def _openai_style_request(request: ChatRequest) -> dict:
+    """The keyword arguments of an OpenAI-shaped chat call (``openai``'s
+    ``chat.completions.create``, ``mistralai``'s ``chat.complete``)."""
+    kwargs: dict = {"model": request.model, "messages": _openai_messages(request.messages)}
+    if request.tools:
+        kwargs["tools"] = _tool_schemas(request.tools)
+    if request.json_output:
+        kwargs["response_format"] = {"type": "json_object"}
+    for key, value in (("max_tokens", request.max_tokens), ("temperature", request.temperature),
+                       ("top_p", request.top_p), ("stop", request.stop or None)):
+        if value is not None:
+            kwargs[key] = value
+    return kwargs
+
+
+def _openai_style_result(name: str, request: ChatRequest, response) -> ChatResult:
+    """The ChatResult of an OpenAI-shaped answer (``choices[0].message`` with ``content``
+    text, or a list of content chunks, and ``tool_calls``; ``usage``). Raises AIError when
+    it has no choice."""
+    if not response.choices:
+        raise AIError(f"LLM provider '{name}' returned no choices for model {request.model}")
+    choice = response.choices[0]
+    calls = [_tool_call(c.id, c.function.name, c.function.arguments, request.tools)
+             for c in (choice.message.tool_calls or []) if getattr(c, "function", None)]
+    content = choice.message.content
+    if isinstance(content, list):
+        content = "".join(getattr(c, "text", "") or "" for c in content)
+    usage = response.usage
+    reason = choice.finish_reason or ("tool_calls" if calls else "stop")
+    return ChatResult(text=content if content or not calls else None, tool_calls=calls,
+                      finish_reason=FINISH_REASONS.get(str(reason), str(reason).upper()),
+                      prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                      total_tokens=getattr(usage, "total_tokens", 0) or 0)
+
+
 class Provider(ABC):
     """The interface: ``chat(ChatRequest) -> ChatResult`` and
     ``embed(model, text, dimensions) -> list[float]``. Raise AIError."""
@@ -171,32 +207,12 @@ class OpenAIProvider(Provider):
         return AIError(f"LLM provider '{self.name}' failed: {exc}")
 
     def chat(self, request: ChatRequest) -> ChatResult:
-        kwargs: dict = {"model": request.model, "messages": _openai_messages(request.messages)}
-        if request.tools:
-            kwargs["tools"] = _tool_schemas(request.tools)
-        if request.json_output:
-            kwargs["response_format"] = {"type": "json_object"}
-        for key, value in (("max_tokens", request.max_tokens), ("temperature", request.temperature),
-                           ("top_p", request.top_p), ("stop", request.stop or None)):
-            if value is not None:
-                kwargs[key] = value
         try:
             with self._client() as client:
-                response = client.chat.completions.create(**kwargs)
+                response = client.chat.completions.create(**_openai_style_request(request))
         except Exception as exc:  # noqa: BLE001 - every client error becomes a task failure
             raise self._fail(exc, request.model) from exc
-        if not response.choices:
-            raise AIError(f"LLM provider '{self.name}' returned no choices for model {request.model}")
-        choice = response.choices[0]
-        calls = [_tool_call(c.id, c.function.name, c.function.arguments, request.tools)
-                 for c in (choice.message.tool_calls or []) if getattr(c, "function", None)]
-        usage = response.usage
-        reason = choice.finish_reason or ("tool_calls" if calls else "stop")
-        return ChatResult(text=choice.message.content, tool_calls=calls,
-                          finish_reason=FINISH_REASONS.get(reason, str(reason).upper()),
-                          prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                          completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                          total_tokens=getattr(usage, "total_tokens", 0) or 0)
+        return _openai_style_result(self.name, request, response)
 
     def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
         kwargs: dict = {"model": model, "input": text}
@@ -616,34 +632,12 @@ class MistralProvider(Provider):
         return AIError(f"LLM provider '{self.name}' failed: {exc}")
 
     def chat(self, request: ChatRequest) -> ChatResult:
-        kwargs: dict = {"model": request.model, "messages": _openai_messages(request.messages)}
-        if request.tools:
-            kwargs["tools"] = _tool_schemas(request.tools)
-        if request.json_output:
-            kwargs["response_format"] = {"type": "json_object"}
-        for key, value in (("max_tokens", request.max_tokens), ("temperature", request.temperature),
-                           ("top_p", request.top_p), ("stop", request.stop or None)):
-            if value is not None:
-                kwargs[key] = value
         try:
             with self._client() as client:
-                response = client.chat.complete(**kwargs)
+                response = client.chat.complete(**_openai_style_request(request))
         except Exception as exc:  # noqa: BLE001
             raise self._fail(exc, request.model) from exc
-        if not response.choices:
-            raise AIError(f"LLM provider '{self.name}' returned no choices for model {request.model}")
-        choice = response.choices[0]
-        calls = [_tool_call(c.id, c.function.name, c.function.arguments, request.tools)
-                 for c in (choice.message.tool_calls or [])]
-        content = choice.message.content
-        if isinstance(content, list):
-            content = "".join(getattr(c, "text", "") or "" for c in content)
-        reason = choice.finish_reason or ("tool_calls" if calls else "stop")
-        usage = response.usage
-        return ChatResult(text=content or None, tool_calls=calls,
-                          finish_reason=FINISH_REASONS.get(str(reason), str(reason).upper()),
-                          prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0,
-                          total_tokens=usage.total_tokens or 0)
+        return _openai_style_result(self.name, request, response)
 
     def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
         kwargs: dict = {"model": model, "inputs": [text]}

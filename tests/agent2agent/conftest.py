@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ai.conftest import Cluster
+from tests.ai.conftest import Cluster, install_cluster
 
 
 @pytest.fixture
@@ -18,16 +18,5 @@ def peer():
 
 @pytest.fixture
 def cluster(monkeypatch) -> Cluster:
-    from apps.engine import jobqueue
-
-    c = Cluster()
-    real = jobqueue.enqueue
-
-    def fake(func, *args, **kwargs):
-        if func == "apps.engine.jobs.system_task_job":
-            c.queued.append(args[0])
-        elif func != "apps.a2a.tasks.cancel_remote_job":
-            real(func, *args, **kwargs)
-
-    monkeypatch.setattr(jobqueue, "enqueue", fake)
-    return c
+    """As tests/ai's, but the best-effort remote cancel of an ended AGENT is not run."""
+    return install_cluster(monkeypatch, dropped=("apps.a2a.tasks.cancel_remote_job",))
