@@ -165,6 +165,29 @@ def _openai_style_result(name: str, request: ChatRequest, response) -> ChatResul
                       total_tokens=getattr(usage, "total_tokens", 0) or 0)
 
 
+def _client_failure(provider, sdk, exc: Exception, model: str) -> AIError:
+    """The AIError of an exception of the ``openai`` or ``anthropic`` client (``sdk``: both
+    have ``APITimeoutError``, ``APIStatusError`` with ``status_code``/``body``, and
+    ``APIConnectionError``). The detail is the body's ``message`` (OpenAI) or
+    ``error.message`` (Anthropic), else the body."""
+    name = provider.name
+    if isinstance(exc, sdk.APITimeoutError):
+        return AIError(f"LLM provider '{name}' timed out after {provider.timeout:g} s (model {model})")
+    if isinstance(exc, sdk.APIStatusError):
+        body = exc.body if exc.body is not None else exc.response.text
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(body, dict) and body.get("message"):
+            detail = body["message"]
+        elif isinstance(error, dict) and error.get("message"):
+            detail = error["message"]
+        else:
+            detail = body
+        return _status_failure(name, model, exc.status_code, detail)
+    if isinstance(exc, sdk.APIConnectionError):
+        return AIError(f"LLM provider '{name}' could not be reached: {exc.__cause__ or exc}")
+    return AIError(f"LLM provider '{name}' failed: {exc}")
+
+
 class Provider(ABC):
     """The interface: ``chat(ChatRequest) -> ChatResult`` and
     ``embed(model, text, dimensions) -> list[float]``. Raise AIError."""
@@ -194,17 +217,7 @@ class OpenAIProvider(Provider):
     def _fail(self, exc: Exception, model: str) -> AIError:
         import openai
 
-        if isinstance(exc, openai.APITimeoutError):
-            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
-        if isinstance(exc, openai.APIStatusError):
-            body = exc.body if exc.body is not None else exc.response.text
-            detail = body.get("message") if isinstance(body, dict) and body.get("message") else body
-            terminal = exc.status_code in (400, 401, 403, 404, 422)
-            return AIError(f"LLM provider '{self.name}' answered HTTP {exc.status_code} for model {model}: {detail}",
-                           terminal=terminal)
-        if isinstance(exc, openai.APIConnectionError):
-            return AIError(f"LLM provider '{self.name}' could not be reached: {exc.__cause__ or exc}")
-        return AIError(f"LLM provider '{self.name}' failed: {exc}")
+        return _client_failure(self, openai, exc, model)
 
     def chat(self, request: ChatRequest) -> ChatResult:
         try:
@@ -322,16 +335,7 @@ class AnthropicProvider(Provider):
     def _fail(self, exc: Exception, model: str) -> AIError:
         import anthropic
 
-        if isinstance(exc, anthropic.APITimeoutError):
-            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
-        if isinstance(exc, anthropic.APIStatusError):
-            body = exc.body if exc.body is not None else exc.response.text
-            error = body.get("error") if isinstance(body, dict) else None
-            detail = error.get("message") if isinstance(error, dict) and error.get("message") else body
-            return _status_failure(self.name, model, exc.status_code, detail)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return AIError(f"LLM provider '{self.name}' could not be reached: {exc.__cause__ or exc}")
-        return AIError(f"LLM provider '{self.name}' failed: {exc}")
+        return _client_failure(self, anthropic, exc, model)
 
     @staticmethod
     def _messages(messages: list[dict]) -> list[dict]:
