@@ -16,7 +16,8 @@ Conductor names its AI integrations (``/api/providers/status``):
 * ``aws_bedrock``: Amazon Bedrock's ``Converse`` for chat and ``InvokeModel`` (Titan's
   ``inputText`` body) for embeddings (``boto3``'s ``bedrock-runtime``; the key is
   ``<accessKeyId>:<secretAccessKey>``, ``region`` from the settings);
-* ``mistral``: Mistral's chat and embeddings API (``mistralai``).
+* ``mistral``: Mistral's chat and embeddings API (OpenAI-shaped; through the ``openai``
+  client: ``mistralai`` cannot be installed beside the engine, see ``MistralProvider``).
 
 Requests and answers use Conductor's shapes (``ChatCompletion`` / ``LLMResponse`` of its
 ``ai`` module): messages ``{role, message, toolCalls?}`` with roles user, assistant,
@@ -131,7 +132,7 @@ def _tool_schemas(tools: list[dict]) -> list[dict]:
 
 def _openai_style_request(request: ChatRequest) -> dict:
     """The keyword arguments of an OpenAI-shaped chat call (``openai``'s
-    ``chat.completions.create``, ``mistralai``'s ``chat.complete``)."""
+    ``chat.completions.create``)."""
     kwargs: dict = {"model": request.model, "messages": _openai_messages(request.messages)}
     if request.tools:
         kwargs["tools"] = _tool_schemas(request.tools)
@@ -613,48 +614,19 @@ class BedrockProvider(Provider):
         return [float(x) for x in answer["embedding"]]
 
 
-class MistralProvider(Provider):
-    """Mistral's API through the ``mistralai`` client (``server_url`` = the base URL):
-    OpenAI-shaped messages and tools on ``/v1/chat/completions``, ``/v1/embeddings``."""
+class MistralProvider(OpenAIProvider):
+    """Mistral's API (``/v1/chat/completions``, ``/v1/embeddings``: OpenAI-shaped) through
+    the ``openai`` client at ``<base URL>/v1``. Not through ``mistralai``: that package
+    depends on ``jsonpath-python``, whose ``jsonpath`` module overwrites the
+    ``python-jsonpath`` the engine resolves ``${...}`` with (both install
+    ``site-packages/jsonpath/``), so it cannot share an environment with this server."""
 
     def _client(self):
-        from mistralai.client import Mistral
+        import openai
 
-        return Mistral(api_key=self.api_key or "unused", server_url=self.base_url,
-                       timeout_ms=int(self.timeout * 1000))
-
-    def _fail(self, exc: Exception, model: str) -> AIError:
-        import httpx
-        from mistralai.client import errors
-
-        if isinstance(exc, errors.MistralError):
-            return _status_failure(self.name, model, exc.status_code, exc.body or exc.message)
-        if isinstance(exc, httpx.TimeoutException):
-            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
-        if isinstance(exc, httpx.TransportError):
-            return AIError(f"LLM provider '{self.name}' could not be reached: {exc}")
-        return AIError(f"LLM provider '{self.name}' failed: {exc}")
-
-    def chat(self, request: ChatRequest) -> ChatResult:
-        try:
-            with self._client() as client:
-                response = client.chat.complete(**_openai_style_request(request))
-        except Exception as exc:  # noqa: BLE001
-            raise self._fail(exc, request.model) from exc
-        return _openai_style_result(self.name, request, response)
-
-    def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
-        kwargs: dict = {"model": model, "inputs": [text]}
-        if dimensions:
-            kwargs["output_dimension"] = int(dimensions)
-        try:
-            with self._client() as client:
-                response = client.embeddings.create(**kwargs)
-        except Exception as exc:  # noqa: BLE001
-            raise self._fail(exc, model) from exc
-        if not response.data or not response.data[0].embedding:
-            raise AIError(f"LLM provider '{self.name}' returned no embedding for model {model}")
-        return [float(x) for x in response.data[0].embedding]
+        base = self.base_url.rstrip("/")
+        return openai.OpenAI(base_url=base if base.endswith("/v1") else base + "/v1", api_key=self.api_key or "unused",
+                             timeout=self.timeout, max_retries=0)
 
 
 KINDS: dict[str, type[Provider]] = {"openai": OpenAIProvider, "ollama": OllamaProvider,

@@ -1,6 +1,6 @@
 """A loopback stand-in for five LLM vendors' HTTP APIs, so their official clients
 (``anthropic``, ``google-genai``, ``openai``'s ``AzureOpenAI``, ``boto3`` bedrock-runtime,
-``mistralai``) talk to 127.0.0.1 and never leave the machine. Paths as each vendor serves:
+and ``openai`` again for Mistral's OpenAI-shaped API) talk to 127.0.0.1 and never leave the machine. Paths as each vendor serves:
 
 * Anthropic ``POST /v1/messages``;
 * Gemini ``POST /v1beta/models/{model}:generateContent`` and ``:embedContent`` /
@@ -100,7 +100,7 @@ class VendorStub:
     def mistral(self, path, body, answer):
         if path.startswith("/v1/embeddings"):
             return {"id": "emb-1", "object": "list", "model": body.get("model"),
-                    "data": [{"object": "embedding", "index": 0, "embedding": embed(str(body.get("inputs")))}],
+                    "data": [{"object": "embedding", "index": 0, "embedding": embed(str(body.get("input")))}],
                     "usage": {"prompt_tokens": 3, "total_tokens": 3}}
         return self._openai_shape(body, answer)
 
