@@ -138,6 +138,8 @@ INSTALLED_APPS = [
     "apps.alerts",
     "apps.brokers",
     "apps.overview",
+    "apps.wmq",
+    "apps.a2a",
 ]
 
 MIDDLEWARE = [
@@ -537,8 +539,17 @@ CONDUCTOR = {
 # More OpenAI-compatible or Ollama endpoints: CONDUCTOR_AI_PROVIDERS="name=openai,other=ollama"
 # with CONDUCTOR_AI_<NAME>_BASE_URL / CONDUCTOR_AI_<NAME>_API_KEY. Keys stay here: they are
 # never written to a task's input or output.
+# The vendors' public endpoints, used when a provider of that name has a key and no base URL.
+_AI_DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
+                         "gemini": "https://generativelanguage.googleapis.com", "mistral": "https://api.mistral.ai"}
+
+
 def _ai_providers() -> dict:
-    kinds = {"openai": "openai", "ollama": "ollama"}
+    """``{name: {kind, base_url, api_key[, api_version][, region]}}`` of the configured LLM
+    providers: one per kind under its own name (Conductor's integration names) plus the
+    ``CONDUCTOR_AI_PROVIDERS`` list, each configured by ``CONDUCTOR_AI_<NAME>_BASE_URL`` /
+    ``_API_KEY`` (``_API_VERSION`` for azureopenai, ``_REGION`` for aws_bedrock)."""
+    kinds = {k: k for k in ("openai", "ollama", "anthropic", "gemini", "azureopenai", "aws_bedrock", "mistral")}
     for item in os.environ.get("CONDUCTOR_AI_PROVIDERS", "").split(","):
         name, _, kind = item.strip().partition("=")
         if name:
@@ -548,10 +559,14 @@ def _ai_providers() -> dict:
         prefix = "CONDUCTOR_AI_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
         base_url = os.environ.get(prefix + "_BASE_URL", "").strip()
         api_key = os.environ.get(prefix + "_API_KEY", "").strip()
-        if name == "openai" and api_key and not base_url:
-            base_url = "https://api.openai.com/v1"
+        region = os.environ.get(prefix + "_REGION", "").strip() or "us-east-1"
+        if api_key and not base_url:
+            base_url = _AI_DEFAULT_BASE_URLS.get(name, "")
+            if name == "aws_bedrock":
+                base_url = f"https://bedrock-runtime.{region}.amazonaws.com"
         if base_url:
-            providers[name] = {"kind": kind, "base_url": base_url, "api_key": api_key}
+            providers[name] = {"kind": kind, "base_url": base_url, "api_key": api_key, "region": region,
+                               "api_version": os.environ.get(prefix + "_API_VERSION", "").strip() or None}
     return providers
 
 
@@ -563,6 +578,32 @@ CONDUCTOR_AI = {
                         if o.strip()],
     # One provider or MCP call (s); below the cluster's job timeout (Q_CLUSTER["timeout"]).
     "TIMEOUT_SECONDS": envint("CONDUCTOR_AI_TIMEOUT_SECONDS", 45),
+}
+
+# The workflow message queue (apps.wmq; Conductor's conductor.workflow-message-queue.*):
+# messages one workflow's queue holds, messages one PULL_WORKFLOW_MESSAGES takes at most,
+# and the seconds after its last push at which a queue is dropped whole.
+CONDUCTOR_WMQ = {
+    "MAX_QUEUE_SIZE": envint("CONDUCTOR_WMQ_MAX_QUEUE_SIZE", 1000),
+    "MAX_BATCH_SIZE": envint("CONDUCTOR_WMQ_MAX_BATCH_SIZE", 100),
+    "TTL_SECONDS": envint("CONDUCTOR_WMQ_TTL_SECONDS", 86400),
+}
+
+# A2A (apps.a2a; Conductor's conductor.a2a.*): which workflows are served as agents
+# (all, these names, or those whose WorkflowDef metadata has "a2a.enabled": true), the
+# public URL their cards name, and the message/stream poll and window; for the AGENT tasks,
+# where remote agents call back (push mode) and whether agent URLs may be on loopback or
+# private addresses (off: the SSRF guard refuses them).
+CONDUCTOR_A2A = {
+    "EXPOSE_ALL": envbool("CONDUCTOR_A2A_SERVER_EXPOSE_ALL"),
+    "EXPOSED_WORKFLOWS": [n.strip() for n in os.environ.get("CONDUCTOR_A2A_SERVER_EXPOSED_WORKFLOWS", "").split(",")
+                          if n.strip()],
+    "PUBLIC_URL": os.environ.get("CONDUCTOR_A2A_SERVER_PUBLIC_URL", "").strip(),
+    "PROVIDER_ORGANIZATION": "Conductor",
+    "STREAM_POLL_INTERVAL_MS": envint("CONDUCTOR_A2A_STREAM_POLL_INTERVAL_MS", 500),
+    "STREAM_MAX_DURATION_SECONDS": envint("CONDUCTOR_A2A_STREAM_MAX_DURATION_SECONDS", 300),
+    "CALLBACK_URL": os.environ.get("CONDUCTOR_A2A_CALLBACK_URL", "").strip(),
+    "ALLOW_PRIVATE_NETWORK": envbool("CONDUCTOR_A2A_ALLOW_PRIVATE_NETWORK"),
 }
 
 # Any API request body above this many bytes answers 413 (the fast path included). Above

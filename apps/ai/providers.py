@@ -3,11 +3,21 @@
 A provider is configured by the operator (``settings.CONDUCTOR_AI["PROVIDERS"]``, from
 ``CONDUCTOR_AI_<NAME>_BASE_URL`` / ``CONDUCTOR_AI_<NAME>_API_KEY``), never by a workflow:
 the API key stays in the server's settings and is never written to a task's input or
-output. Two kinds of client, both the vendors' own libraries:
+output. Each kind of provider is its vendor's own Python client; the kinds are named as
+Conductor names its AI integrations (``/api/providers/status``):
 
 * ``openai``: any OpenAI-compatible ``/chat/completions`` + ``/embeddings`` endpoint
   (the ``openai`` package, ``base_url`` + ``api_key``);
-* ``ollama``: an Ollama server's ``/api/chat`` + ``/api/embed`` (the ``ollama`` package).
+* ``ollama``: an Ollama server's ``/api/chat`` + ``/api/embed`` (the ``ollama`` package);
+* ``anthropic``: Anthropic's Messages API (the ``anthropic`` package; no embeddings);
+* ``gemini``: Google's Gemini API, ``generateContent`` + ``embedContent`` (``google-genai``);
+* ``azureopenai``: an Azure OpenAI resource (the ``openai`` package's ``AzureOpenAI``; the
+  task's ``model`` is the deployment name; ``api_version`` from the settings);
+* ``aws_bedrock``: Amazon Bedrock's ``Converse`` for chat and ``InvokeModel`` (Titan's
+  ``inputText`` body) for embeddings (``boto3``'s ``bedrock-runtime``; the key is
+  ``<accessKeyId>:<secretAccessKey>``, ``region`` from the settings);
+* ``mistral``: Mistral's chat and embeddings API (OpenAI-shaped; through the ``openai``
+  client: ``mistralai`` cannot be installed beside the engine, see ``MistralProvider``).
 
 Requests and answers use Conductor's shapes (``ChatCompletion`` / ``LLMResponse`` of its
 ``ai`` module): messages ``{role, message, toolCalls?}`` with roles user, assistant,
@@ -120,6 +130,65 @@ def _tool_schemas(tools: list[dict]) -> list[dict]:
         for t in tools if isinstance(t, dict) and t.get("name")]
 
 
+def _openai_style_request(request: ChatRequest) -> dict:
+    """The keyword arguments of an OpenAI-shaped chat call (``openai``'s
+    ``chat.completions.create``)."""
+    kwargs: dict = {"model": request.model, "messages": _openai_messages(request.messages)}
+    if request.tools:
+        kwargs["tools"] = _tool_schemas(request.tools)
+    if request.json_output:
+        kwargs["response_format"] = {"type": "json_object"}
+    for key, value in (("max_tokens", request.max_tokens), ("temperature", request.temperature),
+                       ("top_p", request.top_p), ("stop", request.stop or None)):
+        if value is not None:
+            kwargs[key] = value
+    return kwargs
+
+
+def _openai_style_result(name: str, request: ChatRequest, response) -> ChatResult:
+    """The ChatResult of an OpenAI-shaped answer (``choices[0].message`` with ``content``
+    text, or a list of content chunks, and ``tool_calls``; ``usage``). Raises AIError when
+    it has no choice."""
+    if not response.choices:
+        raise AIError(f"LLM provider '{name}' returned no choices for model {request.model}")
+    choice = response.choices[0]
+    calls = [_tool_call(c.id, c.function.name, c.function.arguments, request.tools)
+             for c in (choice.message.tool_calls or []) if getattr(c, "function", None)]
+    content = choice.message.content
+    if isinstance(content, list):
+        content = "".join(getattr(c, "text", "") or "" for c in content)
+    usage = response.usage
+    reason = choice.finish_reason or ("tool_calls" if calls else "stop")
+    return ChatResult(text=content if content or not calls else None, tool_calls=calls,
+                      finish_reason=FINISH_REASONS.get(str(reason), str(reason).upper()),
+                      prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                      total_tokens=getattr(usage, "total_tokens", 0) or 0)
+
+
+def _client_failure(provider, sdk, exc: Exception, model: str) -> AIError:
+    """The AIError of an exception of the ``openai`` or ``anthropic`` client (``sdk``: both
+    have ``APITimeoutError``, ``APIStatusError`` with ``status_code``/``body``, and
+    ``APIConnectionError``). The detail is the body's ``message`` (OpenAI) or
+    ``error.message`` (Anthropic), else the body."""
+    name = provider.name
+    if isinstance(exc, sdk.APITimeoutError):
+        return AIError(f"LLM provider '{name}' timed out after {provider.timeout:g} s (model {model})")
+    if isinstance(exc, sdk.APIStatusError):
+        body = exc.body if exc.body is not None else exc.response.text
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(body, dict) and body.get("message"):
+            detail = body["message"]
+        elif isinstance(error, dict) and error.get("message"):
+            detail = error["message"]
+        else:
+            detail = body
+        return _status_failure(name, model, exc.status_code, detail)
+    if isinstance(exc, sdk.APIConnectionError):
+        return AIError(f"LLM provider '{name}' could not be reached: {exc.__cause__ or exc}")
+    return AIError(f"LLM provider '{name}' failed: {exc}")
+
+
 class Provider(ABC):
     """The interface: ``chat(ChatRequest) -> ChatResult`` and
     ``embed(model, text, dimensions) -> list[float]``. Raise AIError."""
@@ -149,45 +218,15 @@ class OpenAIProvider(Provider):
     def _fail(self, exc: Exception, model: str) -> AIError:
         import openai
 
-        if isinstance(exc, openai.APITimeoutError):
-            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
-        if isinstance(exc, openai.APIStatusError):
-            body = exc.body if exc.body is not None else exc.response.text
-            detail = body.get("message") if isinstance(body, dict) and body.get("message") else body
-            terminal = exc.status_code in (400, 401, 403, 404, 422)
-            return AIError(f"LLM provider '{self.name}' answered HTTP {exc.status_code} for model {model}: {detail}",
-                           terminal=terminal)
-        if isinstance(exc, openai.APIConnectionError):
-            return AIError(f"LLM provider '{self.name}' could not be reached: {exc.__cause__ or exc}")
-        return AIError(f"LLM provider '{self.name}' failed: {exc}")
+        return _client_failure(self, openai, exc, model)
 
     def chat(self, request: ChatRequest) -> ChatResult:
-        kwargs: dict = {"model": request.model, "messages": _openai_messages(request.messages)}
-        if request.tools:
-            kwargs["tools"] = _tool_schemas(request.tools)
-        if request.json_output:
-            kwargs["response_format"] = {"type": "json_object"}
-        for key, value in (("max_tokens", request.max_tokens), ("temperature", request.temperature),
-                           ("top_p", request.top_p), ("stop", request.stop or None)):
-            if value is not None:
-                kwargs[key] = value
         try:
             with self._client() as client:
-                response = client.chat.completions.create(**kwargs)
+                response = client.chat.completions.create(**_openai_style_request(request))
         except Exception as exc:  # noqa: BLE001 - every client error becomes a task failure
             raise self._fail(exc, request.model) from exc
-        if not response.choices:
-            raise AIError(f"LLM provider '{self.name}' returned no choices for model {request.model}")
-        choice = response.choices[0]
-        calls = [_tool_call(c.id, c.function.name, c.function.arguments, request.tools)
-                 for c in (choice.message.tool_calls or []) if getattr(c, "function", None)]
-        usage = response.usage
-        reason = choice.finish_reason or ("tool_calls" if calls else "stop")
-        return ChatResult(text=choice.message.content, tool_calls=calls,
-                          finish_reason=FINISH_REASONS.get(reason, str(reason).upper()),
-                          prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                          completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                          total_tokens=getattr(usage, "total_tokens", 0) or 0)
+        return _openai_style_result(self.name, request, response)
 
     def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
         kwargs: dict = {"model": model, "input": text}
@@ -262,7 +301,338 @@ class OllamaProvider(Provider):
         return [float(x) for x in response.embeddings[0]]
 
 
-KINDS: dict[str, type[Provider]] = {"openai": OpenAIProvider, "ollama": OllamaProvider}
+def _status_failure(name: str, model: str, status: int, detail) -> AIError:
+    """The AIError of an HTTP error answer: terminal for 400, 401, 403, 404 and 422 (a retry
+    cannot help), retryable otherwise (429, 5xx)."""
+    return AIError(f"LLM provider '{name}' answered HTTP {status} for model {model}: {detail}",
+                   terminal=status in (400, 401, 403, 404, 422))
+
+
+def _split_system(messages: list[dict]) -> tuple[str | None, list[dict]]:
+    """The system messages joined (None when there are none) and the other messages."""
+    system = [str(m.get("message") or "") for m in messages if m.get("role") == "system"]
+    return ("\n\n".join(system) if system else None), [m for m in messages if m.get("role") != "system"]
+
+
+def _json_object(value) -> dict:
+    """A tool result as the object some vendors require (a non-object wrapped as ``result``)."""
+    return value if isinstance(value, dict) else {"result": value}
+
+
+class AnthropicProvider(Provider):
+    """Anthropic's Messages API through the ``anthropic`` client (no client retries).
+    System messages become ``system``; ``tool_call``/``tool`` messages become
+    ``tool_use``/``tool_result`` blocks; ``max_tokens`` defaults to 1024 (the API requires
+    one). Anthropic has no embeddings: ``embed`` fails terminally."""
+
+    DEFAULT_MAX_TOKENS = 1024
+
+    def _client(self):
+        import anthropic
+
+        return anthropic.Anthropic(base_url=self.base_url, api_key=self.api_key or "unused", timeout=self.timeout,
+                                   max_retries=0)
+
+    def _fail(self, exc: Exception, model: str) -> AIError:
+        import anthropic
+
+        return _client_failure(self, anthropic, exc, model)
+
+    @staticmethod
+    def _messages(messages: list[dict]) -> list[dict]:
+        out: list[dict] = []
+        for m in messages:
+            role = m.get("role") or "user"
+            if role == "tool_call":
+                blocks = []
+                for tc in m.get("toolCalls") or []:
+                    name, params = _call_args(tc)
+                    blocks.append({"type": "tool_use", "id": tc.get("taskReferenceName") or str(uuid.uuid4()),
+                                   "name": name, "input": params})
+                out.append({"role": "assistant", "content": blocks})
+            elif role == "tool":
+                out.append({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": tc.get("taskReferenceName") or "",
+                     "content": json.dumps(tc.get("output"))} for tc in m.get("toolCalls") or []]})
+            else:
+                out.append({"role": "assistant" if role == "assistant" else "user", "content": m.get("message") or ""})
+        return out
+
+    def chat(self, request: ChatRequest) -> ChatResult:
+        system, messages = _split_system(request.messages)
+        kwargs: dict = {"model": request.model, "messages": self._messages(messages),
+                        "max_tokens": request.max_tokens or self.DEFAULT_MAX_TOKENS}
+        if system:
+            kwargs["system"] = system
+        if request.tools:
+            kwargs["tools"] = [{"name": t["name"], "description": t.get("description") or "",
+                                "input_schema": t.get("inputSchema") or {"type": "object", "properties": {}}}
+                               for t in request.tools if isinstance(t, dict) and t.get("name")]
+        if request.stop:
+            kwargs["stop_sequences"] = request.stop
+        # sampling options the API takes but this client's ``create`` no longer names
+        sampling = {k: v for k, v in (("temperature", request.temperature), ("top_p", request.top_p)) if v is not None}
+        if sampling:
+            kwargs["extra_body"] = sampling
+        try:
+            with self._client() as client:
+                response = client.messages.create(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - every client error becomes a task failure
+            raise self._fail(exc, request.model) from exc
+        texts = [b.text for b in response.content if getattr(b, "type", "") == "text"]
+        calls = [_tool_call(b.id, b.name, b.input, request.tools)
+                 for b in response.content if getattr(b, "type", "") == "tool_use"]
+        reason = response.stop_reason or ("tool_use" if calls else "end_turn")
+        prompt, completion = response.usage.input_tokens or 0, response.usage.output_tokens or 0
+        return ChatResult(text="".join(texts) if texts else None, tool_calls=calls,
+                          finish_reason=FINISH_REASONS.get(reason, str(reason).upper()),
+                          prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+    def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
+        raise AIError(f"LLM provider '{self.name}' (anthropic) has no embeddings API", terminal=True)
+
+
+class GeminiProvider(Provider):
+    """Google's Gemini API through ``google-genai`` (``genai.Client``; the base URL is
+    ``HttpOptions.base_url``, the API version ``v1beta``: ``/v1beta/models/{model}:generateContent``). Assistant messages are role ``model``; tool calls and
+    results are ``function_call``/``function_response`` parts; tool schemas go as
+    ``parameters_json_schema`` (plain JSON Schema)."""
+
+    def _client(self):
+        from google import genai
+        from google.genai import types
+
+        return genai.Client(api_key=self.api_key or "unused", http_options=types.HttpOptions(
+            base_url=self.base_url, api_version="v1beta", timeout=int(self.timeout * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1)))
+
+    def _fail(self, exc: Exception, model: str) -> AIError:
+        import httpx
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            return _status_failure(self.name, model, exc.code, exc.message or exc.status)
+        if isinstance(exc, httpx.TimeoutException):
+            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
+        if isinstance(exc, httpx.TransportError):
+            return AIError(f"LLM provider '{self.name}' could not be reached: {exc}")
+        return AIError(f"LLM provider '{self.name}' failed: {exc}")
+
+    @staticmethod
+    def _contents(messages: list[dict]) -> list[dict]:
+        out: list[dict] = []
+        for m in messages:
+            role = m.get("role") or "user"
+            if role == "tool_call":
+                parts = []
+                for tc in m.get("toolCalls") or []:
+                    name, params = _call_args(tc)
+                    parts.append({"function_call": {"name": name, "args": params}})
+                out.append({"role": "model", "parts": parts})
+            elif role == "tool":
+                out.append({"role": "user", "parts": [
+                    {"function_response": {"name": _call_args(tc)[0] or tc.get("name") or "",
+                                           "response": _json_object(tc.get("output"))}}
+                    for tc in m.get("toolCalls") or []]})
+            else:
+                out.append({"role": "model" if role == "assistant" else "user",
+                            "parts": [{"text": m.get("message") or ""}]})
+        return out
+
+    def chat(self, request: ChatRequest) -> ChatResult:
+        system, messages = _split_system(request.messages)
+        config: dict = {}
+        if system:
+            config["system_instruction"] = system
+        if request.tools:
+            config["tools"] = [{"function_declarations": [
+                {"name": t["name"], "description": t.get("description") or "",
+                 "parameters_json_schema": t.get("inputSchema") or {"type": "object", "properties": {}}}
+                for t in request.tools if isinstance(t, dict) and t.get("name")]}]
+            config["automatic_function_calling"] = {"disable": True}
+        if request.json_output:
+            config["response_mime_type"] = "application/json"
+        for key, value in (("max_output_tokens", request.max_tokens), ("temperature", request.temperature),
+                           ("top_p", request.top_p), ("stop_sequences", request.stop or None)):
+            if value is not None:
+                config[key] = value
+        client = self._client()  # kept referenced: a dropped Client closes its connection
+        try:
+            response = client.models.generate_content(model=request.model, contents=self._contents(messages),
+                                                      config=config or None)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail(exc, request.model) from exc
+        if not response.candidates:
+            raise AIError(f"LLM provider '{self.name}' returned no candidates for model {request.model}")
+        candidate = response.candidates[0]
+        parts = (candidate.content.parts if candidate.content else None) or []
+        texts = [p.text for p in parts if p.text]
+        calls = [_tool_call(p.function_call.id, p.function_call.name, p.function_call.args or {}, request.tools)
+                 for p in parts if p.function_call]
+        raw = candidate.finish_reason.value if candidate.finish_reason is not None else "STOP"
+        reason = "TOOL_CALLS" if calls else {"MAX_TOKENS": "LENGTH", "SAFETY": "CONTENT_FILTER"}.get(raw, raw)
+        usage = response.usage_metadata
+        prompt = (usage.prompt_token_count or 0) if usage else 0
+        completion = (usage.candidates_token_count or 0) if usage else 0
+        total = (usage.total_token_count or prompt + completion) if usage else 0
+        return ChatResult(text="".join(texts) if texts else None, tool_calls=calls, finish_reason=reason,
+                          prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+    def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
+        config = {"output_dimensionality": int(dimensions)} if dimensions else None
+        client = self._client()
+        try:
+            response = client.models.embed_content(model=model, contents=text, config=config)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail(exc, model) from exc
+        if not response.embeddings or not response.embeddings[0].values:
+            raise AIError(f"LLM provider '{self.name}' returned no embedding for model {model}")
+        return [float(x) for x in response.embeddings[0].values]
+
+
+class AzureOpenAIProvider(OpenAIProvider):
+    """An Azure OpenAI resource: the ``openai`` package's ``AzureOpenAI`` client at
+    ``azure_endpoint`` = the base URL, with the ``api-key`` header and ``api_version``
+    (``CONDUCTOR_AI_<NAME>_API_VERSION``, default ``2024-10-21``); the task's ``model`` is
+    the deployment name (``/openai/deployments/{model}/chat/completions``)."""
+
+    DEFAULT_API_VERSION = "2024-10-21"
+
+    def __init__(self, name: str, base_url: str, api_key: str, timeout: float, api_version: str | None = None):
+        super().__init__(name, base_url, api_key, timeout)
+        self.api_version = api_version or self.DEFAULT_API_VERSION
+
+    def _client(self):
+        import openai
+
+        return openai.AzureOpenAI(azure_endpoint=self.base_url, api_key=self.api_key or "unused",
+                                  api_version=self.api_version, timeout=self.timeout, max_retries=0)
+
+
+class BedrockProvider(Provider):
+    """Amazon Bedrock through ``boto3``'s ``bedrock-runtime`` client at the base URL
+    (``endpoint_url``): ``converse`` for chat (system, tools as ``toolSpec``, ``toolUse``
+    / ``toolResult`` blocks), ``invoke_model`` with Titan's ``{"inputText", "dimensions"}``
+    body for embeddings. The API key is ``<accessKeyId>:<secretAccessKey>``; the region
+    ``CONDUCTOR_AI_<NAME>_REGION`` (default ``us-east-1``). No client retries."""
+
+    DEFAULT_REGION = "us-east-1"
+
+    def __init__(self, name: str, base_url: str, api_key: str, timeout: float, region: str | None = None):
+        super().__init__(name, base_url, api_key, timeout)
+        self.region = region or self.DEFAULT_REGION
+
+    def _client(self):
+        import boto3
+        from botocore.config import Config
+
+        key_id, _, secret = (self.api_key or "").partition(":")
+        return boto3.session.Session().client(
+            "bedrock-runtime", endpoint_url=self.base_url, region_name=self.region,
+            aws_access_key_id=key_id or "unused", aws_secret_access_key=secret or "unused",
+            config=Config(connect_timeout=self.timeout, read_timeout=self.timeout, retries={"total_max_attempts": 1}))
+
+    def _fail(self, exc: Exception, model: str) -> AIError:
+        from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
+        if isinstance(exc, ClientError):
+            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 500)
+            return _status_failure(self.name, model, status, exc.response.get("Error", {}).get("Message") or str(exc))
+        if isinstance(exc, (ReadTimeoutError, ConnectTimeoutError)):
+            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
+        if isinstance(exc, EndpointConnectionError):
+            return AIError(f"LLM provider '{self.name}' could not be reached: {exc}")
+        return AIError(f"LLM provider '{self.name}' failed: {exc}")
+
+    @staticmethod
+    def _messages(messages: list[dict]) -> list[dict]:
+        out: list[dict] = []
+        for m in messages:
+            role = m.get("role") or "user"
+            if role == "tool_call":
+                blocks = []
+                for tc in m.get("toolCalls") or []:
+                    name, params = _call_args(tc)
+                    blocks.append({"toolUse": {"toolUseId": tc.get("taskReferenceName") or str(uuid.uuid4()),
+                                               "name": name, "input": params}})
+                out.append({"role": "assistant", "content": blocks})
+            elif role == "tool":
+                out.append({"role": "user", "content": [
+                    {"toolResult": {"toolUseId": tc.get("taskReferenceName") or "",
+                                    "content": [{"json": _json_object(tc.get("output"))}]}}
+                    for tc in m.get("toolCalls") or []]})
+            else:
+                out.append({"role": "assistant" if role == "assistant" else "user",
+                            "content": [{"text": m.get("message") or ""}]})
+        return out
+
+    def chat(self, request: ChatRequest) -> ChatResult:
+        system, messages = _split_system(request.messages)
+        kwargs: dict = {"modelId": request.model, "messages": self._messages(messages)}
+        if system:
+            kwargs["system"] = [{"text": system}]
+        inference = {k: v for k, v in (("maxTokens", request.max_tokens), ("temperature", request.temperature),
+                                       ("topP", request.top_p), ("stopSequences", request.stop or None))
+                     if v is not None}
+        if inference:
+            kwargs["inferenceConfig"] = inference
+        if request.tools:
+            kwargs["toolConfig"] = {"tools": [{"toolSpec": {
+                "name": t["name"], "description": t.get("description") or t["name"],
+                "inputSchema": {"json": t.get("inputSchema") or {"type": "object", "properties": {}}}}}
+                for t in request.tools if isinstance(t, dict) and t.get("name")]}
+        try:
+            response = self._client().converse(**kwargs)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail(exc, request.model) from exc
+        blocks = ((response.get("output") or {}).get("message") or {}).get("content") or []
+        texts = [b["text"] for b in blocks if "text" in b]
+        calls = [_tool_call(b["toolUse"].get("toolUseId"), b["toolUse"].get("name"), b["toolUse"].get("input") or {},
+                            request.tools) for b in blocks if "toolUse" in b]
+        reason = response.get("stopReason") or ("tool_use" if calls else "end_turn")
+        usage = response.get("usage") or {}
+        prompt, completion = usage.get("inputTokens") or 0, usage.get("outputTokens") or 0
+        return ChatResult(text="".join(texts) if texts else None, tool_calls=calls,
+                          finish_reason={"max_tokens": "LENGTH", "stop_sequence": "STOP",
+                                         "guardrail_intervened": "CONTENT_FILTER"}.get(
+                              reason, FINISH_REASONS.get(reason, str(reason).upper())),
+                          prompt_tokens=prompt, completion_tokens=completion,
+                          total_tokens=usage.get("totalTokens") or prompt + completion)
+
+    def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
+        body: dict = {"inputText": text}
+        if dimensions:
+            body["dimensions"] = int(dimensions)
+        try:
+            response = self._client().invoke_model(modelId=model, body=json.dumps(body),
+                                                   contentType="application/json", accept="application/json")
+            answer = json.loads(response["body"].read())
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail(exc, model) from exc
+        if not isinstance(answer, dict) or not answer.get("embedding"):
+            raise AIError(f"LLM provider '{self.name}' returned no embedding for model {model}")
+        return [float(x) for x in answer["embedding"]]
+
+
+class MistralProvider(OpenAIProvider):
+    """Mistral's API (``/v1/chat/completions``, ``/v1/embeddings``: OpenAI-shaped) through
+    the ``openai`` client at ``<base URL>/v1``. Not through ``mistralai``: that package
+    depends on ``jsonpath-python``, whose ``jsonpath`` module overwrites the
+    ``python-jsonpath`` the engine resolves ``${...}`` with (both install
+    ``site-packages/jsonpath/``), so it cannot share an environment with this server."""
+
+    def _client(self):
+        import openai
+
+        base = self.base_url.rstrip("/")
+        return openai.OpenAI(base_url=base if base.endswith("/v1") else base + "/v1", api_key=self.api_key or "unused",
+                             timeout=self.timeout, max_retries=0)
+
+
+KINDS: dict[str, type[Provider]] = {"openai": OpenAIProvider, "ollama": OllamaProvider,
+                                    "anthropic": AnthropicProvider, "gemini": GeminiProvider,
+                                    "azureopenai": AzureOpenAIProvider, "aws_bedrock": BedrockProvider,
+                                    "mistral": MistralProvider}
 
 
 def get_provider(name: str | None) -> Provider:
@@ -279,6 +649,12 @@ def get_provider(name: str | None) -> Provider:
                       f"(set CONDUCTOR_AI_{name.upper()}_BASE_URL / _API_KEY)", terminal=True)
     kind = KINDS.get(entry.get("kind") or "openai")
     if kind is None:
-        raise AIError(f"LLM provider '{name}' has an unknown kind {entry.get('kind')!r} (openai or ollama)",
-                      terminal=True)
-    return kind(name, entry["base_url"], entry.get("api_key") or "", float(conf.get("TIMEOUT_SECONDS") or 45))
+        raise AIError(f"LLM provider '{name}' has an unknown kind {entry.get('kind')!r} "
+                      f"({', '.join(sorted(KINDS))})", terminal=True)
+    extra = {}
+    if kind is AzureOpenAIProvider:
+        extra["api_version"] = entry.get("api_version")
+    elif kind is BedrockProvider:
+        extra["region"] = entry.get("region")
+    return kind(name, entry["base_url"], entry.get("api_key") or "", float(conf.get("TIMEOUT_SECONDS") or 45),
+                **extra)

@@ -39,7 +39,8 @@ OPEN_PATHS = frozenset({"/api/health", "/api/health/ready", "/api/token"})
 # Paths under these prefixes carry their own credential: the signed URIs of external payload
 # storage (apps/api/views/payloads.py) and of file content (apps/files), which the SDKs
 # PUT/GET without a token, as presigned URLs.
-SIGNED_PREFIXES = ("/api/external-payloads/", FILE_CONTENT_PREFIX)
+# The A2A push callback (apps/a2a/views.py) checks the token the AGENT task gave the remote agent.
+SIGNED_PREFIXES = ("/api/external-payloads/", FILE_CONTENT_PREFIX, "/api/a2a/callback/")
 # file storage (apps/files): what hands out an upload URL or changes a file is a worker's
 # write (workers upload what tasks produce); metadata and download URLs are reads
 _FILE_UPLOAD_URLS = re.compile(r"^/api/files/[^/]+/[^/]+/(upload-url|multipart/[^/]+/part/[^/]+)$")

@@ -2,6 +2,9 @@
 from django.urls import path
 
 from apps.api.views import bulk, health, metadata, payloads, search, tasks, token, workflow
+from apps.a2a.views import AgentCardApi, AgentsApi, JsonRpcApi, PushCallbackApi
+from apps.ai.views import ProvidersStatusApi
+from apps.wmq.views import WorkflowMessagesApi
 
 urlpatterns = [
     path("health", health.HealthApi.as_view()),
@@ -44,6 +47,14 @@ urlpatterns = [
     path("workflow/bulk/search", bulk.bulk_view("search", "post")),
     path("tasks/search", search.TaskSearchApi.as_view()),
     path("tasks/search-v2", search.TaskSearchV2Api.as_view()),
+    path("providers/status", ProvidersStatusApi.as_view()),
+    # --- A2A: workflows served as agents (apps.a2a)
+    path("a2a/workflow", AgentsApi.as_view()),
+    path("a2a/workflow/<str:name>/.well-known/agent-card.json", AgentCardApi.as_view()),
+    path("a2a/workflow/<str:name>/.well-known/agent.json", AgentCardApi.as_view()),
+    path("a2a/workflow/<str:name>", JsonRpcApi.as_view()),
+    path("a2a/workflow/<str:name>/rpc", JsonRpcApi.as_view()),
+    path("a2a/callback/<str:task_id>", PushCallbackApi.as_view()),
     # --- workflow
     path("workflow", workflow.StartWorkflowApi.as_view()),
     path("workflow/test", workflow.WorkflowTestApi.as_view()),
@@ -65,6 +76,7 @@ urlpatterns = [
     path("workflow/<str:workflow_id>/skiptask/<str:task_ref_name>", workflow.SkipTaskApi.as_view()),
     path("workflow/<str:workflow_id>/tasks", workflow.WorkflowTasksApi.as_view()),
     path("workflow/<str:workflow_id>/variables", workflow.WorkflowVariablesApi.as_view()),
+    path("workflow/<str:workflow_id>/messages", WorkflowMessagesApi.as_view()),
     path("workflow/<str:workflow_id>/terminate-remove", workflow.TerminateRemoveApi.as_view()),
     # POST /workflow/{name} starts; GET/DELETE /workflow/{id} read/terminate
     path("workflow/<str:name_or_id>", workflow.WorkflowOrStartApi.as_view()),

@@ -25,7 +25,7 @@ from apps.engine.task_types import get_type
 log = logging.getLogger(__name__)
 
 INLINE = frozenset({"start_failure_workflow", "start_sub_workflow", "terminate_sub_workflow", "start_workflow",
-                    "publish_event"})
+                    "publish_event", "pull_workflow_messages"})
 
 
 def is_deferred(action: Action) -> bool:
@@ -86,7 +86,8 @@ def run_deferred(workflow_id: str, action: Action, workflow_decide: Callable[[st
     """Perform a deferred action after commit: ``run_system_task`` queues
     ``apps.engine.jobs.system_task_job`` on the cluster; ``notify_parent`` decides the
     parent of ``workflow_id`` now, in this process, with ``workflow_decide`` (if that
-    fails, the parent's ``next_decide_at`` makes the sweeper do it)."""
+    fails, the parent's ``next_decide_at`` makes the sweeper do it); ``cancel_remote_agent``
+    queues the best-effort ``tasks/cancel`` of an AGENT task's remote task (``apps.a2a``)."""
     if action.kind == "run_system_task" and action.task is not None:
         task_id = action.task.task_id
         jobqueue.enqueue("apps.engine.jobs.system_task_job", task_id, task_name=f"system-task-{task_id}")
@@ -98,5 +99,8 @@ def run_deferred(workflow_id: str, action: Action, workflow_decide: Callable[[st
                 workflow_decide(parent)
             except Exception:  # noqa: BLE001 - the sweeper repairs it
                 log.exception("deciding parent %s of %s failed; the sweeper will retry", parent, workflow_id)
+    elif action.kind == "cancel_remote_agent" and action.task is not None:
+        task_id = action.task.task_id
+        jobqueue.enqueue("apps.a2a.tasks.cancel_remote_job", task_id, task_name=f"a2a-cancel-{task_id}")
     else:
         log.warning("unknown deferred action %s", action.kind)

@@ -45,6 +45,7 @@ from apps.metadata.services import workflow_def_validate
 from apps.metadata.validation import iter_workflow_tasks, with_task_definitions
 from apps.metadata import secrets
 from apps.metadata.environment import WorkflowEnvironment
+from apps.wmq import queue as wmq_queue
 
 log = logging.getLogger(__name__)
 
@@ -888,4 +889,5 @@ def workflow_variables_update(*, workflow_id: str, variables: dict, append_array
 # and from there to ``TaskType.apply_inline``, so neither imports this module.
 SERVICES = Services(workflow_start=workflow_start, workflow_terminate=workflow_terminate,
                     workflow_summary=store.workflow_summary, event_message_insert=event_queue.event_message_insert,
-                    env=WorkflowEnvironment(snapshot=False))
+                    env=WorkflowEnvironment(snapshot=False), workflow_messages_pop=wmq_queue.pop,
+                    wmq_max_batch_size=lambda: int(wmq_queue.limits()["MAX_BATCH_SIZE"]))

@@ -69,6 +69,10 @@ class Services:
       message on the internal event queue in the current transaction
       (``event_queue.event_message_insert``).
     * ``env``: what ``${workflow.env.X}`` and bare names read (``WorkflowEnvironment``).
+    * ``workflow_messages_pop(workflow_id, count, now) -> list[dict]``: take up to
+      ``count`` messages of the workflow's message queue in the current transaction
+      (``apps.wmq.queue.pop``), oldest first; ``wmq_max_batch_size() -> int`` the most one
+      PULL_WORKFLOW_MESSAGES takes.
     """
 
     workflow_start: Callable[..., str]
@@ -76,3 +80,5 @@ class Services:
     workflow_summary: Callable[[str], "dict | None"]
     event_message_insert: Callable[..., bool]
     env: Mapping[str, str]
+    workflow_messages_pop: Callable[[str, int, int], list]
+    wmq_max_batch_size: Callable[[], int]

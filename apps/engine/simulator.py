@@ -33,11 +33,13 @@ from apps.metadata.validation import MAX_INT
 from apps.engine.state import WorkflowState
 from apps.engine.status import ACTIVE_WORKFLOW
 from apps.engine.task_types import get_type
+from apps.engine.task_types.agent import A2A_TASK_TYPES
 from apps.engine.task_types.ai import AI_TASK_TYPES
 from apps.metadata.environment import WorkflowEnvironment
 
 MAX_STEPS = 10_000
-EXTERNAL_TYPES = ("HTTP", "HUMAN", "SUB_WORKFLOW", "WAIT", "EVENT", *AI_TASK_TYPES)
+EXTERNAL_TYPES = ("HTTP", "HUMAN", "SUB_WORKFLOW", "WAIT", "EVENT", "PULL_WORKFLOW_MESSAGES", *AI_TASK_TYPES,
+                  *A2A_TASK_TYPES)
 
 
 def _definition(req: dict) -> dict:

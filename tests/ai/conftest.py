@@ -82,8 +82,9 @@ class Cluster:
         return ran
 
 
-@pytest.fixture
-def cluster(monkeypatch) -> Cluster:
+def install_cluster(monkeypatch, dropped: tuple[str, ...] = ()) -> Cluster:
+    """A Cluster that collects the ``system_task_job`` jobs the engine queues; jobs named in
+    ``dropped`` are not run at all, any other job goes to the real queue."""
     from apps.engine import jobqueue
 
     c = Cluster()
@@ -92,8 +93,13 @@ def cluster(monkeypatch) -> Cluster:
     def fake(func, *args, **kwargs):
         if func == "apps.engine.jobs.system_task_job":
             c.queued.append(args[0])
-        else:
+        elif func not in dropped:
             real(func, *args, **kwargs)
 
     monkeypatch.setattr(jobqueue, "enqueue", fake)
     return c
+
+
+@pytest.fixture
+def cluster(monkeypatch) -> Cluster:
+    return install_cluster(monkeypatch)

@@ -37,12 +37,17 @@ OPEN = {"/api/health", "/api/health/ready", "/api/token"}
 # the signed URIs of external payload storage: their signature is the credential (403 without);
 # tests/auth/test_external_payload_auth.py
 SIGNED = ("/api/external-payloads/",)
+# the A2A push callback: the token the AGENT task gave the remote agent is its credential
+# (403 with a wrong one: tests/agent2agent/test_agent_tasks.py)
+CALLBACK = "/api/a2a/callback/"
 
 
 @pytest.mark.parametrize("method", ["get", "post", "put", "delete"])
 def test_every_api_path_refuses_a_call_without_a_token(auth_on, client, method):
-    paths = [p for p in _api_paths() if p not in OPEN and not p.startswith(SIGNED)]
+    paths = [p for p in _api_paths() if p not in OPEN and not p.startswith(SIGNED) and not p.startswith(CALLBACK)]
     assert len(paths) > 60
+    if method == "post":  # no API key needed, and no such AGENT task
+        assert client.post(CALLBACK + "x", data="{}", content_type="application/json").status_code == 404
     signed = [p for p in _api_paths() if p.startswith(SIGNED)]
     assert signed
     for path in signed:
