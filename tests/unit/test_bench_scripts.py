@@ -34,3 +34,11 @@ def test_profile_paths_script_measures_every_path():
     assert done.returncode == 0, done.stderr[-3000:]
     for path in ("start", "empty poll"):
         assert f"'{path}'" in done.stdout
+
+
+def test_group_commit_script_measures_both_modes():
+    done = _run(["bench/group_commit.py", "--db", "sqlite", "-n", "4", "--concurrency", "2", "--rounds", "1"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [(r["mode"], r["updates"]) for r in rows] == [("off", 12), ("on", 12)]
+    assert rows[0]["batches"] == 0 and rows[1]["batches"] >= 1
