@@ -18,8 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from asgiref.testing import ApplicationCommunicator
-
+from tests.asgi_client import asgi_call
 from tests.factories import Api, simple_task, task_def, unique, workflow_def
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,25 +43,7 @@ def one_committer(settings):
 
 async def _post(path: str, body: dict) -> tuple[int, bytes]:
     """One request to the ASGI application (the fast path), awaited on the running loop."""
-    from conductor_web.asgi import application
-
-    raw = json.dumps(body).encode()
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8080),
-             "headers": [(b"host", b"127.0.0.1:8080"), (b"content-type", b"application/json"),
-                         (b"content-length", str(len(raw)).encode())]}
-    comm = ApplicationCommunicator(application, scope)
-    await comm.send_input({"type": "http.request", "body": raw, "more_body": False})
-    start = await comm.receive_output(timeout=30)
-    out = b""
-    while True:
-        msg = await comm.receive_output(timeout=30)
-        out += msg.get("body", b"")
-        if not msg.get("more_body"):
-            break
-    await comm.wait(timeout=30)
-    return start["status"], out
+    return await asgi_call("POST", path, body)
 
 
 async def _in_one_batch(calls: list[tuple[str, dict]]) -> list[tuple[int, bytes]]:
