@@ -85,7 +85,10 @@ class _Committer(threading.Thread):
                 if batch is None:
                     return
                 if batch:
-                    results = _execute(batch)
+                    try:
+                        results = _execute(batch)
+                    except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting
+                        results = [(False, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))] * len(batch)
                     self.batches += 1
                     self.executed += len(batch)
                     _answer(batch, results)
