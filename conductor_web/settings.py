@@ -386,6 +386,17 @@ CONDUCTOR = {
     # no task was queued on it (its own commits, PostgreSQL's LISTEN/NOTIFY, SQLite's WAL
     # index tell), for at most this many ms (what a lost wake-up could cost); 0 = off.
     "IDLE_QUEUE_KNOWLEDGE_MS": envint("CONDUCTOR_IDLE_QUEUE_KNOWLEDGE_MS", 5000),
+    # Group commit of the fast path's task updates (apps.engine.groupcommit): concurrent
+    # updates share one transaction and one COMMIT, executed by this many persistent
+    # committer threads (a workflow's updates always on the same one), at most
+    # GROUP_COMMIT_MAX_OPS per transaction; GROUP_COMMIT_WINDOW_MS > 0 waits that long for
+    # company before each batch (0: none, batches grow with the load). GROUP_COMMIT=off
+    # runs each update in a pool thread in its own transaction; auto (the default): on
+    # for SQLite, off for PostgreSQL (measured: docs/performance.md).
+    "GROUP_COMMIT": os.environ.get("CONDUCTOR_GROUP_COMMIT", "auto"),
+    "GROUP_COMMIT_THREADS": envint("CONDUCTOR_GROUP_COMMIT_THREADS", 1),
+    "GROUP_COMMIT_MAX_OPS": envint("CONDUCTOR_GROUP_COMMIT_MAX_OPS", 64),
+    "GROUP_COMMIT_WINDOW_MS": envint("CONDUCTOR_GROUP_COMMIT_WINDOW_MS", 0),
     # A task refused by its TaskDef's rate or concurrency limit goes back to its queue,
     # hidden this long (ms) when no better time is known (apps.engine.limits).
     "TASK_LIMIT_POSTPONE_MS": envint("CONDUCTOR_TASK_LIMIT_POSTPONE_MS", 1000),

@@ -27,9 +27,10 @@ def _queue_listener_closed(django_db_setup):
     """The PostgreSQL queue listener a long poll starts (``notify.start_queue_listener``)
     holds a connection to the test database: closed before pytest-django drops it."""
     yield
-    from apps.engine import notify
+    from apps.engine import groupcommit, notify
 
     notify.stop_queue_listener()
+    groupcommit.stop()
 
 
 @pytest.fixture

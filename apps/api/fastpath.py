@@ -34,7 +34,7 @@ from apps.api.shapes import check_task_result
 from apps.core import lifecycle
 from apps.core.errors import InvalidInput, PayloadTooLarge
 from apps.core.fields import check_length
-from apps.engine import executor, history, payloads, queue
+from apps.engine import executor, groupcommit, history, payloads, queue
 from apps.engine.representation import task_json
 from apps.metadata import secrets
 
@@ -134,11 +134,28 @@ def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
     """``POST /api/tasks`` (the task id as text) or ``/update-v2`` (the same worker's next
     task of that type and domain, already IN_PROGRESS, its secrets put in as a poll puts
     them, or 204)."""
+    result = _task_result(body)
+    if _external(result, body):
+        result = payloads.internalize_task_result(result)
+    return update_answer(result, v2)
+
+
+def _task_result(body: bytes) -> dict:
+    """The TaskResult of an update's body, checked (InvalidInput naming the field)."""
     result = _json_object(body, "TaskResult")
     check_task_result(result)
-    # an externalized output is read back; a body this small cannot pass the max threshold
-    if result.get("externalOutputPayloadStoragePath") or len(body) > payloads.max_payload_bytes("TASK_OUTPUT"):
-        result = payloads.internalize_task_result(result)
+    return result
+
+
+def _external(result: dict, body: bytes) -> bool:
+    """Whether the output must be read back from external payload storage (an
+    externalized output; a body this small cannot pass the max threshold)."""
+    return bool(result.get("externalOutputPayloadStoragePath")) or len(body) > payloads.max_payload_bytes("TASK_OUTPUT")
+
+
+def update_answer(result: dict, v2: bool) -> tuple[int, str, bytes]:
+    """``update_call`` once the TaskResult is parsed, checked and internalized: one
+    engine service (its own transaction, or a savepoint of a group commit's)."""
     if not v2:
         executor.task_update(task_result=result)
         return 200, TEXT, (result.get("taskId") or "").encode()
@@ -147,6 +164,49 @@ def update_call(body: bytes, v2: bool) -> tuple[int, str, bytes]:
     if not given:
         return 204, TEXT, b""
     return 200, JSON, _dumps(task_json(given[0]))
+
+
+def _grouped_update(result: dict, v2: bool, by: str) -> tuple[tuple[int, str, bytes], list]:
+    """``update_answer`` in a committer thread (``apps.engine.groupcommit``), attributed
+    to ``by``; also the evaluations its decides asked for, which the caller runs after
+    the batch's COMMIT (``executor.run_handed_back``)."""
+    with history.acting(by), executor.evaluations_handed_back() as handed:
+        answer = update_answer(result, v2)
+    return answer, handed
+
+
+def _run_handed_back(requests: list) -> None:
+    try:
+        executor.run_handed_back(requests)
+    finally:
+        close_old_connections()
+
+
+_handed_back_in_pool = sync_to_async(_run_handed_back, thread_sensitive=False)
+
+
+async def update_grouped(body: bytes, path: str, principal=None) -> tuple[int, str, bytes]:
+    """``POST /api/tasks`` or ``/update-v2`` through a group commit: the body parsed on
+    the event loop, the update executed by the committer of its workflow in the batch's
+    transaction and answered once that COMMIT returned (``apps.engine.groupcommit``);
+    the scripts it asked for then run in a pool thread before the answer, as
+    ``update_call`` runs them. An output to read back from external storage goes through
+    ``update_call`` in a pool thread instead. Conductor's error body on failure."""
+    v2 = path.endswith("update-v2")
+    try:
+        result = _task_result(body)
+        if _external(result, body):
+            return await _run(_acting(principal, path, update_call), body, v2)
+        key = result.get("workflowInstanceId")
+        answer, handed = await groupcommit.submit(_grouped_update, result, v2,
+                                                  f"app:{principal.name}" if principal else "api",
+                                                  key=key if isinstance(key, str) else None)
+        if handed:
+            await _handed_back_in_pool(handed)
+        return answer
+    except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
+        status, body = logged_body_for_exception(exc)
+        return status, JSON, _dumps(body)
 
 
 def _tasks_for_worker_in_pool(tasks: list) -> list:
@@ -405,6 +465,8 @@ def worker_fast_path(django_app):
                 return
             if path == "/api/workflow":
                 await _respond(send, *await _run(_acting(principal, path, start_call), body, principal))
+            elif groupcommit.enabled() and not audit.is_audited(method, path):
+                await _respond(send, *await update_grouped(body, path, principal))
             else:
                 await _respond(send, *await _run(_acting(principal, path, update_call), body, path.endswith("update-v2")))
             return

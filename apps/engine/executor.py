@@ -99,6 +99,7 @@ class _ServiceState(threading.local):
         self.depth = 0
         self.pending: list[evaluation.Request] = []
         self.running = False
+        self.handoff: list[evaluation.Request] | None = None
 
 
 _service = _ServiceState()
@@ -118,6 +119,9 @@ def run_evaluations() -> None:
         return
     if connection.in_atomic_block:
         requests, _service.pending = _service.pending, []
+        if _service.handoff is not None:
+            _service.handoff.extend(requests)  # the caller runs them after the commit
+            return
         transaction.on_commit(lambda: _run_after_commit(requests), robust=True)
         return
     _service.running = True
@@ -145,6 +149,31 @@ def run_evaluations() -> None:
 
 
 def _run_after_commit(requests: list[evaluation.Request]) -> None:
+    _service.pending.extend(requests)
+    run_evaluations()
+
+
+class evaluations_handed_back:
+    """``with evaluations_handed_back() as requests:`` the evaluations that the services
+    called inside the block (in a caller's transaction) ask for are appended to
+    ``requests`` instead of being run after that transaction's commit in this thread:
+    a group-commit thread (``apps.engine.groupcommit``) hands them to the caller, which
+    runs them after the batch's COMMIT with ``run_handed_back`` (outside any lock, as
+    ``run_evaluations`` does). Dropped with the block when it raises (its savepoint is
+    rolled back, and what it asked for with it)."""
+
+    def __enter__(self) -> list[evaluation.Request]:
+        self.outer, self.requests = _service.handoff, []
+        _service.handoff = self.requests
+        return self.requests
+
+    def __exit__(self, *exc) -> None:
+        _service.handoff = self.outer
+
+
+def run_handed_back(requests: list[evaluation.Request]) -> None:
+    """Run evaluations collected by ``evaluations_handed_back`` (after the COMMIT of the
+    transaction their decides ran in), as ``run_evaluations`` would have."""
     _service.pending.extend(requests)
     run_evaluations()
 

@@ -55,3 +55,9 @@ def test_overview_script_fills_what_the_recorder_would_and_times_every_query(tmp
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["range"] for r in rows if r["overview"] == "page") == ["1h", "24h", "7d"]
     assert {r["executions"] for r in rows} == {400} and all(r["ms_median"] > 0 for r in rows)
+def test_group_commit_script_measures_both_modes():
+    done = _run(["bench/group_commit.py", "--db", "sqlite", "-n", "4", "--concurrency", "2", "--rounds", "1"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [(r["mode"], r["updates"]) for r in rows] == [("off", 12), ("on", 12)]
+    assert rows[0]["batches"] == 0 and rows[1]["batches"] >= 1

@@ -1,0 +1,234 @@
+"""Group commit: concurrent engine calls share one transaction and one durable COMMIT.
+
+The worker fast path (``apps/api/fastpath.py``) hands each task update (``POST
+/api/tasks``, ``POST /api/tasks/update-v2``) to ``submit`` on the event loop and awaits
+its answer. A small fixed set of persistent **committer threads** (``GROUP_COMMIT_THREADS``,
+each with its own database connection kept open between batches) executes what was
+handed in: a committer takes every call waiting for it (at most ``GROUP_COMMIT_MAX_OPS``),
+opens ONE transaction, runs each call in its own savepoint (``transaction.atomic()``
+nested: a call that raises is rolled back alone, the others are kept), COMMITs once
+(one WAL flush on PostgreSQL with synchronous commit; one WAL append on SQLite) and
+then answers every caller, each only after that COMMIT returned. Durability is
+unchanged: no caller hears of a change that is not committed. A call that arrives while
+its committer is busy waits for the next batch; there is no timer, so a lone call is
+executed at once and batches grow only with the load (``GROUP_COMMIT_WINDOW_MS`` > 0
+adds a wait for company before each batch).
+
+Ordering and locking: the calls of one workflow always go to the same committer (the
+``key`` handed to ``submit``, the workflow id, picks it), so they run in the order they
+arrived and two committers of the process never wait on each other's workflow locks;
+inside a batch the calls run in arrival order, each with the service's own lock
+(``SELECT ... FOR UPDATE`` of the workflow row on PostgreSQL, held to the batch's
+COMMIT; SQLite's IMMEDIATE transaction) and compare-and-set writes. A deadlock with
+another process, a StaleState or a lost connection inside a call is handled by the
+service's own retries (``executor.with_retries``) inside its savepoint.
+
+A crash at any point loses only calls that no one was answered for: their batch's
+transaction is rolled back, each worker sends again or its task's response timeout
+hands it out again (the sweeper). When the BEGIN or the COMMIT itself fails, every call
+of the batch is answered with that error (as each of them would have been alone).
+
+Also removes the hand-off of each request to a pool thread: the event loop puts the
+call on the committer's deque and awaits a future, and a committer answers all the
+futures of one event loop with one ``call_soon_threadsafe``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+log = logging.getLogger(__name__)
+
+# a committer closes its connection after this many seconds without a call (tests drop
+# their databases; a pooled connection goes back to the pool)
+IDLE_CLOSE_S = 2.0
+
+
+class _Call:
+    __slots__ = ("fn", "args", "loop", "future")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple, loop: asyncio.AbstractEventLoop,
+                 future: asyncio.Future):
+        self.fn, self.args, self.loop, self.future = fn, args, loop, future
+
+
+class _Committer(threading.Thread):
+    """One committer thread: its deque of calls, its database connection (Django's
+    per-thread connection, kept open between batches)."""
+
+    def __init__(self, index: int):
+        super().__init__(name=f"conductor-committer-{index}", daemon=True)
+        self.calls: deque[_Call] = deque()
+        self.ready = threading.Condition(threading.Lock())
+        self.stopping = False
+        self.batches = 0
+        self.executed = 0
+
+    def submit(self, call: _Call) -> None:
+        with self.ready:
+            self.calls.append(call)
+            self.ready.notify()
+
+    def run(self) -> None:
+        try:
+            while True:
+                batch = self._take()
+                if batch is None:
+                    return
+                if batch:
+                    try:
+                        results = _execute(batch)
+                    except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting
+                        results = [(False, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))] * len(batch)
+                    self.batches += 1
+                    self.executed += len(batch)
+                    _answer(batch, results)
+        finally:
+            connection.close()
+
+    def _take(self) -> list[_Call] | None:
+        """The next batch (waiting for the first call; ``[]`` after ``IDLE_CLOSE_S`` idle,
+        once the connection was closed), or None when stopping with nothing left."""
+        conf = settings.CONDUCTOR
+        most = max(1, int(conf.get("GROUP_COMMIT_MAX_OPS", 64)))
+        window_s = max(0, int(conf.get("GROUP_COMMIT_WINDOW_MS", 0))) / 1000
+        with self.ready:
+            while not self.calls:
+                if self.stopping:
+                    return None
+                if not self.ready.wait(IDLE_CLOSE_S) and not self.calls:
+                    connection.close()
+        if window_s and len(self.calls) < most:
+            time.sleep(window_s)  # company for the first call (off by default)
+        with self.ready:
+            n = min(most, len(self.calls))
+            return [self.calls.popleft() for _ in range(n)]
+
+
+def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
+    """Run the batch's calls in one transaction, each in its own savepoint; one
+    ``(ok, result or exception)`` per call, all errors when BEGIN or COMMIT failed."""
+    results: list[tuple[bool, Any]] = []
+    try:
+        with transaction.atomic():
+            for call in batch:
+                if call.future.cancelled():
+                    results.append((False, asyncio.CancelledError()))
+                    continue
+                try:
+                    with transaction.atomic():
+                        results.append((True, call.fn(*call.args)))
+                except Exception as exc:  # noqa: BLE001 - handed to its caller; the others go on
+                    results.append((False, exc))
+    except Exception as exc:  # noqa: BLE001 - BEGIN or COMMIT failed: nothing of the batch is kept
+        log.warning("a group commit of %d call(s) failed: %s", len(batch), exc)
+        try:
+            connection.close()  # a new connection for the next batch
+        except Exception:  # noqa: BLE001
+            pass
+        return [(False, exc)] * len(batch)
+    return results
+
+
+def _answer(batch: list[_Call], results: list[tuple[bool, Any]]) -> None:
+    """Set each caller's future on its own event loop: one ``call_soon_threadsafe`` per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, bool, Any]]] = {}
+    for call, (ok, value) in zip(batch, results):
+        by_loop.setdefault(call.loop, []).append((call.future, ok, value))
+    for loop, answers in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, answers)
+        except RuntimeError:
+            pass  # that loop has closed: its callers are gone
+
+
+def _settle(answers: list[tuple[asyncio.Future, bool, Any]]) -> None:
+    for future, ok, value in answers:
+        if future.done():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+_committers: list[_Committer] = []
+_lock = threading.Lock()
+
+
+def enabled() -> bool:
+    """Whether the fast path hands task updates to the committers:
+    ``CONDUCTOR["GROUP_COMMIT"]`` on or off, or ``auto`` (the default): on for SQLite,
+    off for PostgreSQL. Measured (docs/performance.md): on SQLite, whose one writer
+    serialises the updates anyway, one transaction per batch cut the CPU per update by
+    about a third; on PostgreSQL, which already flushes the WAL once for the commits
+    that wait together (its own group commit), running the updates one after the other
+    on one connection made them slower than concurrent transactions."""
+    value = settings.CONDUCTOR.get("GROUP_COMMIT", "auto")
+    if isinstance(value, str):
+        value = value.strip().lower()
+        if value == "auto":
+            return connection.vendor == "sqlite"
+        return value in ("on", "true", "1", "yes")
+    return bool(value)
+
+
+def _committer_for(key: str | None) -> _Committer:
+    committers = _committers
+    count = max(1, int(settings.CONDUCTOR.get("GROUP_COMMIT_THREADS", 1)))
+    if len(committers) != count or not all(c.is_alive() for c in committers):
+        with _lock:
+            alive = [c for c in _committers if c.is_alive() and not c.stopping]
+            while len(alive) < count:
+                committer = _Committer(len(alive))
+                committer.start()
+                alive.append(committer)
+            _committers[:] = alive[:count]
+            committers = _committers
+    index = zlib.crc32(key.encode()) % len(committers) if key else 0
+    return committers[index]
+
+
+def submit(fn: Callable[..., Any], *args, key: str | None = None) -> asyncio.Future:
+    """Hand ``fn(*args)`` (synchronous; it runs in a committer thread inside the batch's
+    transaction, its writes in their own savepoint) to the committer of ``key`` (a
+    workflow id: one workflow's calls run in order on one committer); returns a future
+    of the running event loop, set to ``fn``'s result or exception once the batch's
+    COMMIT returned (the exception of BEGIN/COMMIT when those failed). Call on the event
+    loop."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    _committer_for(key).submit(_Call(fn, args, loop, future))
+    return future
+
+
+def stats() -> dict[str, int]:
+    """``{"batches": n, "calls": n}`` executed by this process's committers (bench, tests)."""
+    return {"batches": sum(c.batches for c in _committers), "calls": sum(c.executed for c in _committers)}
+
+
+def waiting() -> int:
+    """How many calls are handed in and not yet taken into a batch (tests, bench)."""
+    return sum(len(c.calls) for c in list(_committers))
+
+
+def stop(timeout_s: float = 5.0) -> None:
+    """Let the committers finish what was handed to them, close their connections and
+    end (tests, before their database is dropped); the next ``submit`` starts new ones."""
+    with _lock:
+        committers, _committers[:] = list(_committers), []
+    for committer in committers:
+        with committer.ready:
+            committer.stopping = True
+            committer.ready.notify()
+    for committer in committers:
+        committer.join(timeout_s)

@@ -1,0 +1,221 @@
+"""Group commit of the fast path's task updates (``apps.engine.groupcommit``): concurrent
+``update-v2`` / ``POST /api/tasks`` calls share one transaction and one COMMIT, each
+answered once after it; a call that fails inside a batch is rolled back alone; a crash in
+the middle of a batch loses nothing that was acknowledged.
+
+Batches are made deterministic by holding the committer: a first call waits on an event
+while the others queue up behind it, so they form exactly one batch when it is let go."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from tests.asgi_client import asgi_call
+from tests.factories import Api, simple_task, task_def, unique, workflow_def
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def api() -> Api:
+    return Api()
+
+
+@pytest.fixture
+def one_committer(settings):
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "GROUP_COMMIT": True, "GROUP_COMMIT_THREADS": 1,
+                          "GROUP_COMMIT_MAX_OPS": 64, "GROUP_COMMIT_WINDOW_MS": 0}
+    yield
+    from apps.engine import groupcommit
+
+    groupcommit.stop()
+
+
+async def _post(path: str, body: dict) -> tuple[int, bytes]:
+    """One request to the ASGI application (the fast path), awaited on the running loop."""
+    return await asgi_call("POST", path, body)
+
+
+async def _in_one_batch(calls: list[tuple[str, dict]]) -> list[tuple[int, bytes]]:
+    """Send ``calls`` (path, body) concurrently while the committer is held, so that they
+    are executed as one batch; the answers in the order of ``calls``."""
+    from apps.engine import groupcommit
+
+    gate, holding = threading.Event(), threading.Event()
+
+    def hold():
+        holding.set()
+        assert gate.wait(30)
+
+    held = groupcommit.submit(hold)
+    assert await asyncio.to_thread(holding.wait, 30)
+    requests = [asyncio.ensure_future(_post(path, body)) for path, body in calls]
+    for _ in range(3000):  # every call handed to the committer (bounded: 30 s)
+        if groupcommit.waiting() == len(calls):
+            break
+        await asyncio.sleep(0.01)
+    assert groupcommit.waiting() == len(calls)
+    gate.set()
+    await held
+    return list(await asyncio.gather(*requests))
+
+
+def _started(api: Api, n: int) -> tuple[str, list[dict]]:
+    """``n`` workflows of two tasks (a, b) of one new type, the a tasks polled by worker w1."""
+    task = unique("gc_task")
+    name = unique("gc_wf")
+    api.register_task_defs(task_def(task))
+    api.register_workflow(workflow_def(name, [simple_task(task, "a"), simple_task(task, "b")]))
+    for i in range(n):
+        api.start(name, {"i": i})
+    polled = api.poll(task, count=n, worker_id="w1")
+    assert len(polled) == n and {t["referenceTaskName"] for t in polled} == {"a"}
+    return task, polled
+
+
+def _result(task: dict, **extra) -> dict:
+    return {"workflowInstanceId": task["workflowInstanceId"], "taskId": task["taskId"], "status": "COMPLETED",
+            "workerId": "w1", **extra}
+
+
+def test_concurrent_update_v2_calls_share_one_commit_and_each_gets_its_own_next_task(api, one_committer):
+    from apps.engine import groupcommit
+
+    n = 12
+    task, polled = _started(api, n)
+    before = groupcommit.stats()
+    answers = asyncio.run(_in_one_batch(
+        [("/api/tasks/update-v2", _result(t, outputData={"n": i})) for i, t in enumerate(polled)]))
+    after = groupcommit.stats()
+    # the held call's batch, then one batch of all n updates: one transaction, one COMMIT
+    assert (after["batches"] - before["batches"], after["calls"] - before["calls"]) == (2, n + 1)
+    assert [status for status, _ in answers] == [200] * n
+    handed = [json.loads(body) for _, body in answers]
+    # each caller its own next task: n distinct b tasks, IN_PROGRESS for w1, none handed twice
+    assert len({t["taskId"] for t in handed}) == n
+    assert {(t["referenceTaskName"], t["status"], t["workerId"]) for t in handed} == {("b", "IN_PROGRESS", "w1")}
+    for i, t in enumerate(polled):
+        got = api.task(t["taskId"])
+        assert (got["status"], got["outputData"]) == ("COMPLETED", {"n": i})
+    # and again, unheld: every workflow completes, nothing left on the queue
+    async def unheld():
+        return await asyncio.gather(*[_post("/api/tasks/update-v2", _result(t)) for t in handed])
+
+    answers = asyncio.run(unheld())
+    assert [status for status, _ in answers] == [204] * n
+    for t in handed:
+        wf = api.workflow(t["workflowInstanceId"], include_tasks=True)
+        assert wf["status"] == "COMPLETED"
+        assert [(x["referenceTaskName"], x["status"]) for x in wf["tasks"]] == [("a", "COMPLETED"), ("b", "COMPLETED")]
+    assert api.poll(task, count=5, worker_id="w2") == []
+
+
+def test_an_update_that_fails_inside_a_batch_leaves_the_others_committed(api, one_committer):
+    _task, polled = _started(api, 3)
+    other = polled[2]
+    calls = [
+        ("/api/tasks", _result(polled[0])),
+        ("/api/tasks", _result(polled[1], workflowInstanceId="no-such-workflow")),  # 404
+        ("/api/tasks", _result(polled[1], workflowInstanceId=other["workflowInstanceId"])),  # another's task: 400
+        ("/api/tasks", {**_result(polled[1]), "status": "NOT_A_STATUS"}),  # 400
+        ("/api/tasks", _result(other)),
+    ]
+    answers = asyncio.run(_in_one_batch(calls))
+    assert [status for status, _ in answers] == [200, 404, 400, 400, 200]
+    assert json.loads(answers[1][1])["message"] == "No such workflow found by id: no-such-workflow"
+    assert [api.task(t["taskId"])["status"] for t in polled] == ["COMPLETED", "IN_PROGRESS", "COMPLETED"]
+
+
+def test_a_database_error_inside_a_batch_is_rolled_back_alone(one_committer):
+    """A call whose statement fails (a duplicate key: on PostgreSQL that aborts the
+    transaction) after writing is rolled back to its savepoint; the calls before and
+    after it in the same batch are committed."""
+    from django.db import IntegrityError
+
+    from apps.engine import groupcommit
+    from apps.metadata.models import TaskDef
+
+    names = [unique("gc_def") for _ in range(3)]
+    TaskDef.objects.create(name=names[1] + "_taken", definition={}, create_time=0, update_time=0)
+
+    def create(name: str, then_clash: bool = False) -> str:
+        TaskDef.objects.create(name=name, definition={"name": name}, create_time=0, update_time=0)
+        if then_clash:
+            TaskDef.objects.create(name=name + "_taken", definition={}, create_time=0, update_time=0)
+        return name
+
+    async def run():
+        gate, holding = threading.Event(), threading.Event()
+        held = groupcommit.submit(lambda: (holding.set(), gate.wait(30)))
+        await asyncio.to_thread(holding.wait, 30)
+        futures = [groupcommit.submit(create, names[0]), groupcommit.submit(create, names[1], True),
+                   groupcommit.submit(create, names[2])]
+        gate.set()
+        await held
+        return await asyncio.gather(*futures, return_exceptions=True)
+
+    before = groupcommit.stats()["batches"]
+    first, failed, last = asyncio.run(run())
+    assert groupcommit.stats()["batches"] - before == 2
+    assert (first, last) == (names[0], names[2])
+    assert isinstance(failed, IntegrityError)
+    assert set(TaskDef.objects.filter(name__in=names).values_list("name", flat=True)) == {names[0], names[2]}
+
+
+def _database_url() -> str:
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    auth = quote(s.get("USER") or "", safe="") + (":" + quote(s["PASSWORD"], safe="") if s.get("PASSWORD") else "")
+    host = f"{s.get('HOST') or 'localhost'}:{s.get('PORT') or 5432}"
+    return f"postgres://{auth}@{host}/{s['NAME']}"
+
+
+def test_a_crash_in_the_middle_of_a_batch_loses_nothing_acknowledged(api):
+    """A server process (tests/support/group_commit_child.py) acknowledges one update after
+    its batch's COMMIT, then is killed (SIGKILL) while its next batch, holding a second
+    update already executed, has not committed: the first stays COMPLETED, the second
+    left no trace (its task still IN_PROGRESS, never acknowledged), and the worker's
+    retry of it then completes its workflow."""
+    task, polled = _started(api, 2)
+    env = {**os.environ, "DATABASE_URL": _database_url(), "DJANGO_SETTINGS_MODULE": "conductor_web.settings",
+           "CONDUCTOR_GROUP_COMMIT_THREADS": "1"}
+    child = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "group_commit_child.py"),
+                              json.dumps([_result(t) for t in polled])],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in child.stdout:
+            lines.append(line.strip())
+            if line.startswith("mid-batch"):
+                break
+        assert lines[-1:] == ["mid-batch"], (lines, child.stderr.read() if child.poll() is not None else "")
+        assert lines[0] == f"acknowledged {polled[0]['taskId']} 200"
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+    assert api.task(polled[0]["taskId"])["status"] == "COMPLETED"
+    second = api.task(polled[1]["taskId"])
+    assert (second["status"], second["outputData"]) == ("IN_PROGRESS", {})
+    wf = api.workflow(polled[1]["workflowInstanceId"], include_tasks=True)
+    assert [t["referenceTaskName"] for t in wf["tasks"]] == ["a"], "the b task of the lost batch was kept"
+    # the worker was never answered, so it sends again: the update applies once
+    api.ok(api.post("/tasks", _result(polled[1], outputData={"again": True})))
+    assert api.task(polled[1]["taskId"])["outputData"] == {"again": True}
+    assert [t["referenceTaskName"] for t in api.workflow(polled[1]["workflowInstanceId"], include_tasks=True)["tasks"]] \
+        == ["a", "b"]
