@@ -275,6 +275,8 @@ def engine(now: int) -> dict:
         "pendingEvaluations": evaluations,
         "listenerBacklog": listener["n"], "listenerOldestMs": now - listener["oldest"] if listener["oldest"] else None,
         "eventBacklog": events["n"], "eventOldestMs": now - events["oldest"] if events["oldest"] else None,
+        "brokerBacklog": [{"broker": b, "pending": n, "oldestMs": now - oldest if oldest else None}
+                          for b, n, oldest in broker_backlog()],
         "nextFirings": firings,
     }
 
@@ -315,6 +317,22 @@ def backlogs() -> tuple[int, dict, dict]:
     events = EventMessage.objects.filter(processed_time__isnull=True).aggregate(n=Count("message_id"),
                                                                               oldest=Min("created_time"))
     return evaluations, listener, events
+
+
+def broker_backlog() -> list[tuple[str, int, int | None]]:
+    """``[(broker, messages waiting in the broker outbox, oldest created epoch ms)]`` per
+    broker with any (apps.brokers: an EVENT task's message or a Kafka status event waits
+    there while its broker is down). The state is written as a literal so SQLite can use
+    the outbox's partial index ``broker_msg_due`` (state PENDING) instead of reading the
+    sent rows too."""
+    from django.db import connection
+
+    from apps.brokers.models import BrokerMessage
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT broker, COUNT(*), MIN(created_time) FROM {BrokerMessage._meta.db_table}"
+                       f" WHERE state = '{BrokerMessage.State.PENDING.value}' GROUP BY broker ORDER BY broker")
+        return [(b, n, oldest) for b, n, oldest in cursor.fetchall()]
 
 
 def reasons(window: Window) -> list[dict]:

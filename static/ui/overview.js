@@ -298,6 +298,8 @@
       ["Evaluations waiting (scripts, jq)", String(e.pendingEvaluations)],
       ["Status-listener notifications pending", `${e.listenerBacklog}${e.listenerOldestMs !== null ? `, oldest ${duration(e.listenerOldestMs)}` : ""}`],
       ["Event queue messages pending", `${e.eventBacklog}${e.eventOldestMs !== null ? `, oldest ${duration(e.eventOldestMs)}` : ""}`],
+      ["Broker outbox (AMQP, NATS, Kafka) waiting", e.brokerBacklog.length ? e.brokerBacklog.map((b) =>
+        `${b.broker} ${b.pending}${b.oldestMs !== null ? `, oldest ${duration(b.oldestMs)}` : ""}`).join("; ") : "0"],
     ];
     const table = el("table", { class: "kv", id: "ov-engine-table" },
       el("tbody", {}, ...rows.map(([k, v]) => el("tr", {}, el("th", { scope: "row", text: k }), el("td", { class: "num", text: v })))));

@@ -257,3 +257,19 @@ def test_metrics_have_the_overview_gauges(api, clock):
     assert f'workflowName="{name}"' in line and float(line.rsplit(" ", 1)[1]) == 4000.0
     assert 'event_queue_depth{queueType="conductor"}' in body
     assert "status_listener_pending " in body and "evaluation_pending " in body
+
+
+def test_engine_section_shows_the_broker_outbox_backlog(clock, viewer_client):
+    """Messages an EVENT task left for a broker that is down wait in the broker outbox
+    (apps.brokers): the Overview's engine section counts the waiting ones per broker, with
+    the oldest's age, and not those already sent."""
+    from apps.brokers.models import BrokerMessage
+
+    now = clock.ms
+    for i, (broker, state, created) in enumerate([("amqp", "PENDING", now - 90_000), ("amqp", "PENDING", now - 1_000),
+                                                   ("amqp", "SENT", now - 500_000), ("kafka", "PENDING", now - 2_000)]):
+        BrokerMessage.objects.create(key=unique(f"k{i}"), event=f"{broker}:orders", broker=broker, state=state,
+                                     created_time=created, next_attempt_at=now)
+    backlog = viewer_client.get("/overview.json?range=1h").json()["engine"]["brokerBacklog"]
+    assert sorted(backlog, key=lambda b: b["broker"]) == [
+        {"broker": "amqp", "pending": 2, "oldestMs": 90_000}, {"broker": "kafka", "pending": 1, "oldestMs": 2_000}]
