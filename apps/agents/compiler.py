@@ -233,6 +233,8 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
 
 
 def _sub_workflow_task(ref: str, sub_def: dict, prompt: str) -> dict:
+    # a sub-agent's execution is an agent's too (the UI's Agent tab reads the classifier)
+    sub_def = {**sub_def, "metadata": {"agent_sdk": "conductor", "classifier": "agent"}}
     return {"name": sub_def["name"], "taskReferenceName": ref, "type": "SUB_WORKFLOW",
             "inputParameters": {"prompt": prompt, "media": "${workflow.input.media}",
                                 "session_id": "${workflow.input.session_id}", "context": "${workflow.input.context}"},

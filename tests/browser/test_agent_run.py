@@ -76,3 +76,47 @@ def test_agent_tab_shows_the_run_as_a_conversation(page, ui_server, agent_runtim
     assert page.request.get(f"{ui_server.base}/execution/{other}/agent.json").status == 404
     assert page.request.get(f"{ui_server.base}/execution/{result.execution_id}/agent.json").status == 200
     assert errors == []
+
+
+def test_agent_tab_follows_a_human_step_live_and_links_a_handoff(page, ui_server, agent_runtime):
+    import time
+
+    from tests.agents import agent_defs
+
+    handle = agent_runtime.start(agent_defs.clerk_agent(), "Book me a trip")
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not handle.get_status().is_waiting and time.monotonic() < deadline:
+        time.sleep(0.3)
+    errors = watch_errors(page)
+    sign_in(page, ui_server)
+    page.goto(f"{ui_server.base}/execution/{handle.execution_id}?tab=agent")
+    human = page.locator("#agent-run [data-entry=human]")
+    human.wait_for()
+    assert human.locator(".ai-role code").inner_text() == "ask_user"
+    assert '"question": "Where to?"' in human.locator("pre").first.inner_text()
+    assert "waiting for an answer" in human.inner_text()
+    assert page.locator("#agent-run [data-entry=done]").count() == 0
+    handle.respond({"answer": "Oslo"})
+    # the live channel redraws the tab: the answer and the final answer appear without a reload
+    page.wait_for_selector("#agent-run [data-entry=done]")
+    assert '"answer": "Oslo"' in human.locator("pre").nth(1).inner_text()
+    assert page.locator("#agent-run [data-entry=done] pre").inner_text() == "Booked a trip to Oslo"
+
+    result = agent_runtime.run(agent_defs.triage_agent(), "My invoice is wrong", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    page.goto(f"{ui_server.base}/execution/{result.execution_id}?tab=agent")
+    link = page.locator("#agent-run [data-entry=handoff] a[data-handoff]")
+    link.wait_for()
+    assert page.locator("#agent-run [data-entry=handoff] .ai-role code").inner_text() == "e2e_billing"
+    link.click()
+    page.wait_for_url("**/execution/" + link_target(ui_server, result.execution_id))
+    page.click("#tabbtn-agent")  # the sub-agent's execution is an agent's too
+    page.wait_for_selector("#agent-run [data-entry=done]")
+    assert page.locator("#agent-run [data-entry=done] pre").inner_text() == "billing: your refund is on its way"
+    assert errors == []
+
+
+def link_target(ui_server, execution_id: str) -> str:
+    """The execution id of the handoff's SUB_WORKFLOW task, read through the API."""
+    wf = ui_server.workflow(execution_id)
+    return next(t["subWorkflowId"] for t in wf["tasks"] if t["taskType"] == "SUB_WORKFLOW")
