@@ -791,7 +791,7 @@
   }
 
   function agentMsg(cls, role, body, extra) {
-    return '<div class="ai-msg ai-' + cls + '" data-entry="' + cls + '"><div class="ai-role">' + role + (extra || "") +
+    return '<div class="ai-msg ai-' + cls + '" data-entry="' + cls.split(" ")[0] + '"><div class="ai-role">' + role + (extra || "") +
       "</div>" + body + "</div>";
   }
   function agentPre(text) { return "<pre>" + esc(text) + "</pre>"; }

@@ -78,7 +78,7 @@ def test_agent_tab_shows_the_run_as_a_conversation(page, ui_server, agent_runtim
     assert errors == []
 
 
-def test_agent_tab_follows_a_human_step_live_and_links_a_handoff(page, ui_server, agent_runtime):
+def test_agent_tab_follows_a_human_step_live_shows_guardrails_and_links_a_handoff(page, ui_server, agent_runtime):
     import time
 
     from tests.agents import agent_defs
@@ -101,6 +101,17 @@ def test_agent_tab_follows_a_human_step_live_and_links_a_handoff(page, ui_server
     page.wait_for_selector("#agent-run [data-entry=done]")
     assert '"answer": "Oslo"' in human.locator("pre").nth(1).inner_text()
     assert page.locator("#agent-run [data-entry=done] pre").inner_text() == "Booked a trip to Oslo"
+
+    # a guardrail that rejects the first answer and passes the second
+    result = agent_runtime.run(agent_defs.poet_agent(), "A line about roses", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    page.goto(f"{ui_server.base}/execution/{result.execution_id}?tab=agent")
+    page.wait_for_selector("#agent-run [data-entry=done]")
+    verdicts = page.locator("#agent-run .ai-guardrail .ai-role").all_inner_texts()
+    assert [v.lower().rsplit("· ", 1)[1] for v in verdicts] == ["rejected, the model answers again", "passed"]
+    assert "the answer must not contain digits" in page.locator("#agent-run .ai-guardrail pre").first.inner_text()
+    turns = page.locator("#agent-run [data-entry=assistant] > pre").all_inner_texts()
+    assert turns == ["there are 3 roses", "roses are red and violets are blue"]
 
     result = agent_runtime.run(agent_defs.triage_agent(), "My invoice is wrong", timeout=WAIT_SECONDS)
     assert result.status == "COMPLETED", result.error
