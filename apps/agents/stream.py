@@ -23,6 +23,9 @@ Event kinds (the SDK's ``EventType``), each ``data`` ``{type, executionId, ...}`
 
 Ids: ``historyId * 4 + k`` (k: the k-th SSE event made from that history event).
 A comment line (``:``) is sent on connect and every ``HEARTBEAT_SECONDS``.
+
+``derive`` gives the same events for a whole execution with the task each was made from:
+the UI's Agent tab (apps/ui/agent_run.py) reads it, so the tab and a stream reader agree.
 """
 from __future__ import annotations
 
