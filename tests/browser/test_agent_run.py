@@ -62,6 +62,10 @@ def test_agent_tab_shows_the_run_as_a_conversation(page, ui_server, agent_runtim
     turn_tokens = page.locator("#agent-run [data-tokens]").all_inner_texts()
     assert [f"{t['outputData']['tokenUsed']} total" in text for t, text in zip(llm_tasks, turn_tokens)] == [True, True]
     screenshot(page, "agent-run", full_page=True)
+    # a tool call's task link opens that task's panel on the graph
+    tool.locator("a[data-open-task]").click()
+    page.wait_for_selector("#task-panel:not([hidden])")
+    assert "get_weather" in page.inner_text("#task-panel")
     assert errors == []
 
     # the tab is only on an agent's execution; agent.json answers 404 for any other
