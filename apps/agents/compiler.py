@@ -29,6 +29,10 @@ the shape of Conductor's ``AgentCompiler`` (``agentspan/.../compiler/``):
   ``stopWhen`` worker and the ``termination`` condition (INLINE) say continue;
 * ``{ref}_output`` (INLINE): the workflow output ``{result, finishReason}``.
 
+The WorkflowDef's ``metadata`` is ``{agent_sdk, classifier: "agent", agentDef}`` (the
+``classifier`` filter of ``GET /api/metadata/workflow``); a sub-agent's inline definition
+carries ``{agent_sdk, classifier: "agent"}``, so the UI shows its execution as an agent's.
+
 Strategy ``sequential`` runs the sub-agents one after the other (each a SUB_WORKFLOW whose
 prompt is the previous one's result). Other strategies, tool types and guardrail types
 are refused with a 400 naming the field (``UnsupportedAgent``), never compiled half.
@@ -233,6 +237,8 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
 
 
 def _sub_workflow_task(ref: str, sub_def: dict, prompt: str) -> dict:
+    # a sub-agent's execution is an agent's too (the UI's Agent tab reads the classifier)
+    sub_def = {**sub_def, "metadata": {"agent_sdk": "conductor", "classifier": "agent"}}
     return {"name": sub_def["name"], "taskReferenceName": ref, "type": "SUB_WORKFLOW",
             "inputParameters": {"prompt": prompt, "media": "${workflow.input.media}",
                                 "session_id": "${workflow.input.session_id}", "context": "${workflow.input.context}"},

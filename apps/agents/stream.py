@@ -23,6 +23,9 @@ Event kinds (the SDK's ``EventType``), each ``data`` ``{type, executionId, ...}`
 
 Ids: ``historyId * 4 + k`` (k: the k-th SSE event made from that history event).
 A comment line (``:``) is sent on connect and every ``HEARTBEAT_SECONDS``.
+
+``derive`` gives the same events for a whole execution with the task each was made from:
+the UI's Agent tab (apps/ui/agent_run.py) reads it, so the tab and a stream reader agree.
 """
 from __future__ import annotations
 
@@ -92,6 +95,39 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
             _event("tool_result", execution_id, toolName=task.task_def_name, result=output)]
 
 
+def _status_events(row, wf, execution_id: str) -> list[dict]:
+    to = (row.data or {}).get("to")
+    if to not in END:
+        return []
+    return [_event(END[to], execution_id, output=wf.output if to == "COMPLETED" else None,
+                   content=None if to == "COMPLETED" else ((row.data or {}).get("reason")
+                                                             or wf.reason_for_incompletion or to))]
+
+
+def derive(execution_id: str, *, limit: int = 5000) -> tuple[object, list[tuple[dict, object]]]:
+    """The execution's events as the stream makes them, oldest first, from its first
+    ``limit`` history rows, each paired with the task execution it was made from (None
+    for ``done``/``error``): ``(WorkflowState, [(event data, task | None)])``. The UI's
+    agent view reads this, so it shows exactly what a stream reader sees.
+    Errors: NotFound for an unknown execution."""
+    from apps.engine.models import ExecutionEvent
+
+    wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
+    tasks = {t.task_id: t for t in wf.tasks}
+    rows = ExecutionEvent.objects.filter(workflow_id=execution_id, kind__in=KINDS).order_by("id")[:limit]
+    out: list[tuple[dict, object]] = []
+    for row in rows:
+        if row.kind == "workflow.status":
+            out.extend((data, None) for data in _status_events(row, wf, execution_id))
+        elif (task := tasks.get(row.task_id)) is not None:
+            out.extend((data, task) for data in _task_events(row, task, execution_id))
+    if wf.status in END and not any(data["type"] in ("done", "error") for data, _ in out):
+        out.append((_event(END[wf.status], execution_id, output=wf.output if wf.status == "COMPLETED" else None,
+                           content=None if wf.status == "COMPLETED" else (wf.reason_for_incompletion or wf.status)),
+                    None))
+    return wf, out
+
+
 def read(execution_id: str, after: int, *, first: bool = True) -> tuple[list[tuple[int, dict]], int, bool]:
     """The SSE events after id ``after``: ``([(id, data)], new cursor, ended)``. The
     execution is loaded only when its history has new rows (or on the ``first`` read,
@@ -110,12 +146,7 @@ def read(execution_id: str, after: int, *, first: bool = True) -> tuple[list[tup
     cursor, ended = after, False
     for row in rows:
         if row.kind == "workflow.status":
-            to = (row.data or {}).get("to")
-            made = []
-            if to in END:
-                made = [_event(END[to], execution_id, output=wf.output if to == "COMPLETED" else None,
-                               content=None if to == "COMPLETED" else (row.data.get("reason")
-                                                                         or wf.reason_for_incompletion or to))]
+            made = _status_events(row, wf, execution_id)
         else:
             task = tasks.get(row.task_id)
             made = _task_events(row, task, execution_id) if task is not None else []

@@ -21,6 +21,7 @@ urlpatterns = [
     path("execution/<str:workflow_id>", views.execution, name="execution"),
     path("execution/<str:workflow_id>/live.json", views.execution_live, name="execution_live"),
     path("execution/<str:workflow_id>/history.json", views.execution_history, name="execution_history"),
+    path("execution/<str:workflow_id>/agent.json", views.execution_agent, name="execution_agent"),
     path("execution/<str:workflow_id>/at.json", views.execution_at, name="execution_at"),
     path("execution/<str:workflow_id>/download/<str:what>", views.execution_download, name="execution_download"),
     path("execution/<str:workflow_id>/action/<str:name>", views.workflow_action, name="workflow_action"),

@@ -24,7 +24,7 @@ from apps.engine.models import ExecutionEvent, PollData, TaskExecution
 from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import TaskDef, WorkflowDef
-from apps.ui import actions, dryrun, editing, graph, live, selectors
+from apps.ui import actions, agent_run, dryrun, editing, graph, live, selectors
 from apps.ui import history as ui_history
 from apps.ui.ai_panel import ai_summary
 from apps.ui.models import AuditLog
@@ -321,7 +321,8 @@ def execution(request, workflow_id: str):
         WorkflowDef.objects.filter(name=wf.workflow_name, version=wf.workflow_version).exists() else None
     rerun_of = wf.re_run_from_workflow_id if wf.re_run_from_workflow_id != workflow_id else None
     return _render(request, "ui/execution.html", {
-        "wf": wf, "allowed": actions.allowed_actions(wf.status, sub_workflows=_has_sub_workflows(workflow_id)),
+        "wf": wf, "is_agent": agent_run.is_agent(wf.definition),
+        "allowed": actions.allowed_actions(wf.status, sub_workflows=_has_sub_workflows(workflow_id)),
         "rerun_of": rerun_of, "rerun": None if rerun_of else history.last_rerun(workflow_id),
         "reason": reason, "failed_task": failed_task, "latest_version": latest, "newer_url": newer_url,
         "compare_url": reverse("ui:compare") + "?" + urlencode(
@@ -353,6 +354,19 @@ def execution_live(request, workflow_id: str):
     if snap is None:
         return JsonResponse({"type": "gone"}, status=404)
     return JsonResponse({"type": "snapshot", "data": snap})
+
+
+@view_required
+@require_GET
+def execution_agent(request, workflow_id: str):
+    """``/execution/<id>/agent.json``: the Agent tab of a compiled agent's execution
+    (``apps.ui.agent_run``: the conversation turn by turn, tool calls, guardrails, human
+    steps, handoffs, tokens, the final answer); 404 for an unknown execution or one that
+    is not an agent."""
+    wf = _load(workflow_id, include_tasks=False)
+    if not agent_run.is_agent(wf.definition):
+        return JsonResponse({"error": f"{workflow_id} is not an agent's execution"}, status=404)
+    return JsonResponse(agent_run.agent_run(workflow_id))
 
 
 @view_required

@@ -37,6 +37,9 @@
   var timelineZoom = 1;
   var dynFilter = "";
   var TABS = ["graph", "tasks", "timeline", "summary", "data", "json", "history"];
+  if (document.getElementById("tab-agent")) { TABS.splice(1, 0, "agent"); }  // a compiled agent's execution (apps/ui/agent_run.py)
+  var agentMarker = null;   // the live marker the Agent tab was last drawn at
+  var agentLoading = false;
   // the view state in the URL (tab, node, task, iteration per loop), restored on load
   var initial = new URLSearchParams(location.search);
   var viewportKey = "conductor-graph-viewport:" + cfg.workflowId;
@@ -260,6 +263,7 @@
     renderSummary();
     renderPayloads();
     refreshPanel();
+    if (activeTab === "agent") { loadAgent(); }
   }
   document.addEventListener("conductor:timezone", function () { if (state) { renderAll(); } });  // static/ui/time.js
 
@@ -755,7 +759,97 @@
       if (name === "data") { renderPayloads(); }
       if (name === "graph") { graph.cy.resize(); }
     }
+    if (name === "agent") { loadAgent(); }
     if (name === "history") { loadHistory(); }
+  }
+
+  // --- the Agent tab: the run of a compiled agent as a conversation (apps/ui/agent_run.py) ----------
+  /** Fetch agent.json when the live marker moved since the last drawing (one request at a time). */
+  function loadAgent() {
+    var section = $("tab-agent");
+    if (!section || agentLoading) { return; }
+    var marker = liveMarker || "";
+    if (agentMarker !== null && agentMarker === marker) { return; }
+    agentLoading = true;
+    fetch(section.dataset.agentUrl, { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); })
+      .then(function (d) { agentMarker = marker; renderAgent(d); })
+      .catch(function () { $("agent-run").innerHTML = '<p class="hint">Could not load the agent run.</p>'; })
+      .then(function () {
+        agentLoading = false;
+        if (activeTab === "agent" && (liveMarker || "") !== agentMarker && agentMarker !== null) { loadAgent(); }
+      });
+  }
+
+  function fmtTokens(t) {
+    if (!t) { return ""; }
+    var parts = [];
+    if (t.prompt !== null && t.prompt !== undefined) { parts.push(esc(t.prompt) + " prompt"); }
+    if (t.completion !== null && t.completion !== undefined) { parts.push(esc(t.completion) + " completion"); }
+    if (t.total !== null && t.total !== undefined) { parts.push(esc(t.total) + " total"); }
+    return parts.length ? '<span class="tok" data-tokens>' + parts.join(" · ") + " tokens</span>" : "";
+  }
+
+  function agentMsg(cls, role, body, extra) {
+    return '<div class="ai-msg ai-' + cls + '" data-entry="' + cls.split(" ")[0] + '"><div class="ai-role">' + role + (extra || "") +
+      "</div>" + body + "</div>";
+  }
+  function agentPre(text) { return "<pre>" + esc(text) + "</pre>"; }
+  function taskLink(taskId, label) {
+    return taskId ? ' <a href="#" class="mono" data-open-task="' + esc(taskId) + '">' + esc(label || "task") + "</a>" : "";
+  }
+
+  function agentEntry(e) {
+    switch (e.kind) {
+      case "model":
+        return agentMsg("assistant", "model · turn " + esc(e.turn) + (e.model ? " · " + esc(e.model) : ""),
+          (e.text ? agentPre(e.text) : (e.toolCalls || []).length ? "" : '<p class="hint">' + (e.status === "COMPLETED" ? "no text" : "thinking…") + "</p>") +
+          ((e.toolCalls || []).length ? '<ul class="agent-tools">' + e.toolCalls.map(function (c) {
+            return '<li>asks for <code>' + esc(c.name) + "</code>" + agentPre(c.arguments) + "</li>";
+          }).join("") + "</ul>" : ""),
+          statusBadge(e.status) + fmtTokens(e.tokens) + (e.finishReason ? ' <span class="tok">' + esc(e.finishReason) + "</span>" : "") +
+          taskLink(e.taskId, "LLM task"));
+      case "tool":
+        return agentMsg("tool", "tool call · <code>" + esc(e.name) + "</code>",
+          '<div class="agent-args"><span class="hint">arguments</span>' + agentPre(e.args === null ? "" : e.args) + "</div>" +
+          '<div class="agent-result"><span class="hint">result</span>' + agentPre(e.result === null ? "" : e.result) + "</div>",
+          taskLink(e.taskId, "task"));
+      case "human":
+        return agentMsg("human", "human step · <code>" + esc(e.name) + "</code>",
+          '<span class="hint">question</span>' + agentPre(e.question) +
+          (e.answer !== null && e.answer !== undefined ? '<span class="hint">answer</span>' + agentPre(e.answer)
+            : '<p class="hint">waiting for an answer (<code>POST /api/agent/{id}/respond</code>)</p>'),
+          statusBadge(e.status) + taskLink(e.taskId, "task"));
+      case "guardrail":
+        return agentMsg("guardrail" + (e.passed ? "" : " failed"), "guardrail · <code>" + esc(e.name) + "</code> · " +
+          (e.passed ? "passed" : e.retry ? "rejected, the model answers again" : "failed"), e.message ? agentPre(e.message) : "");
+      case "handoff":
+        return agentMsg("handoff", "handoff to <code>" + esc(e.target) + "</code>",
+          e.executionId ? '<p>sub-agent execution <a class="mono" data-handoff href="' + execUrl(e.executionId) + '">' + esc(e.executionId) + "</a></p>"
+            : '<p class="hint">the sub-agent is starting</p>', statusBadge(e.status));
+      case "done":
+        return agentMsg("done", "final answer", agentPre(e.answer));
+      case "error":
+        return agentMsg("error", "the run ended without an answer", agentPre(e.reason));
+      default:
+        return "";
+    }
+  }
+
+  function renderAgent(d) {
+    var tk = d.tokens || {};
+    $("agent-tokens").innerHTML =
+      '<div><dt>Status</dt><dd>' + statusBadge(d.status) + "</dd></div>" +
+      '<div><dt>Model turns</dt><dd id="agent-turns">' + (d.entries || []).filter(function (e) { return e.kind === "model"; }).length + "</dd></div>" +
+      '<div><dt>Prompt tokens</dt><dd id="agent-prompt-tokens">' + esc(tk.prompt) + "</dd></div>" +
+      '<div><dt>Completion tokens</dt><dd id="agent-completion-tokens">' + esc(tk.completion) + "</dd></div>" +
+      '<div><dt>Total tokens</dt><dd id="agent-total-tokens">' + esc(tk.total) + "</dd></div>";
+    var html = "";
+    if (d.instructions) { html += '<details class="ai-msg ai-system"><summary class="ai-role">instructions</summary>' + agentPre(d.instructions) + "</details>"; }
+    if (d.prompt !== null && d.prompt !== undefined) { html += agentMsg("user", "user prompt", agentPre(d.prompt)); }
+    html += (d.entries || []).map(agentEntry).join("");
+    if (!(d.entries || []).length) { html += '<p class="hint">No model turn yet.</p>'; }
+    $("agent-run").innerHTML = html;
   }
 
   // --- history: the events, and the execution as it was at any of them ------------------------

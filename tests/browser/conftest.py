@@ -91,8 +91,14 @@ class UiServer:
 @pytest.fixture(scope="session")
 def ui_server(tmp_path_factory):
     """daphne + qcluster on a fresh database, with an operator ``admin`` (superuser) and a
-    read-only ``watcher`` (``ui.view_executions``), both with password ``PASSWORD``."""
+    read-only ``watcher`` (``ui.view_executions``), both with password ``PASSWORD``. Its
+    ``openai`` provider is a loopback OpenAI-compatible stub answering as
+    ``tests.agents.agent_defs.script`` (the agents of tests/browser/test_agent_run.py)."""
+    from tests.agents.agent_defs import script
+    from tests.ai.stubs import LLMStub
+
     e2e = _load_e2e_server_module()
+    llm = LLMStub(script)
     workdir = tmp_path_factory.mktemp("conductor-browser")
     session_url = os.environ.get("DATABASE_URL", "")
     pg = e2e.PostgresDatabase(session_url) if e2e._is_postgres(session_url) else None
@@ -101,7 +107,9 @@ def ui_server(tmp_path_factory):
     # alert rules evaluated every second, their e-mail written as files (tests/browser/test_alerts.py)
     server.env.update({"CONDUCTOR_ALERTS_EVALUATE_SECONDS": "1", "CONDUCTOR_ALERTS_RETRY_DELAY_MS": "500",
                        "CONDUCTOR_EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
-                       "CONDUCTOR_EMAIL_FILE_PATH": str(workdir / "mail")})
+                       "CONDUCTOR_EMAIL_FILE_PATH": str(workdir / "mail"),
+                       "CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": "sk-browser-stub",
+                       "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"})
     try:
         server.start()
         code = (
@@ -114,6 +122,7 @@ def ui_server(tmp_path_factory):
         yield UiServer(server)
     finally:
         server.stop()
+        llm.close()
         if pg is not None:
             pg.drop()
 
