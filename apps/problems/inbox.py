@@ -16,6 +16,7 @@ import re
 
 from apps.core.errors import InvalidInput
 
+from apps.engine import store
 from apps.engine.models import TaskExecution
 from apps.metadata.models import TaskDef
 
@@ -65,12 +66,14 @@ def definitions_waiting() -> list[str]:
     return sorted(names)
 
 
-def form_schema(task: TaskExecution) -> dict | None:
+def form_schema(task: TaskExecution, definition: dict | None = None) -> dict | None:
     """The JSON Schema (``{"type": "object", "properties": ...}``) a completion of
     ``task`` is built from and validated against: its TaskDef's ``outputSchema.data``
     (what the task must return), else its ``inputSchema.data``; the WorkflowTask's inline
-    ``taskDefinition`` first, then the registered TaskDef. None when neither has one."""
-    inline = (task.workflow_task or {}).get("taskDefinition")
+    ``taskDefinition`` first, then the registered TaskDef. None when neither has one.
+    ``definition`` is the execution's definition snapshot (read when not given): a task
+    made from its definition stores no WorkflowTask of its own (``store.workflow_task_of``)."""
+    inline = store.workflow_task_of(task, definition).get("taskDefinition")
     definitions = [inline] if isinstance(inline, dict) else []
     stored = TaskDef.objects.filter(name=task.task_def_name).values_list("definition", flat=True).first()
     if isinstance(stored, dict):

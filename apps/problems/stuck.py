@@ -10,7 +10,8 @@ Reads only; each query is bounded by the execution's tasks or one queue's index 
 from __future__ import annotations
 
 from apps.core.clock import now_ms
-from apps.engine.models import TaskExecution
+from apps.engine import store
+from apps.engine.models import TaskExecution, WorkflowExecution
 from apps.engine.retries import expected_retry_count
 from apps.metadata.models import TaskDef
 from apps.problems import queues
@@ -97,9 +98,13 @@ def diagnose(workflow_id: str, now: int | None = None) -> list[dict]:
     stale_s = queues.stale_seconds_setting()
     out = []
     facts_cache: dict[str, dict] = {}
+    definition = None  # the execution's definition snapshot, read once when a task needs it
     for t in TaskExecution.objects.filter(workflow_id=workflow_id, status__in=PENDING).order_by("seq"):
-        task_def = _task_def(t.task_def_name, t.workflow_task) if t.queue_name else None
-        allowed = expected_retry_count(task_def, t.workflow_task) if task_def is not None else None
+        if t.queue_name and not t.workflow_task and definition is None:
+            definition = WorkflowExecution.objects.filter(pk=workflow_id).values_list("definition", flat=True).first() or {}
+        workflow_task = store.workflow_task_of(t, definition or {}) if t.queue_name else {}
+        task_def = _task_def(t.task_def_name, workflow_task) if t.queue_name else None
+        allowed = expected_retry_count(task_def, workflow_task) if task_def is not None else None
         previous = _previous_attempt(t) if t.retry_count or not t.worker_id else None
         entry = {
             "task_id": t.task_id, "ref": t.reference_task_name, "type": t.task_type, "status": t.status,

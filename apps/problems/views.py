@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.engine import store
 from apps.engine.models import TaskExecution, WorkflowExecution
 from apps.problems import grid, inbox, listing, stuck
 from apps.problems.models import SavedView
@@ -153,10 +154,16 @@ def inbox_page(request):
         tasks = []
     items = []
     schemas: dict = {}  # one TaskDef read per task name
+    # the executions' definition snapshots, in one query: a task made from its definition
+    # stores no WorkflowTask of its own (its inline taskDefinition is there)
+    definitions = dict(WorkflowExecution.objects.filter(pk__in={t.workflow_id for t in tasks})
+                       .values_list("workflow_id", "definition"))
     for t in tasks:
-        key = (t.task_def_name, json.dumps((t.workflow_task or {}).get("taskDefinition"), sort_keys=True, default=str))
+        definition = definitions.get(t.workflow_id) or {}
+        inline = store.workflow_task_of(t, definition).get("taskDefinition")
+        key = (t.task_def_name, json.dumps(inline, sort_keys=True, default=str))
         if key not in schemas:
-            schemas[key] = inbox.form_schema(t)
+            schemas[key] = inbox.form_schema(t, definition)
         schema = schemas[key]
         items.append({"task": t, "fields": inbox.form_fields(schema), "schema": schema,
                       "input_json": json.dumps(t.input_data, indent=2, default=str)[:4000]})

@@ -279,3 +279,26 @@ def test_stuck_panel_warns_when_the_worker_holding_a_task_stopped_polling(viewer
     PollData.objects.filter(queue_name=f"{name}_t").update(last_poll_time=1)
     panel = viewer_client.get(f"/execution/{wf}/stuck").content.decode()
     assert "that worker has not polled for" in panel and 'data-level="warn"' in panel
+
+
+def test_inbox_form_and_stuck_retries_read_an_inline_task_definition(operator_client):
+    """A task made from its definition stores no WorkflowTask of its own: the inbox's
+    form and the stuck panel's retries read the inline ``taskDefinition`` from the
+    execution's definition snapshot."""
+    name = unique("inline")
+    schema = {"type": "object", "properties": {"approved": {"type": "boolean"}}}
+    services.workflow_def_register(workflow_def=workflow_def(name, [
+        {"name": f"{name}_approve", "taskReferenceName": "approve", "type": "HUMAN",
+         "taskDefinition": {"name": f"{name}_approve", "outputSchema": {"type": "JSON", "data": schema}}},
+        ]), overwrite=True)
+    wf = start(name)
+    assert 'name="field.approved"' in operator_client.get("/inbox/", {"workflow": name}).content.decode()
+    task = TaskExecution.objects.get(workflow_id=wf, reference_task_name="approve")
+    operator_client.post(f"/inbox/{task.task_id}/complete", {"field.approved": "on"})
+    assert TaskExecution.objects.get(pk=task.task_id).output_data == {"approved": True}
+    stuck = unique("inline_stuck")
+    services.workflow_def_register(workflow_def=workflow_def(stuck, [
+        {"name": f"{stuck}_t", "taskReferenceName": "work", "type": "SIMPLE",
+         "taskDefinition": task_def(f"{stuck}_t", retryCount=4)}]), overwrite=True)
+    panel = operator_client.get(f"/execution/{start(stuck)}/stuck").content.decode()
+    assert "(4 retries left)" in panel
