@@ -7,12 +7,33 @@ The card is resolved from ``/api/a2a/workflow/{name}/.well-known/agent-card.json
 workflow waiting on a HUMAN task reports ``input-required``, and a follow-up message with
 that task id resumes it; ``tasks/get`` and ``tasks/cancel`` act on the execution."""
 import asyncio
+import threading
 import uuid
 
 import httpx
 import pytest
 
 pytestmark = pytest.mark.e2e
+
+
+def run_on_own_loop(scenario) -> None:
+    """Run the coroutine function ``scenario`` to its end on a new event loop in a thread of
+    its own, re-raising what it raised: the session's sync Playwright (the browser tests
+    that ran before in the same pytest process) leaves an event loop running in the main
+    thread, where ``asyncio.run`` refuses to start."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(scenario())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="a2a-scenario")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
 
 
 def register(server, definition: dict) -> None:
@@ -109,4 +130,4 @@ def test_the_a2a_sdk_client_talks_to_a_workflow_agent(conductor_server):
                        timeout=30).json()
         assert wf["status"] == "TERMINATED" and wf["reasonForIncompletion"] == "Canceled via A2A tasks/cancel"
 
-    asyncio.run(scenario())
+    run_on_own_loop(scenario)
