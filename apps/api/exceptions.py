@@ -31,11 +31,13 @@ def _as_java_string(value) -> str | None:
 
 
 def error_body(status: int, message: str, *, retryable: bool = False, validation_errors: list | None = None) -> dict:
-    """Conductor's ErrorResponse; each ``validationErrors[].invalidValue`` as a string."""
+    """Conductor's ErrorResponse; each ``validationErrors[].invalidValue`` as a string, and
+    left out when it is null (a missing field: Conductor's document types it as a string)."""
     body = {"status": status, "message": message, "instance": settings.CONDUCTOR["INSTANCE_ID"], "retryable": retryable}
     if validation_errors:
         body["validationErrors"] = [
-            {**e, "invalidValue": _as_java_string(e["invalidValue"])} if "invalidValue" in e else e
+            {**e, "invalidValue": _as_java_string(e["invalidValue"])} if e.get("invalidValue") is not None
+            else {k: v for k, v in e.items() if k != "invalidValue"}
             for e in validation_errors]
     return body
 

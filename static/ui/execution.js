@@ -803,7 +803,7 @@
     switch (e.kind) {
       case "model":
         return agentMsg("assistant", "model · turn " + esc(e.turn) + (e.model ? " · " + esc(e.model) : ""),
-          (e.text ? agentPre(e.text) : (e.toolCalls || []).length ? "" : '<p class="hint">' + (e.status === "COMPLETED" ? "no text" : "thinking…") + "</p>") +
+          (e.text ? agentPre(e.text) : (e.toolCalls || []).length ? "" : '<p class="hint">' + (STATUS_SETS.terminalTask.indexOf(e.status) >= 0 ? "no text" : "thinking…") + "</p>") +
           ((e.toolCalls || []).length ? '<ul class="agent-tools">' + e.toolCalls.map(function (c) {
             return '<li>asks for <code>' + esc(c.name) + "</code>" + agentPre(c.arguments) + "</li>";
           }).join("") + "</ul>" : ""),
