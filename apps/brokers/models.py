@@ -15,6 +15,9 @@ from django.db import models
 from django.db.models import Q
 
 
+MESSAGE_TABLE = "brokers_message"  # for plain SQL elsewhere (apps.overview)
+
+
 class BrokerMessage(models.Model):
     """One message to publish (see the module docstring)."""
 
@@ -36,7 +39,7 @@ class BrokerMessage(models.Model):
     last_error = models.TextField(null=True, blank=True)
 
     class Meta:
-        db_table = "brokers_message"
+        db_table = MESSAGE_TABLE
         indexes = [
             models.Index(fields=["next_attempt_at", "id"], name="broker_msg_due", condition=Q(state="PENDING")),
             models.Index(fields=["event", "id"], name="broker_msg_event"),

@@ -13,6 +13,9 @@ from django.db import models
 from django.db.models import Q
 
 
+NOTIFICATION_TABLE = "listeners_notification"  # for plain SQL elsewhere (apps.overview)
+
+
 class Notification(models.Model):
     """One delivery to make (see the module docstring)."""
 
@@ -36,7 +39,7 @@ class Notification(models.Model):
     last_error = models.TextField(null=True, blank=True)
 
     class Meta:
-        db_table = "listeners_notification"
+        db_table = NOTIFICATION_TABLE
         indexes = [
             models.Index(fields=["next_attempt_at", "id"], name="notification_due",
                          condition=Q(state="PENDING")),

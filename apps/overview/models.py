@@ -34,6 +34,11 @@ PERIODS = (MINUTE_MS, HOUR_MS)
 HIST_PERIODS = (MINUTE_MS, HOUR_MS, DAY_MS)  # histogram rows also per UTC day: percentiles beyond 24 h
 
 
+# The tables by name, for the plain SQL of rollup.py and selectors.py (as store.WF_TABLE)
+ROLLUP_TABLE = "overview_rollup"
+REASON_ROLLUP_TABLE = "overview_reason_rollup"
+
+
 class Rollup(models.Model):
     """One counter of one interval (see the module doc)."""
 
@@ -48,7 +53,7 @@ class Rollup(models.Model):
     count = models.BigIntegerField(default=0)
 
     class Meta:
-        db_table = "overview_rollup"
+        db_table = ROLLUP_TABLE
         constraints = [models.UniqueConstraint(
             fields=["period_ms", "kind", "bucket", "name", "version", "measure", "bin", "slot"],
             name="overview_rollup_key")]
@@ -70,7 +75,7 @@ class ReasonRollup(models.Model):
     count = models.BigIntegerField(default=0)
 
     class Meta:
-        db_table = "overview_reason_rollup"
+        db_table = REASON_ROLLUP_TABLE
         constraints = [models.UniqueConstraint(fields=["period_ms", "bucket", "name", "reason_hash", "slot"],
                                                name="overview_reason_key")]
 

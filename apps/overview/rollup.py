@@ -31,7 +31,8 @@ from django.db import connection
 
 from apps.engine.status import TERMINAL_WORKFLOW
 from apps.overview.bins import bin_of
-from apps.overview.models import DAY_MS, HIST_PERIODS, HOUR_MS, MINUTE_MS, PERIODS, ReasonRollup, Rollup
+from apps.overview.models import (DAY_MS, HIST_PERIODS, HOUR_MS, MINUTE_MS, PERIODS, REASON_ROLLUP_TABLE, ROLLUP_TABLE,
+                                  ReasonRollup, Rollup)
 
 WORKFLOW = "workflow"
 TASK = "task"
@@ -109,9 +110,9 @@ def write(counts: Counter, reasons: Counter, slot: int = 0) -> None:
         examples[digest] = (key, example)
         for period in PERIODS:
             reason_rows[(period, at - at % period, name, digest, slot)] += n
-    _add(Rollup._meta.db_table, ("period_ms", "kind", "bucket", "name", "version", "measure", "bin", "slot"), (),
+    _add(ROLLUP_TABLE, ("period_ms", "kind", "bucket", "name", "version", "measure", "bin", "slot"), (),
          [(k, (), rows[k]) for k in sorted(rows)])
-    _add(ReasonRollup._meta.db_table, ("period_ms", "bucket", "name", "reason_hash", "slot"), ("reason_key", "example"),
+    _add(REASON_ROLLUP_TABLE, ("period_ms", "bucket", "name", "reason_hash", "slot"), ("reason_key", "example"),
          [(k, examples[k[3]], reason_rows[k]) for k in sorted(reason_rows)])
 
 

@@ -24,7 +24,7 @@ from django.urls import reverse
 from apps.core.clock import now_ms
 from apps.engine.status import ACTIVE_WORKFLOW
 from apps.overview.bins import percentile
-from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
+from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, ROLLUP_TABLE, ReasonRollup, Rollup
 from apps.overview.rollup import FAILED_WORKFLOW, TASK, TASK_ENDS, WORKFLOW
 
 RANGES = {"1h": HOUR_MS, "6h": 6 * HOUR_MS, "24h": 24 * HOUR_MS, "7d": 7 * 24 * HOUR_MS}
@@ -151,7 +151,7 @@ def _series(window: Window, kind: str, by_version: bool) -> dict:
 
     size = len(window.intervals)
     version = "version" if by_version and kind == WORKFLOW else "0"
-    where = (f"FROM {Rollup._meta.db_table} WHERE period_ms = %s AND kind = %s AND bucket >= %s AND bucket < %s")
+    where = (f"FROM {ROLLUP_TABLE} WHERE period_ms = %s AND kind = %s AND bucket >= %s AND bucket < %s")
     params = [window.period, kind, window.start, window.end]
     interval = "bucket" if window.step == window.period else f"(bucket - {int(window.start)}) / {int(window.step)}"
     out: dict = {}
@@ -254,11 +254,12 @@ def engine(now: int) -> dict:
     from django.db import connection
 
     from apps.engine.cluster import LEASE_NAME
-    from apps.engine.models import SweeperLease, WorkflowExecution
+    from apps.engine.models import SweeperLease
+    from apps.engine.store import WF_TABLE
     from apps.scheduler.models import WorkflowSchedule
 
     with connection.cursor() as cursor:  # literals, not parameters: SQLite then uses the partial index
-        cursor.execute(f"SELECT next_decide_at FROM {WorkflowExecution._meta.db_table} WHERE status IN"
+        cursor.execute(f"SELECT next_decide_at FROM {WF_TABLE} WHERE status IN"
                        f" ({', '.join(repr(s) for s in ACTIVE_WORKFLOW)}) AND next_decide_at <= %s"
                        " ORDER BY next_decide_at LIMIT 1", [now])
         row = cursor.fetchone()
@@ -288,13 +289,13 @@ def scheduled_tasks(by_workflow: bool) -> list[tuple]:
     (``status = 'SCHEDULED'``) applies and scans every task."""
     from django.db import connection
 
-    from apps.engine.models import TaskExecution
+    from apps.engine.store import TASK_TABLE
 
     wf = "workflow_type" if by_workflow else "''"
     group = "workflow_type, task_type, task_def_name" if by_workflow else "task_type, task_def_name"
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {wf}, task_type, task_def_name, COUNT(*), MIN(scheduled_time)"
-                       f" FROM {TaskExecution._meta.db_table} WHERE status = 'SCHEDULED' GROUP BY {group}")
+                       f" FROM {TASK_TABLE} WHERE status = 'SCHEDULED' GROUP BY {group}")
         return cursor.fetchall()
 
 
@@ -305,12 +306,12 @@ def backlogs() -> tuple[int, dict, dict]:
     from django.db import connection
 
     from apps.engine.models import EventMessage, TaskExecution
-    from apps.listeners.models import Notification
+    from apps.listeners.models import NOTIFICATION_TABLE, Notification
 
     evaluations = TaskExecution.objects.filter(
         Q(task_type__in=EVALUATED_TYPES) | ~Q(evaluation_key=""), status="IN_PROGRESS").count()
     with connection.cursor() as cursor:  # a literal state: SQLite then uses the partial index notification_due
-        cursor.execute(f"SELECT COUNT(*), MIN(created_time) FROM {Notification._meta.db_table}"
+        cursor.execute(f"SELECT COUNT(*), MIN(created_time) FROM {NOTIFICATION_TABLE}"
                        f" WHERE state = '{Notification.State.PENDING.value}'")
         n, oldest = cursor.fetchone()
     listener = {"n": n, "oldest": oldest}
@@ -327,10 +328,10 @@ def broker_backlog() -> list[tuple[str, int, int | None]]:
     sent rows too."""
     from django.db import connection
 
-    from apps.brokers.models import BrokerMessage
+    from apps.brokers.models import MESSAGE_TABLE, BrokerMessage
 
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT broker, COUNT(*), MIN(created_time) FROM {BrokerMessage._meta.db_table}"
+        cursor.execute(f"SELECT broker, COUNT(*), MIN(created_time) FROM {MESSAGE_TABLE}"
                        f" WHERE state = '{BrokerMessage.State.PENDING.value}' GROUP BY broker ORDER BY broker")
         return [(b, n, oldest) for b, n, oldest in cursor.fetchall()]
 
