@@ -20,8 +20,9 @@ arrived and two committers of the process never wait on each other's workflow lo
 inside a batch the calls run in arrival order, each with the service's own lock
 (``SELECT ... FOR UPDATE`` of the workflow row on PostgreSQL, held to the batch's
 COMMIT; SQLite's IMMEDIATE transaction) and compare-and-set writes. A deadlock with
-another process, a StaleState or a lost connection inside a call is handled by the
-service's own retries (``executor.with_retries``) inside its savepoint.
+another process or a StaleState inside a call is handled by the service's own retries
+(``executor.with_retries``) inside its savepoint; a lost connection fails the batch (its
+COMMIT), and the next batch opens a new connection.
 
 A crash at any point loses only calls that no one was answered for: their batch's
 transaction is rolled back, each worker sends again or its task's response timeout
@@ -70,40 +71,49 @@ class _Committer(threading.Thread):
         self.calls: deque[_Call] = deque()
         self.ready = threading.Condition(threading.Lock())
         self.stopping = False
+        self.ended = False
         self.batches = 0
         self.executed = 0
 
-    def submit(self, call: _Call) -> None:
+    def submit(self, call: _Call) -> bool:
+        """Queue ``call``; False when this committer has ended (stopped meanwhile): the
+        caller picks another one."""
         with self.ready:
+            if self.ended:
+                return False
             self.calls.append(call)
+            self.ready.notify()
+            return True
+
+    def stop(self) -> None:
+        """Let it end once the calls handed to it are done."""
+        with self.ready:
+            self.stopping = True
             self.ready.notify()
 
     def run(self) -> None:
         try:
-            while True:
-                batch = self._take()
-                if batch is None:
-                    return
-                if batch:
-                    try:
-                        results = _execute(batch)
-                    except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting
-                        results = [(False, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))] * len(batch)
-                    self.batches += 1
-                    self.executed += len(batch)
-                    _answer(batch, results)
+            while (batch := self._take()) is not None:
+                try:
+                    results = _execute(batch)
+                except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting
+                    results = [(False, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))] * len(batch)
+                self.batches += 1
+                self.executed += len(batch)
+                _answer(batch, results)
         finally:
             connection.close()
 
     def _take(self) -> list[_Call] | None:
-        """The next batch (waiting for the first call; ``[]`` after ``IDLE_CLOSE_S`` idle,
-        once the connection was closed), or None when stopping with nothing left."""
+        """The next batch (waiting for the first call; the connection is closed after
+        ``IDLE_CLOSE_S`` idle), or None (and ``ended`` set) when stopping with nothing left."""
         conf = settings.CONDUCTOR
         most = max(1, int(conf.get("GROUP_COMMIT_MAX_OPS", 64)))
         window_s = max(0, int(conf.get("GROUP_COMMIT_WINDOW_MS", 0))) / 1000
         with self.ready:
             while not self.calls:
                 if self.stopping:
+                    self.ended = True  # under the lock: no call is queued after this
                     return None
                 if not self.ready.wait(IDLE_CLOSE_S) and not self.calls:
                     connection.close()
@@ -183,19 +193,18 @@ def enabled() -> bool:
 
 
 def _committer_for(key: str | None) -> _Committer:
-    committers = _committers
     count = max(1, int(settings.CONDUCTOR.get("GROUP_COMMIT_THREADS", 1)))
-    if len(committers) != count or not all(c.is_alive() for c in committers):
-        with _lock:
+    with _lock:  # uncontended but for ``stop``
+        if len(_committers) != count or not all(c.is_alive() for c in _committers):
             alive = [c for c in _committers if c.is_alive() and not c.stopping]
             while len(alive) < count:
                 committer = _Committer(len(alive))
                 committer.start()
                 alive.append(committer)
+            for dropped in alive[count:]:  # fewer GROUP_COMMIT_THREADS than before
+                dropped.stop()
             _committers[:] = alive[:count]
-            committers = _committers
-    index = zlib.crc32(key.encode()) % len(committers) if key else 0
-    return committers[index]
+        return _committers[zlib.crc32(key.encode()) % count if key else 0]
 
 
 def submit(fn: Callable[..., Any], *args, key: str | None = None) -> asyncio.Future:
@@ -207,7 +216,9 @@ def submit(fn: Callable[..., Any], *args, key: str | None = None) -> asyncio.Fut
     loop."""
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    _committer_for(key).submit(_Call(fn, args, loop, future))
+    call = _Call(fn, args, loop, future)
+    while not _committer_for(key).submit(call):
+        pass  # its committer ended after it was picked (``stop``): the next pick starts a new one
     return future
 
 
@@ -227,8 +238,6 @@ def stop(timeout_s: float = 5.0) -> None:
     with _lock:
         committers, _committers[:] = list(_committers), []
     for committer in committers:
-        with committer.ready:
-            committer.stopping = True
-            committer.ready.notify()
+        committer.stop()
     for committer in committers:
         committer.join(timeout_s)
