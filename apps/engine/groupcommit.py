@@ -126,7 +126,9 @@ class _Committer(threading.Thread):
 
 def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
     """Run the batch's calls in one transaction, each in its own savepoint; one
-    ``(ok, result or exception)`` per call, all errors when BEGIN or COMMIT failed."""
+    ``(ok, result or exception)`` per call, all errors when BEGIN or COMMIT failed or a
+    call's savepoint could not be rolled back (the connection broke: Django would then
+    roll the whole transaction back at its end without raising)."""
     results: list[tuple[bool, Any]] = []
     try:
         with transaction.atomic():
@@ -135,11 +137,15 @@ def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
                     results.append((False, asyncio.CancelledError()))
                     continue
                 try:
-                    with transaction.atomic():
-                        results.append((True, call.fn(*call.args)))
+                    with transaction.atomic():  # its RELEASE may raise too: one result per call
+                        value = call.fn(*call.args)
                 except Exception as exc:  # noqa: BLE001 - handed to its caller; the others go on
+                    if transaction.get_rollback():
+                        raise  # not rolled back to its savepoint: the batch is lost, say so to all
                     results.append((False, exc))
-    except Exception as exc:  # noqa: BLE001 - BEGIN or COMMIT failed: nothing of the batch is kept
+                else:
+                    results.append((True, value))
+    except Exception as exc:  # noqa: BLE001 - nothing of the batch is kept
         log.warning("a group commit of %d call(s) failed: %s", len(batch), exc)
         try:
             connection.close()  # a new connection for the next batch

@@ -154,22 +154,52 @@ def test_a_database_error_inside_a_batch_is_rolled_back_alone(one_committer):
             TaskDef.objects.create(name=name + "_taken", definition={}, create_time=0, update_time=0)
         return name
 
-    async def run():
-        gate, holding = threading.Event(), threading.Event()
-        held = groupcommit.submit(lambda: (holding.set(), gate.wait(30)))
-        await asyncio.to_thread(holding.wait, 30)
-        futures = [groupcommit.submit(create, names[0]), groupcommit.submit(create, names[1], True),
-                   groupcommit.submit(create, names[2])]
-        gate.set()
-        await held
-        return await asyncio.gather(*futures, return_exceptions=True)
-
     before = groupcommit.stats()["batches"]
-    first, failed, last = asyncio.run(run())
+    first, failed, last = asyncio.run(_submitted_in_one_batch(
+        [(create, names[0]), (create, names[1], True), (create, names[2])]))
     assert groupcommit.stats()["batches"] - before == 2
     assert (first, last) == (names[0], names[2])
     assert isinstance(failed, IntegrityError)
     assert set(TaskDef.objects.filter(name__in=names).values_list("name", flat=True)) == {names[0], names[2]}
+
+
+async def _submitted_in_one_batch(calls: list[tuple]) -> list:
+    """``groupcommit.submit(fn, *args)`` of each ``(fn, *args)`` while the committer is
+    held, so that they form one batch; their results or exceptions in order."""
+    from apps.engine import groupcommit
+
+    gate, holding = threading.Event(), threading.Event()
+    held = groupcommit.submit(lambda: (holding.set(), gate.wait(30)))
+    assert await asyncio.to_thread(holding.wait, 30)
+    futures = [groupcommit.submit(*call) for call in calls]
+    gate.set()
+    await held
+    return await asyncio.gather(*futures, return_exceptions=True)
+
+
+def test_a_connection_lost_inside_a_batch_fails_every_call_of_it(one_committer):
+    """A call that breaks the connection: its savepoint cannot be rolled back, so the
+    whole transaction is lost (Django rolls it back at the end of the block without
+    raising); every call of the batch is answered with an error, none with success."""
+    from django.db import connection
+
+    from apps.metadata.models import TaskDef
+
+    names = [unique("gc_lost") for _ in range(3)]
+
+    def create(name: str, then_break: bool = False) -> str:
+        TaskDef.objects.create(name=name, definition={"name": name}, create_time=0, update_time=0)
+        if then_break:
+            connection.connection.close()  # the database connection under Django's, gone
+            raise RuntimeError("lost")
+        return name
+
+    answers = asyncio.run(_submitted_in_one_batch([(create, names[0]), (create, names[1], True), (create, names[2])]))
+    assert [isinstance(a, Exception) for a in answers] == [True, True, True], answers
+    assert not TaskDef.objects.filter(name__in=names).exists()
+    # the committer goes on with a new connection
+    assert asyncio.run(_submitted_in_one_batch([(create, names[2])])) == [names[2]]
+    assert TaskDef.objects.filter(name=names[2]).exists()
 
 
 def _database_url() -> str:
