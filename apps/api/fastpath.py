@@ -198,8 +198,7 @@ async def update_grouped(body: bytes, path: str, principal=None) -> tuple[int, s
         if _external(result, body):
             return await _run(_acting(principal, path, update_call), body, v2)
         key = result.get("workflowInstanceId")
-        answer, handed = await groupcommit.submit(_grouped_update, result, v2,
-                                                  f"app:{principal.name}" if principal else "api",
+        answer, handed = await groupcommit.submit(_grouped_update, result, v2, _actor(principal),
                                                   key=key if isinstance(key, str) else None)
         if handed:
             await _handed_back_in_pool(handed)
@@ -337,6 +336,12 @@ def _authorize_guarded(method: str, path: str, token: str | None):
         close_old_connections()
 
 
+def _actor(principal) -> str:
+    """Who a change is attributed to in the history: ``app:<application>``, or ``api``
+    when auth is off."""
+    return f"app:{principal.name}" if principal else "api"
+
+
 def _acting(principal, path: str, fn):
     """``fn`` (a POST call answering ``(status, type, body)``) run with its changes
     attributed to the caller in the execution history (``app:<application>``, or ``api``
@@ -346,7 +351,7 @@ def _acting(principal, path: str, fn):
         audited = audit.is_audited("POST", path)
         recording = audit.AuditedCall(principal, "POST", path, {}, route=lambda: path) if audited else nullcontext()
         try:
-            with history.acting(f"app:{principal.name}" if principal else "api"), recording:
+            with history.acting(_actor(principal)), recording:
                 answer = fn(*args)
         except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
             status, body = logged_body_for_exception(exc)
