@@ -21,13 +21,14 @@ inside a batch the calls run in arrival order, each with the service's own lock
 (``SELECT ... FOR UPDATE`` of the workflow row on PostgreSQL, held to the batch's
 COMMIT; SQLite's IMMEDIATE transaction) and compare-and-set writes. A deadlock with
 another process or a StaleState inside a call is handled by the service's own retries
-(``executor.with_retries``) inside its savepoint; a lost connection fails the batch (its
-COMMIT), and the next batch opens a new connection.
+(``executor.with_retries``) inside its savepoint; a lost connection fails the whole
+batch (below), and the next batch opens a new connection.
 
 A crash at any point loses only calls that no one was answered for: their batch's
 transaction is rolled back, each worker sends again or its task's response timeout
-hands it out again (the sweeper). When the BEGIN or the COMMIT itself fails, every call
-of the batch is answered with that error (as each of them would have been alone).
+hands it out again (the sweeper). When the BEGIN or the COMMIT itself fails, or a
+call's savepoint cannot be rolled back (the connection broke), every call of the batch
+is answered with that error (as each of them would have been alone).
 
 Also removes the hand-off of each request to a pool thread: the event loop puts the
 call on the committer's deque and awaits a future, and a committer answers all the
