@@ -26,7 +26,6 @@ from apps.engine import executor, search, selectors
 from apps.metadata import services as metadata
 from apps.metadata.secrets import references
 
-TERMINAL = ("COMPLETED", "FAILED", "TERMINATED", "TIMED_OUT")
 WAITING_TYPES = ("HUMAN", "PULL_WORKFLOW_MESSAGES")
 
 
@@ -149,7 +148,7 @@ def pending_tool(task) -> dict:
 def status(execution_id: str) -> dict:
     """``GET /agent/{id}/status``: AgentStatusResponse. Errors: NotFound."""
     wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
-    complete = wf.status in TERMINAL
+    complete = wf.terminal
     waiting = pending_task(wf)
     return {"executionId": execution_id, "status": wf.status, "isComplete": complete,
             "isRunning": wf.status == "RUNNING", "isWaiting": waiting is not None,
@@ -195,7 +194,7 @@ def respond(execution_id: str, output: dict) -> None:
     wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
     task = next((t for t in sorted(wf.tasks, key=lambda t: t.seq)
                  if t.task_type == "HUMAN" and t.status == "IN_PROGRESS"), None)
-    if task is None or wf.status in TERMINAL:
+    if task is None or wf.terminal:
         raise IllegalState(f"No pending HUMAN task found in execution {execution_id}")
     executor.task_update(task_result={"workflowInstanceId": execution_id, "taskId": task.task_id,
                                       "status": "COMPLETED", "workerId": "agent-respond",
