@@ -23,7 +23,6 @@ from apps.engine.task_types import register
 from apps.engine.task_types.base import SystemTask
 
 PULL = "pull_workflow_messages"
-DEFAULT_MAX_BATCH_SIZE = 100
 
 
 def batch_size(task: TaskState, max_batch_size: int) -> int:
