@@ -175,6 +175,8 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         if (g.get("position") or "output") != "output":
             errors.add(f"{gpath}.position", "only output guardrails run on the server "
                                             "(input guardrails run in the SDK)", g.get("position"))
+        if g.get("maxRetries") is not None and not _whole(g["maxRetries"]):
+            errors.add(f"{gpath}.maxRetries", "maxRetries must be an integer", g["maxRetries"])
         if (g.get("onFail") or "retry") not in ("retry", "raise", "fix"):
             errors.add(f"{gpath}.onFail", "onFail must be retry, raise or fix (human is not supported by "
                                           "this server)", g.get("onFail"))
@@ -192,11 +194,19 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
     return errors.items
 
 
+def _whole(value) -> bool:
+    """An integer (not a boolean), as the compiled scripts write it."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _validate_termination(t, path: str, errors: _Errors) -> None:
     if not isinstance(t, dict) or t.get("type") not in TERMINATION_TYPES:
         errors.add(f"{path}.type", f"termination type must be one of {', '.join(TERMINATION_TYPES)}",
                    t.get("type") if isinstance(t, dict) else t)
         return
+    for key in ("maxMessages", "maxTotalTokens", "maxPromptTokens", "maxCompletionTokens"):
+        if t.get(key) is not None and not _whole(t[key]):
+            errors.add(f"{path}.{key}", f"{key} must be an integer", t[key])
     if t["type"] in ("and", "or"):
         for i, c in enumerate(t.get("conditions") or []):
             _validate_termination(c, f"{path}.conditions[{i}]", errors)

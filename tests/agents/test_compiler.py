@@ -79,6 +79,10 @@ def test_handoff_offers_one_transfer_tool_per_sub_agent():
     (agent(router={"taskName": "r"}), "agentConfig.router"),
     (agent(instructions={"type": "prompt_template", "name": "p"}), "agentConfig.instructions"),
     (agent(termination={"type": "never"}), "agentConfig.termination.type"),
+    (agent(termination={"type": "or", "conditions": [{"type": "max_message", "maxMessages": "ten"}]}),
+     "agentConfig.termination.conditions[0].maxMessages"),
+    (agent(guardrails=[{"name": "g", "guardrailType": "regex", "patterns": ["x"], "maxRetries": "3"}]),
+     "agentConfig.guardrails[0].maxRetries"),
     (agent(tools=[{"name": "t"}, {"name": "t"}]), "agentConfig.tools[1].name"),
     ({"model": MODEL}, "agentConfig.name"),
 ])
