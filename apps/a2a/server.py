@@ -46,17 +46,17 @@ def conf() -> dict:
     return settings.CONDUCTOR_A2A
 
 
+def exposes(definition: dict) -> bool:
+    """Whether the WorkflowDef ``definition`` (a latest version) is served as an agent."""
+    flag = (definition.get("metadata") or {}).get("a2a.enabled")
+    return bool(conf()["EXPOSE_ALL"] or definition.get("name") in conf()["EXPOSED_WORKFLOWS"] or flag is True
+                or (isinstance(flag, str) and flag.lower() == "true"))
+
+
 def exposed_definition(name: str) -> dict | None:
     """The latest WorkflowDef of ``name`` when it is exposed as an agent, else None."""
     row = workflow_def_row(name=name) if name else None
-    if row is None:
-        return None
-    definition = row.definition
-    flag = (definition.get("metadata") or {}).get("a2a.enabled")
-    if conf()["EXPOSE_ALL"] or name in conf()["EXPOSED_WORKFLOWS"] or flag is True \
-            or (isinstance(flag, str) and flag.lower() == "true"):
-        return definition
-    return None
+    return row.definition if row is not None and exposes(row.definition) else None
 
 
 def require_exposed(name: str) -> dict:

@@ -48,13 +48,13 @@ class AgentsApi(ConductorApi):
     """``GET /api/a2a/workflow``."""
 
     def get(self, request):
-        from apps.metadata.models import WorkflowDef
+        from apps.metadata.services import workflow_def_latest_list
 
-        names = sorted(set(WorkflowDef.objects.values_list("name", flat=True)))
+        names = sorted(d["name"] for d in workflow_def_latest_list() if server.exposes(d))
         base = _base_url(request)
         return Response([{"name": n, "url": server.agent_url(n, base),
                           "agentCard": server.agent_url(n, base) + "/.well-known/agent-card.json"}
-                         for n in names if server.exposed_definition(n) is not None])
+                         for n in names])
 
 
 class AgentCardApi(ConductorApi):
