@@ -24,7 +24,8 @@ the shape of Conductor's ``AgentCompiler`` (``agentspan/.../compiler/``):
     ``fix`` replaces the answer with the guardrail's ``fixed_output``;
   - ``transfer_to_<agent>`` (strategy ``handoff``): the chosen sub-agent, compiled the
     same way, as a SUB_WORKFLOW with its definition inline; the loop ends;
-* the loop goes on while the model asked for tools or a guardrail asked for a retry,
+* the loop goes on while the model asked for tools, its answer was cut at the token
+  limit (``finishReason`` LENGTH or MAX_TOKENS) or a guardrail asked for a retry,
   the iteration is below ``maxTurns``, ``/stop`` has not set ``_stop_requested``, and the
   ``stopWhen`` worker and the ``termination`` condition (INLINE) say continue;
 * ``{ref}_output`` (INLINE): the workflow output ``{result, finishReason}``.
@@ -406,7 +407,9 @@ def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
     loop_inputs = {"_stop_requested": "${workflow.variables._stop_requested}"}
     cond = [f"$.{loop_ref}['iteration'] < {int(config.get('maxTurns') or MAX_TURNS_DEFAULT)}",
             "$._stop_requested != true"]
-    go_on = [f"$.{route_ref}['result'] == 'tools'"] + [f"$.{g}['on_fail'] == 'retry' && $.{g}['passed'] === false"
+    # an answer cut at the token limit goes on in the next turn, as Conductor's AgentCompiler
+    go_on = [f"$.{llm_ref}['finishReason'] == 'LENGTH'", f"$.{llm_ref}['finishReason'] == 'MAX_TOKENS'",
+             f"$.{route_ref}['result'] == 'tools'"] + [f"$.{g}['on_fail'] == 'retry' && $.{g}['passed'] === false"
                                                        for g in guard_refs]
     cond.append("(" + " || ".join(go_on) + ")")
     if config.get("stopWhen"):
