@@ -1,5 +1,6 @@
 """An A2A 0.3 JSON-RPC client for the AGENT, GET_AGENT_CARD and CANCEL_AGENT tasks
-(Conductor's ``A2AService``), with its SSRF guard.
+(Conductor's ``A2AService``), with its SSRF guard; and what the client and the server
+(``apps.a2a.server``) both read of the protocol: its task states and a message's text.
 
 Every URL (an agent URL, a card URL, the endpoint a card advertises) passes ``check_url``
 before it is called: ``http``/``https`` only, and unless
@@ -24,6 +25,16 @@ from django.conf import settings
 TIMEOUT_SECONDS = 30.0
 # link-local IPv4, where clouds serve instance metadata: refused even on a private network
 METADATA_NETWORK = ipaddress.ip_network("169.254.0.0/16")
+# A2A TaskState values: the task has ended / waits for its caller
+TERMINAL_STATES = ("completed", "canceled", "failed", "rejected")
+INTERRUPTED_STATES = ("input-required", "auth-required")
+
+
+def parts_text(parts) -> str | None:
+    """The ``text`` of a list of A2A Parts' text parts, joined by newlines; None when there
+    are none."""
+    texts = [p["text"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n".join(texts) if texts else None
 
 
 class A2AError(Exception):

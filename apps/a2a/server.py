@@ -22,6 +22,7 @@ import uuid
 
 from django.conf import settings
 
+from apps.a2a.client import INTERRUPTED_STATES, TERMINAL_STATES, parts_text
 from apps.core.errors import ConductorError, NotFound
 from apps.engine import executor, selectors
 from apps.engine.state import WorkflowState
@@ -29,8 +30,6 @@ from apps.metadata.services import workflow_def_row
 
 INPUT_TEXT, INPUT_MESSAGE_ID, INPUT_CONTEXT_ID = "_a2a_text", "_a2a_message_id", "_a2a_context_id"
 BASE_PATH = "/api/a2a/workflow"
-TERMINAL_STATES = ("completed", "failed", "canceled", "rejected")
-INTERRUPTED_STATES = ("input-required", "auth-required")
 
 
 class RpcError(Exception):
@@ -47,17 +46,17 @@ def conf() -> dict:
     return settings.CONDUCTOR_A2A
 
 
+def exposes(definition: dict) -> bool:
+    """Whether the WorkflowDef ``definition`` (a latest version) is served as an agent."""
+    flag = (definition.get("metadata") or {}).get("a2a.enabled")
+    return bool(conf()["EXPOSE_ALL"] or definition.get("name") in conf()["EXPOSED_WORKFLOWS"] or flag is True
+                or (isinstance(flag, str) and flag.lower() == "true"))
+
+
 def exposed_definition(name: str) -> dict | None:
     """The latest WorkflowDef of ``name`` when it is exposed as an agent, else None."""
     row = workflow_def_row(name=name) if name else None
-    if row is None:
-        return None
-    definition = row.definition
-    flag = (definition.get("metadata") or {}).get("a2a.enabled")
-    if conf()["EXPOSE_ALL"] or name in conf()["EXPOSED_WORKFLOWS"] or flag is True \
-            or (isinstance(flag, str) and flag.lower() == "true"):
-        return definition
-    return None
+    return row.definition if row is not None and exposes(row.definition) else None
 
 
 def require_exposed(name: str) -> dict:
@@ -89,17 +88,12 @@ def agent_card(name: str, base_url: str) -> dict:
                         "inputModes": modes, "outputModes": modes}]}
 
 
-def _parts_text(message: dict) -> str | None:
-    texts = [p.get("text") for p in message.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    return "\n".join(texts) if texts else None
-
-
 def _input(message: dict) -> dict:
     data: dict = {}
     for part in message.get("parts") or []:
         if isinstance(part, dict) and isinstance(part.get("data"), dict):
             data.update(part["data"])
-    data.update({INPUT_TEXT: _parts_text(message), INPUT_MESSAGE_ID: message.get("messageId"),
+    data.update({INPUT_TEXT: parts_text(message.get("parts")), INPUT_MESSAGE_ID: message.get("messageId"),
                  INPUT_CONTEXT_ID: message.get("contextId")})
     return data
 

@@ -33,10 +33,8 @@ import uuid
 from django.conf import settings
 
 from apps.a2a import client
-from apps.a2a.client import A2AError
+from apps.a2a.client import INTERRUPTED_STATES, TERMINAL_STATES, A2AError, parts_text
 
-TERMINAL = ("completed", "canceled", "failed", "rejected")
-INTERRUPTED = ("input-required", "auth-required")
 DEFAULT_POLL_SECONDS, DEFAULT_PUSH_BACKSTOP_SECONDS = 5, 300
 DEFAULT_MAX_DURATION_SECONDS, DEFAULT_MAX_POLL_FAILURES = 86400, 30
 PUSH_TOKEN_TTL_MS = 24 * 3600 * 1000
@@ -58,20 +56,15 @@ def _not_a2a(inputs: dict) -> str | None:
     return None
 
 
-def _parts_text(parts) -> str | None:
-    texts = [p["text"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    return "\n".join(texts) if texts else None
-
-
 def task_output(task: dict) -> dict:
     """The output for a remote Task (Conductor's ``A2AResults.taskOutput``)."""
     status = task.get("status") if isinstance(task.get("status"), dict) else {}
     out = {"state": status.get("state"), "taskId": task.get("id"), "contextId": task.get("contextId"), "task": task}
     if isinstance(task.get("artifacts"), list):
         out["artifacts"] = task["artifacts"]
-    text = _parts_text([p for a in task.get("artifacts") or [] if isinstance(a, dict) for p in a.get("parts") or []])
+    text = parts_text([p for a in task.get("artifacts") or [] if isinstance(a, dict) for p in a.get("parts") or []])
     message = status.get("message") if isinstance(status.get("message"), dict) else None
-    text = text or (_parts_text(message.get("parts")) if message else None)
+    text = text or (parts_text(message.get("parts")) if message else None)
     if text is not None:
         out["text"] = text
     if message:
@@ -83,7 +76,7 @@ def message_output(message: dict) -> dict:
     """The output for a direct Message reply (``state: message``)."""
     out = {"state": "message", "contextId": message.get("contextId"), "taskId": message.get("taskId"),
            "agentMessage": message}
-    text = _parts_text(message.get("parts"))
+    text = parts_text(message.get("parts"))
     if text is not None:
         out["text"] = text
     return out
@@ -150,9 +143,9 @@ def _keep_polling(output: dict, inputs: dict) -> dict:
 
 def _task_state(output: dict, inputs: dict, remote: dict) -> dict:
     state = (remote.get("status") or {}).get("state") if isinstance(remote.get("status"), dict) else None
-    if state in TERMINAL or state in INTERRUPTED:
+    if state in TERMINAL_STATES or state in INTERRUPTED_STATES:
         output.update(task_output(remote))
-        if state in INTERRUPTED or state == "completed":
+        if state in INTERRUPTED_STATES or state == "completed":
             return {"status": "COMPLETED", "outputData": output}
         text = output.get("text")
         suffix = f": {text}" if text else ""

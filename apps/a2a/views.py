@@ -14,9 +14,12 @@ Roles as any /api path: GETs read-only, POSTs operator (API keys on).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from rest_framework.response import Response
 
@@ -32,17 +35,26 @@ def _rpc_error(rpc_id, code: int, message: str) -> JsonResponse:
     return JsonResponse({"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message}})
 
 
+def _task_in_thread(name: str, workflow_id: str) -> dict:
+    """``server.get_task`` from a stream's worker thread (its own connection, closed after)."""
+    close_old_connections()
+    try:
+        return server.get_task(name, workflow_id)
+    finally:
+        close_old_connections()
+
+
 class AgentsApi(ConductorApi):
     """``GET /api/a2a/workflow``."""
 
     def get(self, request):
-        from apps.metadata.models import WorkflowDef
+        from apps.metadata.services import workflow_def_latest_list
 
-        names = sorted(set(WorkflowDef.objects.values_list("name", flat=True)))
+        names = sorted(d["name"] for d in workflow_def_latest_list() if server.exposes(d))
         base = _base_url(request)
         return Response([{"name": n, "url": server.agent_url(n, base),
                           "agentCard": server.agent_url(n, base) + "/.well-known/agent-card.json"}
-                         for n in names if server.exposed_definition(n) is not None])
+                         for n in names])
 
 
 class AgentCardApi(ConductorApi):
@@ -103,13 +115,17 @@ class JsonRpcApi(ConductorApi):
             return {"kind": "status-update", "taskId": t["id"], "contextId": t["contextId"], "status": t["status"],
                     "final": final}
 
-        def events():
+        # an async generator: under ASGI a synchronous one is read to its end before the
+        # first byte is sent (Django's StreamingHttpResponse), so nothing would stream
+        read = sync_to_async(_task_in_thread, thread_sensitive=False)
+
+        async def events():
             yield frame(task)
             current, last = task, task["status"]["state"]
             deadline = time.monotonic() + float(conf["STREAM_MAX_DURATION_SECONDS"])
             while not server.is_stream_final(current["status"]["state"]) and time.monotonic() < deadline:
-                time.sleep(int(conf["STREAM_POLL_INTERVAL_MS"]) / 1000)
-                current = server.get_task(name, task["id"])
+                await asyncio.sleep(int(conf["STREAM_POLL_INTERVAL_MS"]) / 1000)
+                current = await read(name, task["id"])
                 state = current["status"]["state"]
                 if state != last and not server.is_stream_final(state):
                     yield frame(status_update(current, False))

@@ -24,7 +24,8 @@ the shape of Conductor's ``AgentCompiler`` (``agentspan/.../compiler/``):
     ``fix`` replaces the answer with the guardrail's ``fixed_output``;
   - ``transfer_to_<agent>`` (strategy ``handoff``): the chosen sub-agent, compiled the
     same way, as a SUB_WORKFLOW with its definition inline; the loop ends;
-* the loop goes on while the model asked for tools or a guardrail asked for a retry,
+* the loop goes on while the model asked for tools, its answer was cut at the token
+  limit (``finishReason`` LENGTH or MAX_TOKENS) or a guardrail asked for a retry,
   the iteration is below ``maxTurns``, ``/stop`` has not set ``_stop_requested``, and the
   ``stopWhen`` worker and the ``termination`` condition (INLINE) say continue;
 * ``{ref}_output`` (INLINE): the workflow output ``{result, finishReason}``.
@@ -175,6 +176,8 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         if (g.get("position") or "output") != "output":
             errors.add(f"{gpath}.position", "only output guardrails run on the server "
                                             "(input guardrails run in the SDK)", g.get("position"))
+        if g.get("maxRetries") is not None and not _whole(g["maxRetries"]):
+            errors.add(f"{gpath}.maxRetries", "maxRetries must be an integer", g["maxRetries"])
         if (g.get("onFail") or "retry") not in ("retry", "raise", "fix"):
             errors.add(f"{gpath}.onFail", "onFail must be retry, raise or fix (human is not supported by "
                                           "this server)", g.get("onFail"))
@@ -192,11 +195,19 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
     return errors.items
 
 
+def _whole(value) -> bool:
+    """An integer (not a boolean), as the compiled scripts write it."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _validate_termination(t, path: str, errors: _Errors) -> None:
     if not isinstance(t, dict) or t.get("type") not in TERMINATION_TYPES:
         errors.add(f"{path}.type", f"termination type must be one of {', '.join(TERMINATION_TYPES)}",
                    t.get("type") if isinstance(t, dict) else t)
         return
+    for key in ("maxMessages", "maxTotalTokens", "maxPromptTokens", "maxCompletionTokens"):
+        if t.get(key) is not None and not _whole(t[key]):
+            errors.add(f"{path}.{key}", f"{key} must be an integer", t[key])
     if t["type"] in ("and", "or"):
         for i, c in enumerate(t.get("conditions") or []):
             _validate_termination(c, f"{path}.conditions[{i}]", errors)
@@ -396,7 +407,9 @@ def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
     loop_inputs = {"_stop_requested": "${workflow.variables._stop_requested}"}
     cond = [f"$.{loop_ref}['iteration'] < {int(config.get('maxTurns') or MAX_TURNS_DEFAULT)}",
             "$._stop_requested != true"]
-    go_on = [f"$.{route_ref}['result'] == 'tools'"] + [f"$.{g}['on_fail'] == 'retry' && $.{g}['passed'] === false"
+    # an answer cut at the token limit goes on in the next turn, as Conductor's AgentCompiler
+    go_on = [f"$.{llm_ref}['finishReason'] == 'LENGTH'", f"$.{llm_ref}['finishReason'] == 'MAX_TOKENS'",
+             f"$.{route_ref}['result'] == 'tools'"] + [f"$.{g}['on_fail'] == 'retry' && $.{g}['passed'] === false"
                                                        for g in guard_refs]
     cond.append("(" + " || ".join(go_on) + ")")
     if config.get("stopWhen"):

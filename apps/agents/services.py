@@ -26,7 +26,6 @@ from apps.engine import executor, search, selectors
 from apps.metadata import services as metadata
 from apps.metadata.secrets import references
 
-TERMINAL = ("COMPLETED", "FAILED", "TERMINATED", "TIMED_OUT")
 WAITING_TYPES = ("HUMAN", "PULL_WORKFLOW_MESSAGES")
 
 
@@ -96,27 +95,17 @@ def start(request: dict, *, may_use_secrets: bool) -> dict:
     if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0):
         raise InvalidInput("timeoutSeconds must be a non-negative integer")
     if request.get("agentConfig") is None and request.get("name"):
-        try:
-            definition = metadata.workflow_def_get(name=str(request["name"]), version=request.get("version"))
-        except NotFound:
-            raise NotFound(f"No agent found by name: {request['name']}") from None
-        if not (definition.get("metadata") or {}).get("agentDef"):
-            raise NotFound(f"No agent found by name: {request['name']}")
+        definition = _deployed(str(request["name"]), request.get("version"))
         compiled = compile_agent(definition["metadata"]["agentDef"])
-        name, version = definition["name"], definition["version"]
-        if timeout:
-            workflow_def = {**definition, "timeoutSeconds": timeout}
-            return _started(workflow_def, None, wf_input, request, compiled)
-        return _started(None, (name, version), wf_input, request, compiled)
-    compiled = compile_agent(_config_of(request))
-    if references(compiled.workflow_def) and not may_use_secrets:
-        raise InvalidInput("agentConfig names ${workflow.secrets...}: only an admin may start it")
-    _register(compiled)
-    workflow_def = compiled.workflow_def
-    if timeout:
-        workflow_def = {**workflow_def, "timeoutSeconds": timeout}
-        return _started(workflow_def, None, wf_input, request, compiled)
-    return _started(None, (workflow_def["name"], 1), wf_input, request, compiled)
+    else:
+        compiled = compile_agent(_config_of(request))
+        if references(compiled.workflow_def) and not may_use_secrets:
+            raise InvalidInput("agentConfig names ${workflow.secrets...}: only an admin may start it")
+        _register(compiled)
+        definition = compiled.workflow_def
+    if timeout:  # this run's own timeout: the definition inline
+        return _started({**definition, "timeoutSeconds": timeout}, None, wf_input, request, compiled)
+    return _started(None, (definition["name"], definition["version"]), wf_input, request, compiled)
 
 
 def _started(workflow_def, name_version, wf_input: dict, request: dict, compiled: Compiled) -> dict:
@@ -149,7 +138,7 @@ def pending_tool(task) -> dict:
 def status(execution_id: str) -> dict:
     """``GET /agent/{id}/status``: AgentStatusResponse. Errors: NotFound."""
     wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
-    complete = wf.status in TERMINAL
+    complete = wf.terminal
     waiting = pending_task(wf)
     return {"executionId": execution_id, "status": wf.status, "isComplete": complete,
             "isRunning": wf.status == "RUNNING", "isWaiting": waiting is not None,
@@ -195,7 +184,7 @@ def respond(execution_id: str, output: dict) -> None:
     wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
     task = next((t for t in sorted(wf.tasks, key=lambda t: t.seq)
                  if t.task_type == "HUMAN" and t.status == "IN_PROGRESS"), None)
-    if task is None or wf.status in TERMINAL:
+    if task is None or wf.terminal:
         raise IllegalState(f"No pending HUMAN task found in execution {execution_id}")
     executor.task_update(task_result={"workflowInstanceId": execution_id, "taskId": task.task_id,
                                       "status": "COMPLETED", "workerId": "agent-respond",
@@ -216,18 +205,25 @@ def signal(execution_id: str, message) -> None:
     executor.workflow_variables_update(workflow_id=execution_id, variables={"_signal_injection": message or ""})
 
 
-def agent_def(name: str, version: int | None) -> dict:
-    """``GET /agent/{name}``: the deployed agent's configuration and compiled definition.
-    Errors: NotFound ``No agent found by name: %s``."""
+def _deployed(name: str, version) -> dict:
+    """The WorkflowDef of a deployed agent (its ``metadata.agentDef`` set); version None:
+    the latest. Errors: NotFound ``No agent found by name: %s`` (also for a workflow that
+    is not an agent)."""
     try:
         definition = metadata.workflow_def_get(name=name, version=version)
     except NotFound:
         raise NotFound(f"No agent found by name: {name}") from None
-    agent = (definition.get("metadata") or {}).get("agentDef")
-    if not agent:
+    if not (definition.get("metadata") or {}).get("agentDef"):
         raise NotFound(f"No agent found by name: {name}")
-    return {"name": definition["name"], "version": definition["version"], "agentDef": agent,
-            "workflowDef": definition}
+    return definition
+
+
+def agent_def(name: str, version: int | None) -> dict:
+    """``GET /agent/{name}``: the deployed agent's configuration and compiled definition.
+    Errors: NotFound ``No agent found by name: %s``."""
+    definition = _deployed(name, version)
+    return {"name": definition["name"], "version": definition["version"],
+            "agentDef": definition["metadata"]["agentDef"], "workflowDef": definition}
 
 
 def executions(*, start: int = 0, size: int = 20, sort: str = "startTime:DESC", free_text: str | None = None,

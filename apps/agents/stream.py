@@ -37,7 +37,8 @@ import time
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from apps.engine import history, params, selectors
+from apps.engine import params, selectors
+from apps.engine.status import TERMINAL_WORKFLOW
 
 KINDS = ("task.scheduled", "task.updated", "task.timed_out", "task.canceled", "workflow.status")
 POLL_SECONDS = 0.25
@@ -46,7 +47,6 @@ BATCH = 200
 PER_EVENT = 4
 GUARDRAIL_REF = re.compile(r"_guardrail_\d+$")
 TOOL_TYPES = ("SIMPLE", "HUMAN")
-END = {"COMPLETED": "done", "FAILED": "error", "TIMED_OUT": "error", "TERMINATED": "error"}
 
 
 def parse_last_event_id(value) -> int:
@@ -95,13 +95,29 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
             _event("tool_result", execution_id, toolName=task.task_def_name, result=output)]
 
 
+def _end_event(execution_id: str, wf, status: str, reason: str | None = None) -> dict:
+    """The stream's last event for an execution that ended in ``status``: ``done`` with
+    the execution's output when COMPLETED, else ``error`` with ``reason`` (or its
+    reasonForIncompletion, or the status)."""
+    if status == "COMPLETED":
+        return _event("done", execution_id, output=wf.output)
+    return _event("error", execution_id, content=reason or wf.reason_for_incompletion or status)
+
+
 def _status_events(row, wf, execution_id: str) -> list[dict]:
     to = (row.data or {}).get("to")
-    if to not in END:
+    if to not in TERMINAL_WORKFLOW:
         return []
-    return [_event(END[to], execution_id, output=wf.output if to == "COMPLETED" else None,
-                   content=None if to == "COMPLETED" else ((row.data or {}).get("reason")
-                                                             or wf.reason_for_incompletion or to))]
+    return [_end_event(execution_id, wf, to, (row.data or {}).get("reason"))]
+
+
+def _row_events(row, wf, tasks: dict, execution_id: str) -> tuple[list[dict], object]:
+    """The events one history row makes, and the task they were made from (None for a
+    workflow status change, or a task no longer in the execution)."""
+    if row.kind == "workflow.status":
+        return _status_events(row, wf, execution_id), None
+    task = tasks.get(row.task_id)
+    return (_task_events(row, task, execution_id) if task is not None else []), task
 
 
 def derive(execution_id: str, *, limit: int = 5000) -> tuple[object, list[tuple[dict, object]]]:
@@ -117,14 +133,10 @@ def derive(execution_id: str, *, limit: int = 5000) -> tuple[object, list[tuple[
     rows = ExecutionEvent.objects.filter(workflow_id=execution_id, kind__in=KINDS).order_by("id")[:limit]
     out: list[tuple[dict, object]] = []
     for row in rows:
-        if row.kind == "workflow.status":
-            out.extend((data, None) for data in _status_events(row, wf, execution_id))
-        elif (task := tasks.get(row.task_id)) is not None:
-            out.extend((data, task) for data in _task_events(row, task, execution_id))
-    if wf.status in END and not any(data["type"] in ("done", "error") for data, _ in out):
-        out.append((_event(END[wf.status], execution_id, output=wf.output if wf.status == "COMPLETED" else None,
-                           content=None if wf.status == "COMPLETED" else (wf.reason_for_incompletion or wf.status)),
-                    None))
+        made, task = _row_events(row, wf, tasks, execution_id)
+        out.extend((data, task) for data in made)
+    if wf.terminal and not any(data["type"] in ("done", "error") for data, _ in out):
+        out.append((_end_event(execution_id, wf, wf.status), None))
     return wf, out
 
 
@@ -145,11 +157,7 @@ def read(execution_id: str, after: int, *, first: bool = True) -> tuple[list[tup
     out: list[tuple[int, dict]] = []
     cursor, ended = after, False
     for row in rows:
-        if row.kind == "workflow.status":
-            made = _status_events(row, wf, execution_id)
-        else:
-            task = tasks.get(row.task_id)
-            made = _task_events(row, task, execution_id) if task is not None else []
+        made, _task = _row_events(row, wf, tasks, execution_id)
         for k, data in enumerate(made):
             event_id = row.id * PER_EVENT + k
             if row.id == row_after and k <= skip:
@@ -160,11 +168,9 @@ def read(execution_id: str, after: int, *, first: bool = True) -> tuple[list[tup
         cursor = max(cursor, row.id * PER_EVENT + PER_EVENT - 1)
         if ended:
             break
-    if first and not ended and wf.status in END and len(rows) < BATCH:
+    if first and not ended and wf.terminal and len(rows) < BATCH:
         # ended before its history recorded the status (an execution older than its history)
-        out.append(((cursor // PER_EVENT + 1) * PER_EVENT, _event(
-            END[wf.status], execution_id, output=wf.output if wf.status == "COMPLETED" else None,
-            content=None if wf.status == "COMPLETED" else (wf.reason_for_incompletion or wf.status))))
+        out.append(((cursor // PER_EVENT + 1) * PER_EVENT, _end_event(execution_id, wf, wf.status)))
         ended = True
     return out, cursor, ended
 

@@ -44,10 +44,14 @@ def message_json(row: WorkflowMessage) -> dict:
             "receivedAt": received_at(row.received_ms)}
 
 
-def _drop_if_expired(workflow_id: str, now: int) -> None:
+def _drop_if_expired(workflow_id: str, now: int) -> bool:
+    """Drop the workflow's queue when its newest message is older than ``TTL_SECONDS``;
+    True when it did."""
     newest = WorkflowMessage.objects.filter(workflow_id=workflow_id).aggregate(m=Max("received_ms"))["m"]
     if newest is not None and now - newest > int(limits()["TTL_SECONDS"]) * 1000:
         delete(workflow_id)
+        return True
+    return False
 
 
 def push(workflow_id: str, payload: dict, now: int) -> str:
@@ -66,11 +70,12 @@ def push(workflow_id: str, payload: dict, now: int) -> str:
 
 def pop(workflow_id: str, count: int, now: int) -> list[dict]:
     """Remove and return up to ``count`` (>= 1) messages, oldest first, as Conductor's
-    WorkflowMessage JSON; ``[]`` for an empty (or expired) queue."""
-    _drop_if_expired(workflow_id, now)
+    WorkflowMessage JSON; ``[]`` for an empty (or expired) queue. One query when the queue
+    is empty (a waiting pull asks on every decide of its workflow)."""
     rows = list(WorkflowMessage.objects.filter(workflow_id=workflow_id).order_by("seq")[:max(1, count)])
-    if rows:
-        WorkflowMessage.objects.filter(seq__in=[r.seq for r in rows]).delete()
+    if not rows or _drop_if_expired(workflow_id, now):
+        return []
+    WorkflowMessage.objects.filter(seq__in=[r.seq for r in rows]).delete()
     return [message_json(r) for r in rows]
 
 

@@ -45,6 +45,17 @@ def test_the_loop_condition_reads_the_termination_task():
     assert [t["taskReferenceName"] for t in loop["loopOver"]][-1] == "a_termination"
 
 
+@pytest.mark.parametrize("finish, route, expected", [("STOP", "final", False), ("LENGTH", "final", True),
+                                                     ("MAX_TOKENS", "final", True), ("TOOL_CALLS", "tools", True)])
+def test_the_loop_goes_on_after_tool_calls_and_an_answer_cut_at_the_token_limit(finish, route, expected):
+    wf = compile_agent(agent(maxTurns=5)).workflow_def
+    loop = next(t for t in wf["tasks"] if t["type"] == "DO_WHILE")
+    bindings = {"a_loop": {"iteration": 1}, "_stop_requested": False, "a_route": {"result": route},
+                "a_llm": {"finishReason": finish}}
+    assert evaluate("javascript", loop["loopCondition"], bindings) is expected
+    assert evaluate("javascript", loop["loopCondition"], {**bindings, "a_loop": {"iteration": 5}}) is False
+
+
 def test_sequential_chains_the_sub_agents_and_they_inherit_the_model():
     compiled = compile_agent({"name": "pipe", "model": MODEL, "strategy": "sequential", "agents": [
         {"name": "draft", "instructions": "write"},
@@ -79,6 +90,10 @@ def test_handoff_offers_one_transfer_tool_per_sub_agent():
     (agent(router={"taskName": "r"}), "agentConfig.router"),
     (agent(instructions={"type": "prompt_template", "name": "p"}), "agentConfig.instructions"),
     (agent(termination={"type": "never"}), "agentConfig.termination.type"),
+    (agent(termination={"type": "or", "conditions": [{"type": "max_message", "maxMessages": "ten"}]}),
+     "agentConfig.termination.conditions[0].maxMessages"),
+    (agent(guardrails=[{"name": "g", "guardrailType": "regex", "patterns": ["x"], "maxRetries": "3"}]),
+     "agentConfig.guardrails[0].maxRetries"),
     (agent(tools=[{"name": "t"}, {"name": "t"}]), "agentConfig.tools[1].name"),
     ({"model": MODEL}, "agentConfig.name"),
 ])

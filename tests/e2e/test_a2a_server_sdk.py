@@ -131,3 +131,58 @@ def test_the_a2a_sdk_client_talks_to_a_workflow_agent(conductor_server):
         assert wf["status"] == "TERMINATED" and wf["reasonForIncompletion"] == "Canceled via A2A tasks/cancel"
 
     run_on_own_loop(scenario)
+
+
+def test_message_stream_sends_each_event_as_it_happens(conductor_server):
+    """The stream's first frame (the Task, ``working``) arrives while the execution still
+    waits on its worker, before the run ends: the events are sent as they are made, not
+    collected to the end (a synchronous response body under ASGI would be)."""
+    import json
+
+    suffix = uuid.uuid4().hex[:8]
+    name, worker = f"a2a_slow_{suffix}", f"a2a_step_{suffix}"
+    headers = conductor_server.auth_headers()
+    resp = httpx.post(f"{conductor_server.url}/metadata/taskdefs", headers=headers, timeout=30,
+                      json=[{"name": worker, "ownerEmail": "a2a@example.com", "retryCount": 0,
+                             "responseTimeoutSeconds": 60}])
+    assert resp.status_code == 200, resp.text
+    register(conductor_server, {"name": name, "version": 1, "schemaVersion": 2, "ownerEmail": "a2a@example.com",
+                                "metadata": {"a2a.enabled": True},
+                                "tasks": [{"name": worker, "taskReferenceName": "step", "type": "SIMPLE"}],
+                                "outputParameters": {"done": "${step.output.done}"}})
+    request = {"jsonrpc": "2.0", "id": "1", "method": "message/stream", "params": {"message": {
+        "kind": "message", "role": "user", "messageId": uuid.uuid4().hex,
+        "parts": [{"kind": "text", "text": "go"}]}}}
+
+    async def scenario():
+        async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+            async with http.stream("POST", f"{conductor_server.url}/a2a/workflow/{name}", json=request) as resp:
+                lines = resp.aiter_lines()
+
+                async def next_frame() -> dict:
+                    async for line in lines:
+                        if line.startswith("data: "):
+                            return json.loads(line[6:])["result"]
+                    raise AssertionError("the stream ended")
+
+                first = await asyncio.wait_for(next_frame(), 20)
+                assert first["kind"] == "task" and first["status"]["state"] == "working"
+                for _ in range(20):
+                    got = await http.get(f"{conductor_server.url}/tasks/poll/{worker}", params={"workerid": "w1"})
+                    if got.status_code == 200 and got.content:
+                        break
+                    await asyncio.sleep(0.5)
+                polled = got.json()
+                assert polled["workflowInstanceId"] == first["id"]
+                done = await http.post(f"{conductor_server.url}/tasks", json={
+                    "workflowInstanceId": first["id"], "taskId": polled["taskId"], "status": "COMPLETED",
+                    "outputData": {"done": True}})
+                assert done.status_code == 200, done.text
+                frames = [await asyncio.wait_for(next_frame(), 30)]
+                while not frames[-1].get("final"):
+                    frames.append(await asyncio.wait_for(next_frame(), 30))
+        assert frames[-1]["status"]["state"] == "completed"
+        (artifact,) = [f["artifact"] for f in frames if f["kind"] == "artifact-update"]
+        assert artifact["parts"][0]["data"] == {"done": True}
+
+    run_on_own_loop(scenario)

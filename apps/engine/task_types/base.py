@@ -97,6 +97,14 @@ def finish(d, task: TaskState, status: str, output: dict | None = None, reason: 
     d.touch(task)
 
 
+def act_once(d, kind: str, task: TaskState) -> None:
+    """Ask for the action ``kind`` on ``task`` unless this decide has asked for one on it
+    already (its ``start`` in the same decide): how an inline action that was lost (a
+    crash between the decide and its effect) is asked for again on a later decide."""
+    if not any(a.task is task for a in d.outcome.actions):
+        d.act(kind, task)
+
+
 class SystemTask(TaskType):
     """A server-side task; no TaskDef needed unless registered (no retries by default)."""
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from apps.engine import params
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
-from apps.engine.task_types.base import SystemTask, async_complete, finish
+from apps.engine.task_types.base import SystemTask, act_once, async_complete, finish
 
 PUBLISH = "publish_event"
 INTERNAL_QUEUE_TYPE = "conductor"
@@ -154,8 +154,8 @@ class Event(SystemTask):
 
     def execute(self, d, task: TaskState) -> bool:
         # Recovery: a SCHEDULED EVENT task has not published yet (the action was lost).
-        if task.status == "SCHEDULED" and not any(a.task is task for a in d.outcome.actions):
-            d.act(PUBLISH, task)
+        if task.status == "SCHEDULED":
+            act_once(d, PUBLISH, task)
         return False
 
     # --- executor side (inside the deciding transaction) --------------------------------

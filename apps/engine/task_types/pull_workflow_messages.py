@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
-from apps.engine.task_types.base import SystemTask
+from apps.engine.task_types.base import SystemTask, act_once
 
 PULL = "pull_workflow_messages"
-DEFAULT_MAX_BATCH_SIZE = 100
 
 
 def batch_size(task: TaskState, max_batch_size: int) -> int:
@@ -56,8 +55,8 @@ class PullWorkflowMessages(SystemTask):
         d.act(PULL, task)
 
     def execute(self, d, task: TaskState) -> bool:
-        if task.status == "IN_PROGRESS" and not any(a.task is task for a in d.outcome.actions):
-            d.act(PULL, task)
+        if task.status == "IN_PROGRESS":
+            act_once(d, PULL, task)
         return False
 
     def apply_inline(self, wf, outcome, action, now: int, services) -> bool:

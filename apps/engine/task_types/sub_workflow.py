@@ -24,7 +24,7 @@ from apps.engine.blueprint import Blueprint
 from apps.engine.state import TaskState
 from apps.engine.status import ACTIVE_WORKFLOW
 from apps.engine.task_types import register
-from apps.engine.task_types.base import TaskType
+from apps.engine.task_types.base import TaskType, act_once
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,8 @@ class SubWorkflow(TaskType):
 
     def execute(self, d, task: TaskState) -> bool:
         if not task.sub_workflow_id:
-            if task.status == "SCHEDULED" and not any(a.task is task for a in d.outcome.actions):
-                d.act("start_sub_workflow", task)  # recovery: a start that never happened
+            if task.status == "SCHEDULED":
+                act_once(d, "start_sub_workflow", task)  # recovery: a start that never happened
             return False
         child = d.wf.sub_workflows.get(task.sub_workflow_id)
         if child is None:
