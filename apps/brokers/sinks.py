@@ -6,7 +6,7 @@ An event (an EVENT task's ``sink``, an EventHandler's ``event``) is ``<type>:<ur
   declared durable unless ``durable=false``; published through the default exchange.
 * ``amqp_exchange:<exchange>[?params]``: a RabbitMQ exchange (``exchangeType``, default
   ``topic``) published to with ``routingKey`` (default empty); a handler consumes from the
-  queue ``bindQueueName`` (default ``<exchange>.conductor``) bound to it with that key.
+  queue ``bindQueueName`` (default ``bound_to_<exchange>``, Conductor's) bound to it with that key.
   Params (Conductor's AMQPSettings.fromURI): ``exchangeType`` (direct, fanout, topic,
   headers), ``bindQueueName``, ``routingKey``, ``durable``, ``exclusive``, ``autoDelete``
   (true/false), ``deliveryMode`` (1 or 2).
@@ -77,7 +77,7 @@ class Sink:
         """The queue a handler consumes from: the AMQP queue (for an exchange, its bound
         queue), the NATS subject, the Kafka topic."""
         if self.kind == "exchange":
-            return self.option("bindQueueName") or f"{self.name}.conductor"
+            return self.option("bindQueueName") or f"bound_to_{self.name}"
         return self.name
 
     @property

@@ -54,7 +54,7 @@ def test_a_well_formed_sink_on_a_broker_not_configured_is_accepted_and_fails_at_
 
 def test_parse_reads_conductors_uris():
     sink = sinks.parse("amqp_exchange:ex?exchangeType=fanout&routingKey=k&durable=false", require_enabled=False)
-    assert (sink.broker, sink.kind, sink.name, sink.consume_from) == ("amqp", "exchange", "ex", "ex.conductor")
+    assert (sink.broker, sink.kind, sink.name, sink.consume_from) == ("amqp", "exchange", "ex", "bound_to_ex")
     assert sink.flag("durable", True) is False and sink.option("routingKey") == "k"
     core = sinks.parse("nats:orders.paid:workers", require_enabled=False)
     assert (core.kind, core.name, core.option("queueGroup")) == ("core", "orders.paid", "workers")
