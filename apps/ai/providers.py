@@ -365,14 +365,13 @@ class AnthropicProvider(_StainlessErrors, Provider):
     one). Anthropic has no embeddings: ``embed`` fails terminally."""
 
     DEFAULT_MAX_TOKENS = 1024
+    sdk = "anthropic"
 
     def _client(self):
         import anthropic
 
         return anthropic.Anthropic(base_url=self.base_url, api_key=self.api_key or "unused", timeout=self.timeout,
                                    max_retries=0)
-
-    sdk = "anthropic"
 
     @staticmethod
     def _messages(messages: list[dict]) -> list[dict]:
