@@ -31,6 +31,7 @@ bad request), else the task fails and Conductor's retries apply (timeouts, 5xx, 
 """
 from __future__ import annotations
 
+import importlib
 import json
 import uuid
 from abc import ABC, abstractmethod
@@ -123,11 +124,16 @@ def _openai_messages(messages: list[dict]) -> list[dict]:
     return out
 
 
+def _tool_specs(tools: list[dict]) -> list[tuple[str, str, dict]]:
+    """``(name, description, inputSchema)`` of each named ToolSpec (description ``""`` and
+    an empty object schema when it has none): what every vendor's tool form is made of."""
+    return [(t["name"], t.get("description") or "", t.get("inputSchema") or {"type": "object", "properties": {}})
+            for t in tools if isinstance(t, dict) and t.get("name")]
+
+
 def _tool_schemas(tools: list[dict]) -> list[dict]:
-    return [{"type": "function", "function": {
-        "name": t["name"], "description": t.get("description") or "",
-        "parameters": t.get("inputSchema") or {"type": "object", "properties": {}}}}
-        for t in tools if isinstance(t, dict) and t.get("name")]
+    return [{"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
+            for name, description, schema in _tool_specs(tools)]
 
 
 def _openai_style_request(request: ChatRequest) -> dict:
@@ -166,27 +172,7 @@ def _openai_style_result(name: str, request: ChatRequest, response) -> ChatResul
                       total_tokens=getattr(usage, "total_tokens", 0) or 0)
 
 
-def _client_failure(provider, sdk, exc: Exception, model: str) -> AIError:
-    """The AIError of an exception of the ``openai`` or ``anthropic`` client (``sdk``: both
-    have ``APITimeoutError``, ``APIStatusError`` with ``status_code``/``body``, and
-    ``APIConnectionError``). The detail is the body's ``message`` (OpenAI) or
-    ``error.message`` (Anthropic), else the body."""
-    name = provider.name
-    if isinstance(exc, sdk.APITimeoutError):
-        return AIError(f"LLM provider '{name}' timed out after {provider.timeout:g} s (model {model})")
-    if isinstance(exc, sdk.APIStatusError):
-        body = exc.body if exc.body is not None else exc.response.text
-        error = body.get("error") if isinstance(body, dict) else None
-        if isinstance(body, dict) and body.get("message"):
-            detail = body["message"]
-        elif isinstance(error, dict) and error.get("message"):
-            detail = error["message"]
-        else:
-            detail = body
-        return _status_failure(name, model, exc.status_code, detail)
-    if isinstance(exc, sdk.APIConnectionError):
-        return AIError(f"LLM provider '{name}' could not be reached: {exc.__cause__ or exc}")
-    return AIError(f"LLM provider '{name}' failed: {exc}")
+TERMINAL_STATUSES = (400, 401, 403, 404, 422)  # an HTTP error answer a retry cannot help
 
 
 class Provider(ABC):
@@ -204,8 +190,62 @@ class Provider(ABC):
     def embed(self, model: str, text: str, dimensions: int | None) -> list[float]:
         """The embedding vector of ``text``."""
 
+    def _fail(self, exc: Exception, model: str) -> AIError:
+        """The AIError (the task's reason) of an exception of the vendor's client: an HTTP
+        error answer (``_http_error``: terminal for ``TERMINAL_STATUSES``, retryable for
+        429 and 5xx), a timeout or a server not reached (``_transport_errors``), or
+        anything else (retryable)."""
+        answer = self._http_error(exc)
+        if answer is not None:
+            status, detail = answer
+            return AIError(f"LLM provider '{self.name}' answered HTTP {status} for model {model}: {detail}",
+                           terminal=status in TERMINAL_STATUSES)
+        timeouts, unreachable = self._transport_errors()
+        if isinstance(exc, timeouts):
+            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
+        if isinstance(exc, unreachable):
+            return AIError(f"LLM provider '{self.name}' could not be reached: {exc.__cause__ or exc}")
+        return AIError(f"LLM provider '{self.name}' failed: {exc}")
 
-class OpenAIProvider(Provider):
+    def _http_error(self, exc: Exception) -> tuple[int, object] | None:
+        """``(status, detail)`` when ``exc`` is the client's error for an HTTP error answer."""
+        return None
+
+    def _transport_errors(self) -> tuple[tuple[type, ...], tuple[type, ...]]:
+        """The client's exception classes of a timeout and of a server not reached (the
+        timeouts are tested first: some clients make them connection errors too). By
+        default httpx's, which the ``ollama`` and ``google-genai`` clients raise."""
+        import httpx
+
+        return (httpx.TimeoutException,), (ConnectionError, httpx.TransportError)
+
+
+class _StainlessErrors:
+    """``Provider._fail``'s reading of the ``openai`` and ``anthropic`` clients' errors (both
+    generated alike: ``APIStatusError``, ``APITimeoutError``, ``APIConnectionError``);
+    ``sdk`` names the package."""
+
+    sdk = "openai"
+
+    def _http_error(self, exc: Exception) -> tuple[int, object] | None:
+        """The detail is the body's ``message`` (OpenAI) or ``error.message`` (Anthropic),
+        else the body."""
+        if not isinstance(exc, importlib.import_module(self.sdk).APIStatusError):
+            return None
+        body = exc.body if exc.body is not None else exc.response.text
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(body, dict) and body.get("message"):
+            return exc.status_code, body["message"]
+        if isinstance(error, dict) and error.get("message"):
+            return exc.status_code, error["message"]
+        return exc.status_code, body
+
+    def _transport_errors(self) -> tuple[tuple[type, ...], tuple[type, ...]]:
+        sdk = importlib.import_module(self.sdk)
+        return (sdk.APITimeoutError,), (sdk.APIConnectionError,)
+
+
+class OpenAIProvider(_StainlessErrors, Provider):
     """An OpenAI-compatible endpoint through the ``openai`` client (no client retries:
     Conductor's task retries apply)."""
 
@@ -214,11 +254,6 @@ class OpenAIProvider(Provider):
 
         return openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "unused", timeout=self.timeout,
                              max_retries=0)
-
-    def _fail(self, exc: Exception, model: str) -> AIError:
-        import openai
-
-        return _client_failure(self, openai, exc, model)
 
     def chat(self, request: ChatRequest) -> ChatResult:
         try:
@@ -251,19 +286,10 @@ class OllamaProvider(Provider):
         extra = {"headers": {"Authorization": f"Bearer {self.api_key}"}} if self.api_key else {}
         return ollama.Client(host=self.base_url, timeout=self.timeout, **extra)
 
-    def _fail(self, exc: Exception, model: str) -> AIError:
-        import httpx
+    def _http_error(self, exc: Exception) -> tuple[int, object] | None:
         import ollama
 
-        if isinstance(exc, httpx.TimeoutException):
-            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
-        if isinstance(exc, ollama.ResponseError):
-            terminal = exc.status_code in (400, 401, 403, 404)
-            return AIError(f"LLM provider '{self.name}' answered HTTP {exc.status_code} for model {model}: {exc.error}",
-                           terminal=terminal)
-        if isinstance(exc, (ConnectionError, httpx.TransportError)):
-            return AIError(f"LLM provider '{self.name}' could not be reached: {exc}")
-        return AIError(f"LLM provider '{self.name}' failed: {exc}")
+        return (exc.status_code, exc.error) if isinstance(exc, ollama.ResponseError) else None
 
     def chat(self, request: ChatRequest) -> ChatResult:
         messages = []
@@ -301,13 +327,6 @@ class OllamaProvider(Provider):
         return [float(x) for x in response.embeddings[0]]
 
 
-def _status_failure(name: str, model: str, status: int, detail) -> AIError:
-    """The AIError of an HTTP error answer: terminal for 400, 401, 403, 404 and 422 (a retry
-    cannot help), retryable otherwise (429, 5xx)."""
-    return AIError(f"LLM provider '{name}' answered HTTP {status} for model {model}: {detail}",
-                   terminal=status in (400, 401, 403, 404, 422))
-
-
 def _split_system(messages: list[dict]) -> tuple[str | None, list[dict]]:
     """The system messages joined (None when there are none) and the other messages."""
     system = [str(m.get("message") or "") for m in messages if m.get("role") == "system"]
@@ -319,13 +338,34 @@ def _json_object(value) -> dict:
     return value if isinstance(value, dict) else {"result": value}
 
 
-class AnthropicProvider(Provider):
+def _vendor_messages(messages: list[dict], *, key: str, assistant: str, text, call, result) -> list[dict]:
+    """Conductor ChatMessages (system ones taken out: ``_split_system``) in a vendor's block
+    form, each message's blocks under ``key``: a ``tool_call`` message becomes one message
+    of role ``assistant`` with ``call(id, name, params)`` per tool call (id: its
+    taskReferenceName), a ``tool`` message one user message with ``result(toolCall)`` per
+    result, any other message ``text(message)`` as the assistant's or the user's."""
+    out: list[dict] = []
+    for m in messages:
+        role = m.get("role") or "user"
+        tool_calls = m.get("toolCalls") or []
+        if role == "tool_call":
+            out.append({"role": assistant, key: [call(tc.get("taskReferenceName") or str(uuid.uuid4()), *_call_args(tc))
+                                                 for tc in tool_calls]})
+        elif role == "tool":
+            out.append({"role": "user", key: [result(tc) for tc in tool_calls]})
+        else:
+            out.append({"role": assistant if role == "assistant" else "user", key: text(m.get("message") or "")})
+    return out
+
+
+class AnthropicProvider(_StainlessErrors, Provider):
     """Anthropic's Messages API through the ``anthropic`` client (no client retries).
     System messages become ``system``; ``tool_call``/``tool`` messages become
     ``tool_use``/``tool_result`` blocks; ``max_tokens`` defaults to 1024 (the API requires
     one). Anthropic has no embeddings: ``embed`` fails terminally."""
 
     DEFAULT_MAX_TOKENS = 1024
+    sdk = "anthropic"
 
     def _client(self):
         import anthropic
@@ -333,30 +373,13 @@ class AnthropicProvider(Provider):
         return anthropic.Anthropic(base_url=self.base_url, api_key=self.api_key or "unused", timeout=self.timeout,
                                    max_retries=0)
 
-    def _fail(self, exc: Exception, model: str) -> AIError:
-        import anthropic
-
-        return _client_failure(self, anthropic, exc, model)
-
     @staticmethod
     def _messages(messages: list[dict]) -> list[dict]:
-        out: list[dict] = []
-        for m in messages:
-            role = m.get("role") or "user"
-            if role == "tool_call":
-                blocks = []
-                for tc in m.get("toolCalls") or []:
-                    name, params = _call_args(tc)
-                    blocks.append({"type": "tool_use", "id": tc.get("taskReferenceName") or str(uuid.uuid4()),
-                                   "name": name, "input": params})
-                out.append({"role": "assistant", "content": blocks})
-            elif role == "tool":
-                out.append({"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": tc.get("taskReferenceName") or "",
-                     "content": json.dumps(tc.get("output"))} for tc in m.get("toolCalls") or []]})
-            else:
-                out.append({"role": "assistant" if role == "assistant" else "user", "content": m.get("message") or ""})
-        return out
+        return _vendor_messages(
+            messages, key="content", assistant="assistant", text=lambda text: text,
+            call=lambda call_id, name, params: {"type": "tool_use", "id": call_id, "name": name, "input": params},
+            result=lambda tc: {"type": "tool_result", "tool_use_id": tc.get("taskReferenceName") or "",
+                               "content": json.dumps(tc.get("output"))})
 
     def chat(self, request: ChatRequest) -> ChatResult:
         system, messages = _split_system(request.messages)
@@ -365,9 +388,8 @@ class AnthropicProvider(Provider):
         if system:
             kwargs["system"] = system
         if request.tools:
-            kwargs["tools"] = [{"name": t["name"], "description": t.get("description") or "",
-                                "input_schema": t.get("inputSchema") or {"type": "object", "properties": {}}}
-                               for t in request.tools if isinstance(t, dict) and t.get("name")]
+            kwargs["tools"] = [{"name": name, "description": description, "input_schema": schema}
+                               for name, description, schema in _tool_specs(request.tools)]
         if request.stop:
             kwargs["stop_sequences"] = request.stop
         # sampling options the API takes but this client's ``create`` no longer names
@@ -406,38 +428,18 @@ class GeminiProvider(Provider):
             base_url=self.base_url, api_version="v1beta", timeout=int(self.timeout * 1000),
             retry_options=types.HttpRetryOptions(attempts=1)))
 
-    def _fail(self, exc: Exception, model: str) -> AIError:
-        import httpx
+    def _http_error(self, exc: Exception) -> tuple[int, object] | None:
         from google.genai import errors
 
-        if isinstance(exc, errors.APIError):
-            return _status_failure(self.name, model, exc.code, exc.message or exc.status)
-        if isinstance(exc, httpx.TimeoutException):
-            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
-        if isinstance(exc, httpx.TransportError):
-            return AIError(f"LLM provider '{self.name}' could not be reached: {exc}")
-        return AIError(f"LLM provider '{self.name}' failed: {exc}")
+        return (exc.code, exc.message or exc.status) if isinstance(exc, errors.APIError) else None
 
     @staticmethod
     def _contents(messages: list[dict]) -> list[dict]:
-        out: list[dict] = []
-        for m in messages:
-            role = m.get("role") or "user"
-            if role == "tool_call":
-                parts = []
-                for tc in m.get("toolCalls") or []:
-                    name, params = _call_args(tc)
-                    parts.append({"function_call": {"name": name, "args": params}})
-                out.append({"role": "model", "parts": parts})
-            elif role == "tool":
-                out.append({"role": "user", "parts": [
-                    {"function_response": {"name": _call_args(tc)[0] or tc.get("name") or "",
-                                           "response": _json_object(tc.get("output"))}}
-                    for tc in m.get("toolCalls") or []]})
-            else:
-                out.append({"role": "model" if role == "assistant" else "user",
-                            "parts": [{"text": m.get("message") or ""}]})
-        return out
+        return _vendor_messages(
+            messages, key="parts", assistant="model", text=lambda text: [{"text": text}],
+            call=lambda _id, name, params: {"function_call": {"name": name, "args": params}},
+            result=lambda tc: {"function_response": {"name": _call_args(tc)[0],
+                                                     "response": _json_object(tc.get("output"))}})
 
     def chat(self, request: ChatRequest) -> ChatResult:
         system, messages = _split_system(request.messages)
@@ -446,9 +448,8 @@ class GeminiProvider(Provider):
             config["system_instruction"] = system
         if request.tools:
             config["tools"] = [{"function_declarations": [
-                {"name": t["name"], "description": t.get("description") or "",
-                 "parameters_json_schema": t.get("inputSchema") or {"type": "object", "properties": {}}}
-                for t in request.tools if isinstance(t, dict) and t.get("name")]}]
+                {"name": name, "description": description, "parameters_json_schema": schema}
+                for name, description, schema in _tool_specs(request.tools)]}]
             config["automatic_function_calling"] = {"disable": True}
         if request.json_output:
             config["response_mime_type"] = "application/json"
@@ -532,39 +533,26 @@ class BedrockProvider(Provider):
             aws_access_key_id=key_id or "unused", aws_secret_access_key=secret or "unused",
             config=Config(connect_timeout=self.timeout, read_timeout=self.timeout, retries={"total_max_attempts": 1}))
 
-    def _fail(self, exc: Exception, model: str) -> AIError:
-        from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+    def _http_error(self, exc: Exception) -> tuple[int, object] | None:
+        from botocore.exceptions import ClientError
 
-        if isinstance(exc, ClientError):
-            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 500)
-            return _status_failure(self.name, model, status, exc.response.get("Error", {}).get("Message") or str(exc))
-        if isinstance(exc, (ReadTimeoutError, ConnectTimeoutError)):
-            return AIError(f"LLM provider '{self.name}' timed out after {self.timeout:g} s (model {model})")
-        if isinstance(exc, EndpointConnectionError):
-            return AIError(f"LLM provider '{self.name}' could not be reached: {exc}")
-        return AIError(f"LLM provider '{self.name}' failed: {exc}")
+        if not isinstance(exc, ClientError):
+            return None
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 500)
+        return status, exc.response.get("Error", {}).get("Message") or str(exc)
+
+    def _transport_errors(self) -> tuple[tuple[type, ...], tuple[type, ...]]:
+        from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
+        return (ReadTimeoutError, ConnectTimeoutError), (EndpointConnectionError,)
 
     @staticmethod
     def _messages(messages: list[dict]) -> list[dict]:
-        out: list[dict] = []
-        for m in messages:
-            role = m.get("role") or "user"
-            if role == "tool_call":
-                blocks = []
-                for tc in m.get("toolCalls") or []:
-                    name, params = _call_args(tc)
-                    blocks.append({"toolUse": {"toolUseId": tc.get("taskReferenceName") or str(uuid.uuid4()),
-                                               "name": name, "input": params}})
-                out.append({"role": "assistant", "content": blocks})
-            elif role == "tool":
-                out.append({"role": "user", "content": [
-                    {"toolResult": {"toolUseId": tc.get("taskReferenceName") or "",
-                                    "content": [{"json": _json_object(tc.get("output"))}]}}
-                    for tc in m.get("toolCalls") or []]})
-            else:
-                out.append({"role": "assistant" if role == "assistant" else "user",
-                            "content": [{"text": m.get("message") or ""}]})
-        return out
+        return _vendor_messages(
+            messages, key="content", assistant="assistant", text=lambda text: [{"text": text}],
+            call=lambda call_id, name, params: {"toolUse": {"toolUseId": call_id, "name": name, "input": params}},
+            result=lambda tc: {"toolResult": {"toolUseId": tc.get("taskReferenceName") or "",
+                                              "content": [{"json": _json_object(tc.get("output"))}]}})
 
     def chat(self, request: ChatRequest) -> ChatResult:
         system, messages = _split_system(request.messages)
@@ -577,10 +565,9 @@ class BedrockProvider(Provider):
         if inference:
             kwargs["inferenceConfig"] = inference
         if request.tools:
-            kwargs["toolConfig"] = {"tools": [{"toolSpec": {
-                "name": t["name"], "description": t.get("description") or t["name"],
-                "inputSchema": {"json": t.get("inputSchema") or {"type": "object", "properties": {}}}}}
-                for t in request.tools if isinstance(t, dict) and t.get("name")]}
+            kwargs["toolConfig"] = {"tools": [{"toolSpec": {  # no description: the name describes it
+                "name": name, "description": description or name, "inputSchema": {"json": schema}}}
+                for name, description, schema in _tool_specs(request.tools)]}
         try:
             response = self._client().converse(**kwargs)
         except Exception as exc:  # noqa: BLE001

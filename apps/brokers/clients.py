@@ -98,7 +98,9 @@ class AmqpClient:
         exclusive = sink.flag("exclusive", False)
         if sink.kind == "queue":
             if sink.event not in self.declared:
-                ch.queue_declare(sink.name, durable=durable, exclusive=exclusive, auto_delete=auto_delete)
+                priority = sink.option("maxPriority")
+                ch.queue_declare(sink.name, durable=durable, exclusive=exclusive, auto_delete=auto_delete,
+                                 arguments={"x-max-priority": int(priority)} if priority else None)
                 self.declared.add(sink.event)
             return sink.name
         queue = sink.consume_from

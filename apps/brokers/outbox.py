@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
-import time
 from typing import Any
 
 from django.conf import settings
@@ -95,27 +92,13 @@ def kick() -> int:
 
 
 def deliver_job(max_seconds: float | None = None) -> int:
-    """The cluster job: hold the lease and send until nothing is due (or
-    ``BROKER_DELIVERY_JOB_SECONDS`` passed). Returns the rows sent."""
-    from apps.engine.models import SweeperLease
-
+    """The cluster job: hold the lease and send until nothing more is sent (or
+    ``BROKER_DELIVERY_JOB_SECONDS`` passed; ``jobqueue.drain_under_lease``). Returns the
+    rows sent."""
     conf = settings.CONDUCTOR
-    lease_ms = conf["BROKER_DELIVERY_LEASE_MS"]
     max_seconds = conf["BROKER_DELIVERY_JOB_SECONDS"] if max_seconds is None else max_seconds
-    holder = f"{socket.gethostname()}:{os.getpid()}:{id(_clients)}"
-    if not SweeperLease.acquire(LEASE, holder, lease_ms):
-        return 0
-    sent = 0
-    deadline = time.monotonic() + max_seconds
-    try:
-        while time.monotonic() < deadline:
-            n, attempted = deliver_due()
-            sent += n
-            if attempted == 0 or n == 0 or not SweeperLease.acquire(LEASE, holder, lease_ms):
-                break
-    finally:
-        SweeperLease.release(LEASE, holder)
-    return sent
+    return jobqueue.drain_under_lease(LEASE, conf["BROKER_DELIVERY_LEASE_MS"], max_seconds,
+                                      lambda: deliver_due()[0])
 
 
 def _client(broker: str):

@@ -6,10 +6,11 @@ An event (an EVENT task's ``sink``, an EventHandler's ``event``) is ``<type>:<ur
   declared durable unless ``durable=false``; published through the default exchange.
 * ``amqp_exchange:<exchange>[?params]``: a RabbitMQ exchange (``exchangeType``, default
   ``topic``) published to with ``routingKey`` (default empty); a handler consumes from the
-  queue ``bindQueueName`` (default ``<exchange>.conductor``) bound to it with that key.
+  queue ``bindQueueName`` (default ``bound_to_<exchange>``, Conductor's) bound to it with that key.
   Params (Conductor's AMQPSettings.fromURI): ``exchangeType`` (direct, fanout, topic,
   headers), ``bindQueueName``, ``routingKey``, ``durable``, ``exclusive``, ``autoDelete``
-  (true/false), ``deliveryMode`` (1 or 2).
+  (true/false), ``deliveryMode`` (1 or 2), ``maxPriority`` (1 to 255: the queue's
+  ``x-max-priority`` argument).
 * ``nats:<subject>[:<queueGroup>]``: core NATS (no persistence on the broker: a message
   published while no consumer listens is dropped by NATS, as in Conductor); consumers use
   the queue group (default ``EVENT_CONSUMER_GROUP``).
@@ -42,7 +43,7 @@ BROKER_SETTINGS = {"amqp": "AMQP_URL", "nats": "NATS_URL", "kafka": "KAFKA_BOOTS
 
 _AMQP_NAME = re.compile(r"^[A-Za-z0-9_.:\-/]{1,255}$")
 _AMQP_PARAMS = {"exchangeType", "bindQueueName", "routingKey", "durable", "exclusive", "autoDelete",
-                "deliveryMode"}
+                "deliveryMode", "maxPriority"}
 _EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers")
 _NATS_SUBJECT = re.compile(r"^[^\s.:*>]+(\.[^\s.:*>]+)*$")
 _NATS_GROUP = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
@@ -77,7 +78,7 @@ class Sink:
         """The queue a handler consumes from: the AMQP queue (for an exchange, its bound
         queue), the NATS subject, the Kafka topic."""
         if self.kind == "exchange":
-            return self.option("bindQueueName") or f"{self.name}.conductor"
+            return self.option("bindQueueName") or f"bound_to_{self.name}"
         return self.name
 
     @property
@@ -135,6 +136,8 @@ def _amqp(event: str, kind: str, uri: str) -> Sink:
             raise SinkInvalid(f"Invalid {key} '{options[key]}' (true or false)")
     if options.get("deliveryMode", "2") not in ("1", "2"):
         raise SinkInvalid(f"Invalid deliveryMode '{options['deliveryMode']}' (1 or 2)")
+    if "maxPriority" in options and not (options["maxPriority"].isdigit() and 1 <= int(options["maxPriority"]) <= 255):
+        raise SinkInvalid(f"Invalid maxPriority '{options['maxPriority']}' (1 to 255)")
     if "bindQueueName" in options and not _AMQP_NAME.match(options["bindQueueName"]):
         raise SinkInvalid(f"Invalid bindQueueName '{options['bindQueueName']}'")
     return Sink(event, "amqp", kind, name, options)

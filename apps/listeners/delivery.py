@@ -23,9 +23,6 @@ a crash between the POST and the update means that one POST is made again
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import time
 
 from django.conf import settings
 from django.db.models import F
@@ -72,26 +69,14 @@ def kick() -> int:
 def deliver_job(max_seconds: float | None = None) -> int:
     """The cluster job: hold the lease (``LISTENER_DELIVERY_LEASE_MS``) and deliver until
     nothing is due (or ``max_seconds`` passed, by default
-    ``LISTENER_DELIVERY_JOB_SECONDS``). Returns the rows handled."""
-    from apps.engine.models import SweeperLease
+    ``LISTENER_DELIVERY_JOB_SECONDS``; ``jobqueue.drain_under_lease``). Returns the rows
+    handled."""
+    from apps.engine import jobqueue
 
-    lease_ms = settings.CONDUCTOR["LISTENER_DELIVERY_LEASE_MS"]
     if max_seconds is None:
         max_seconds = settings.CONDUCTOR["LISTENER_DELIVERY_JOB_SECONDS"]
-    holder = f"{socket.gethostname()}:{os.getpid()}"
-    if not SweeperLease.acquire(LEASE, holder, lease_ms):
-        return 0
-    handled = 0
-    deadline = time.monotonic() + max_seconds
-    try:
-        while time.monotonic() < deadline:
-            n = deliver_due()
-            handled += n
-            if n == 0 or not SweeperLease.acquire(LEASE, holder, lease_ms):
-                break
-    finally:
-        SweeperLease.release(LEASE, holder)
-    return handled
+    return jobqueue.drain_under_lease(LEASE, settings.CONDUCTOR["LISTENER_DELIVERY_LEASE_MS"], max_seconds,
+                                      deliver_due)
 
 
 def _post(row: Notification, conf: config.ListenerConfig) -> str | None:

@@ -115,6 +115,24 @@ def test_an_http_error_is_a_task_failure_naming_the_status(vendors, vendor, stat
     assert len([r for r in vendors.requests if r[0] == vendor]) == 1  # no client-side retry
 
 
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_server_not_reached_is_a_retryable_failure_naming_the_provider(vendors, settings, vendor):
+    import socket
+
+    from apps.ai.providers import AIError, get_provider
+
+    with socket.socket() as free:  # a loopback port nothing listens on once closed
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    conf = settings.CONDUCTOR_AI["PROVIDERS"][vendor]
+    settings.CONDUCTOR_AI = {**settings.CONDUCTOR_AI,
+                             "PROVIDERS": {vendor: {**conf, "base_url": f"http://127.0.0.1:{port}"}}}
+    with pytest.raises(AIError) as failed:
+        get_provider(vendor).chat(chat_request())
+    assert str(failed.value).startswith(f"LLM provider '{vendor}' could not be reached: ")
+    assert failed.value.terminal is False
+
+
 def test_llm_chat_complete_runs_through_native_providers(vendors, api, cluster):
     """Two of the kinds through the engine (each system task is a cluster job: kept to two)."""
     name = unique("vendors")

@@ -22,7 +22,8 @@ def amqp(rabbitmq, conductor_settings):
 
 
 def test_event_task_on_an_amqp_queue_starts_a_workflow_through_a_handler(api, amqp):
-    flows.publish_and_handle_run(api, f"amqp:{unique('orders')}", ["o-1", "o-2", "o-3"])
+    # maxPriority (Conductor's param): the queue is declared alike by publisher and consumer
+    flows.publish_and_handle_run(api, f"amqp:{unique('orders')}?maxPriority=5", ["o-1", "o-2", "o-3"])
 
 
 def test_event_task_on_an_amqp_exchange_reaches_the_bound_queue(api, amqp):

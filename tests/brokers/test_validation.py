@@ -54,8 +54,11 @@ def test_a_well_formed_sink_on_a_broker_not_configured_is_accepted_and_fails_at_
 
 def test_parse_reads_conductors_uris():
     sink = sinks.parse("amqp_exchange:ex?exchangeType=fanout&routingKey=k&durable=false", require_enabled=False)
-    assert (sink.broker, sink.kind, sink.name, sink.consume_from) == ("amqp", "exchange", "ex", "ex.conductor")
+    assert (sink.broker, sink.kind, sink.name, sink.consume_from) == ("amqp", "exchange", "ex", "bound_to_ex")
     assert sink.flag("durable", True) is False and sink.option("routingKey") == "k"
+    assert sinks.parse("amqp_queue:q?maxPriority=10", require_enabled=False).option("maxPriority") == "10"
+    with pytest.raises(sinks.SinkInvalid, match="maxPriority"):
+        sinks.parse("amqp:q?maxPriority=0", require_enabled=False)
     core = sinks.parse("nats:orders.paid:workers", require_enabled=False)
     assert (core.kind, core.name, core.option("queueGroup")) == ("core", "orders.paid", "workers")
     assert sinks.parse("jsm:orders", require_enabled=False).kind == "stream"

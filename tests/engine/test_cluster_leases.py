@@ -165,3 +165,32 @@ def test_redispatch_backs_off_with_the_tasks_age():
     assert due(0) == settings.CONDUCTOR["HTTP_REDISPATCH_MS"] == 5_000
     assert due(40_000) == 20_000
     assert due(10 * 60_000) == settings.CONDUCTOR["HTTP_REDISPATCH_MAX_MS"] == 60_000
+
+
+def test_an_outbox_drain_runs_alone_under_its_lease_until_a_step_handles_nothing():
+    """``jobqueue.drain_under_lease`` (the delivery jobs of the broker and status-listener
+    outboxes): nothing while another holder has the lease; else the steps until one
+    handles nothing, the lease renewed meanwhile and released at the end, also on an error."""
+    from apps.engine import jobqueue
+
+    name = unique("drain")
+    SweeperLease.objects.create(name=name, holder="someone-else", expires_at=now_ms() + LONG_LEASE_MS)
+    assert jobqueue.drain_under_lease(name, LONG_LEASE_MS, 60, lambda: pytest.fail("ran without the lease")) == 0
+
+    SweeperLease.objects.filter(name=name).update(expires_at=0)
+    counts = iter([3, 2, 0, 5])
+    seen = []
+
+    def step():
+        seen.append(SweeperLease.held(name))
+        return next(counts)
+
+    assert jobqueue.drain_under_lease(name, LONG_LEASE_MS, 60, step) == 5
+    assert seen == [True, True, True] and not SweeperLease.held(name)
+
+    def broken():
+        raise RuntimeError("broker gone")
+
+    with pytest.raises(RuntimeError):
+        jobqueue.drain_under_lease(name, LONG_LEASE_MS, 60, broken)
+    assert not SweeperLease.held(name)
