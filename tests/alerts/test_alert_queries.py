@@ -61,3 +61,30 @@ def test_every_condition_reads_through_indexes(api, clock):
     assert len(engine) >= 7, engine  # FAILURE 2, FAILURE_RATE 1, LONG_RUN 2, QUEUE_AGE 1, NO_POLLER 1
     for sql in engine:
         assert full_scans(plan(sql)) == [], (sql, plan(sql))
+
+
+def _incidents_queries(count: int) -> int:
+    """The queries ``services.incidents`` makes when ``count`` incidents, each with two
+    notifications, are stored (and listed)."""
+    from apps.alerts import services
+    from apps.alerts.models import AlertIncident, AlertNotification
+
+    rule = AlertRule.objects.get_or_create(name="listed", defaults={"condition": "FAILURE", "create_time": 0,
+                                                                     "update_time": 0, "webhook_url": "http://h/"})[0]
+    while AlertIncident.objects.filter(rule=rule).count() < count:
+        n = AlertIncident.objects.filter(rule=rule).count()
+        incident = AlertIncident.objects.create(rule=rule, subject=f"s{n}", state="RESOLVED", opened_at=n,
+                                                summary="x", details={})
+        AlertNotification.objects.bulk_create([
+            AlertNotification(incident=incident, event=event, channel="webhook", target="http://h/",
+                              next_attempt_at=0) for event in ("OPENED", "RESOLVED")])
+    with CaptureQueriesContext(connection) as queries:
+        listed = services.incidents(size=100)
+    assert len(listed) == count and all(len(i["notifications"]) == 2 for i in listed)
+    assert [n["event"] for n in listed[0]["notifications"]] == ["OPENED", "RESOLVED"]  # in the order written
+    return len(queries.captured_queries)
+
+
+@pytest.mark.django_db
+def test_the_incident_history_reads_the_notifications_in_one_query_not_one_per_incident():
+    assert _incidents_queries(2) == _incidents_queries(6)
