@@ -88,3 +88,25 @@ def _incidents_queries(count: int) -> int:
 @pytest.mark.django_db
 def test_the_incident_history_reads_the_notifications_in_one_query_not_one_per_incident():
     assert _incidents_queries(2) == _incidents_queries(6)
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_rule_on_every_definition_does_not_query_once_per_definition(api, clock):
+    """FAILURE_RATE and LONG_RUN over every registered definition read the executions in
+    one grouped query, whatever the number of definitions."""
+    common = {"webhook_url": "http://127.0.0.1:9/h", "create_time": 0, "update_time": 0, "threshold_seconds": 3600,
+              "window_seconds": 60, "failure_rate": 0.5}
+    rules = [AlertRule.objects.create(name=f"every-{c}", condition=c, **common) for c in ("FAILURE_RATE", "LONG_RUN")]
+
+    def engine_queries() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            for rule in rules:
+                evaluation.evaluate(rule, clock.ms)
+        return sum(1 for q in queries.captured_queries if any(t in q["sql"] for t in TABLES))
+
+    wf, task = definition(api)
+    run(api, wf, task, "FAILED")
+    one = engine_queries()
+    for _ in range(3):
+        definition(api)
+    assert engine_queries() == one == 2
