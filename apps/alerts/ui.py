@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.alerts import services
 from apps.alerts.models import Condition
 from apps.core.errors import ConductorError, NotFound
+from apps.ui import actions
 from apps.ui.permissions import operate_required, ui_context, view_required
 
 HISTORY_SHOWN = 50
@@ -42,18 +43,6 @@ def _body(post) -> dict:
             "webhookUrl": post.get("webhookUrl", ""),
             "emails": [e.strip() for e in (post.get("emails") or "").replace(";", ",").split(",") if e.strip()],
             "enabled": post.get("enabled") == "on"}
-
-
-def _error_text(exc: ConductorError) -> str:
-    detail = "; ".join(f"{e.get('path')}: {e.get('message')}" for e in getattr(exc, "validation_errors", None) or [])
-    return exc.message + (f" ({detail})" if detail else "")
-
-
-def _audit(request, action: str, target: str, ok: bool, message: str) -> None:
-    from apps.ui.models import AuditLog
-
-    AuditLog.objects.create(user=request.user, username=request.user.get_username(), action=action, target=target,
-                            params={}, ok=ok, message=message[:1000])
 
 
 @view_required
@@ -93,7 +82,7 @@ def alert_save(request, rule_id: str | None = None):
     except NotFound as exc:
         raise Http404(exc.message) from None
     except ConductorError as exc:
-        messages.error(request, f"Alert rule not saved: {_error_text(exc)}")
+        messages.error(request, f"Alert rule not saved: {actions.error_text(exc)}")
         form = {**body, "failureRate": body["failureRate"]}
         if rule_id is None:
             return _page(request, "ui/alerts.html", {"rules": services.rule_list(), "form": form,
@@ -102,7 +91,7 @@ def alert_save(request, rule_id: str | None = None):
         return _page(request, "ui/alert.html", {"rule": services.rule_json(rule), "form": form,
                                                "incidents": services.incidents(rule_id=rule.pk, size=HISTORY_SHOWN)},
                      400)
-    _audit(request, "alert_rule_save", saved["name"], True, "created" if rule_id is None else "updated")
+    actions.record(request.user, "alert_rule_save", saved["name"], message="created" if rule_id is None else "updated")
     messages.success(request, f"Alert rule {saved['name']} saved.")
     return redirect("alerts:alert", rule_id=saved["id"])
 
@@ -113,6 +102,6 @@ def alert_delete(request, rule_id: str):
     """Delete a rule with its history."""
     rule = _rule(rule_id)
     services.rule_delete(rule.pk)
-    _audit(request, "alert_rule_delete", rule.name, True, "deleted")
+    actions.record(request.user, "alert_rule_delete", rule.name, message="deleted")
     messages.success(request, f"Alert rule {rule.name} deleted.")
     return redirect("alerts:alerts")
