@@ -118,6 +118,9 @@ class SearchQuery:
     after: tuple | None = None
     before: tuple | None = None
     errors: list[str] = field(default_factory=list)
+    # the slow and stuck views' conditions (several queries each), worked out once per
+    # search and shared with its ``dataclasses.replace`` copies (the status counts)
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_querydict(cls, q) -> "SearchQuery":
@@ -204,13 +207,19 @@ class SearchQuery:
         if self.since:
             cond &= Q(create_time__gte=since_ms(self.since))
         if self.slow:
-            from apps.problems.durations import slow_q
+            key = ("slow", tuple(self.names))
+            if key not in self.derived:
+                from apps.problems.durations import slow_q
 
-            cond &= slow_q(self.names or None)
+                self.derived[key] = slow_q(self.names or None)
+            cond &= self.derived[key]
         if self.stuck:
-            from apps.problems import queues
+            if "stuck" not in self.derived:
+                from apps.problems import queues
 
-            cond &= Q(status="RUNNING", workflow_id__in=queues.stuck_workflow_ids(queues.stale_seconds_setting()))
+                self.derived["stuck"] = Q(status="RUNNING", workflow_id__in=queues.stuck_workflow_ids(
+                    queues.stale_seconds_setting()))
+            cond &= self.derived["stuck"]
         return cond
 
     @property

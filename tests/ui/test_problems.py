@@ -329,3 +329,16 @@ def test_stuck_panel_queries_do_not_grow_with_the_pending_tasks():
         return len(captured.captured_queries)
 
     assert queries(2) == queries(6)
+
+
+def test_the_stuck_view_works_out_its_queues_once_per_page(viewer_client):
+    """The list, its failure groups and the seven status counts filter by the same stuck
+    executions: the queues no worker polls are read once, not once per filter."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    wf = _stuck_setup(unique("once"))
+    with CaptureQueriesContext(connection) as captured:
+        page = viewer_client.get("/executions/", {"stuck": "1"}).content.decode()
+    assert wf in page and 'data-status="RUNNING" data-count="1"' in page
+    assert sum("engine_poll_data" in q["sql"] for q in captured.captured_queries) == 1
