@@ -350,6 +350,15 @@ ROW_FIELDS = ("workflow_id", "workflow_name", "workflow_version", "status", "cre
               "correlation_id", "reason_for_incompletion", "parent_workflow_id")
 
 
+def matching(query: SearchQuery):
+    """The executions ``query`` matches, unsorted (its free text casts the JSON columns to
+    text). The list, its failure groups, status counts, exports and bulk jobs read it."""
+    qs = WorkflowExecution.objects.all()
+    if query.text:
+        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
+    return qs.filter(query.filters())
+
+
 def search_executions(query: SearchQuery) -> SearchResult:
     """Executions matching ``query``: filtered, counted, sorted (total order: the sort
     column, then the workflow id) and sliced by the database. A page reached by ``after``
@@ -357,10 +366,7 @@ def search_executions(query: SearchQuery) -> SearchResult:
     little as the first and rows started meanwhile neither repeat nor vanish; ``page``
     alone reads by offset. Each row has the workflow columns plus ``active``: its
     SCHEDULED/IN_PROGRESS tasks."""
-    qs = WorkflowExecution.objects.all()
-    if query.text:
-        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
-    qs = qs.filter(query.filters())
+    qs = matching(query)
     total = qs.count()
     pages = max(1, -(-total // query.size))
     if query.after or query.before:
@@ -401,10 +407,7 @@ def failure_clusters(query: SearchQuery, limit: int = 8) -> list[dict]:
     """The matches of ``query`` grouped by reason with ids masked (``mask_ids``), most
     frequent first: ``[{"key": masked reason, "count": executions, "example": reason}]``,
     at most ``limit`` groups, from the ``CLUSTER_SCAN`` most frequent distinct reasons."""
-    qs = WorkflowExecution.objects.all()
-    if query.text:
-        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
-    qs = qs.filter(query.filters()).exclude(reason_for_incompletion__isnull=True).exclude(reason_for_incompletion="")
+    qs = matching(query).exclude(reason_for_incompletion__isnull=True).exclude(reason_for_incompletion="")
     groups: dict[str, dict] = {}
     for reason, n in (qs.values_list("reason_for_incompletion").annotate(n=Count("workflow_id"))
                       .order_by("-n", "reason_for_incompletion")[:CLUSTER_SCAN]):
