@@ -45,12 +45,23 @@ def _body(post) -> dict:
             "enabled": post.get("enabled") == "on"}
 
 
+def _list_page(request, form: dict, status: int = 200):
+    return _page(request, "ui/alerts.html", {"rules": services.rule_list(), "form": form,
+                                            "incidents": services.incidents(size=HISTORY_SHOWN)}, status)
+
+
+def _rule_page(request, rule, form: dict | None = None, status: int = 200):
+    data = services.rule_json(rule)
+    return _page(request, "ui/alert.html", {"rule": data, "form": data if form is None else form,
+                                           "incidents": services.incidents(rule_id=rule.pk, size=HISTORY_SHOWN)},
+                 status)
+
+
 @view_required
 @require_GET
 def alerts(request):
     """``/alerts/``: every rule and the newest incidents."""
-    return _page(request, "ui/alerts.html", {"rules": services.rule_list(), "form": {"enabled": True},
-                                            "incidents": services.incidents(size=HISTORY_SHOWN)})
+    return _list_page(request, {"enabled": True})
 
 
 def _rule(rule_id):
@@ -64,10 +75,7 @@ def _rule(rule_id):
 @require_GET
 def alert(request, rule_id: str):
     """``/alerts/<id>``: one rule, its form (operators) and its incidents."""
-    rule = _rule(rule_id)
-    data = services.rule_json(rule)
-    return _page(request, "ui/alert.html", {"rule": data, "form": data,
-                                           "incidents": services.incidents(rule_id=rule.pk, size=HISTORY_SHOWN)})
+    return _rule_page(request, _rule(rule_id))
 
 
 @operate_required
@@ -83,14 +91,9 @@ def alert_save(request, rule_id: str | None = None):
         raise Http404(exc.message) from None
     except ConductorError as exc:
         messages.error(request, f"Alert rule not saved: {actions.error_text(exc)}")
-        form = {**body, "failureRate": body["failureRate"]}
         if rule_id is None:
-            return _page(request, "ui/alerts.html", {"rules": services.rule_list(), "form": form,
-                                                     "incidents": services.incidents(size=HISTORY_SHOWN)}, 400)
-        rule = _rule(rule_id)
-        return _page(request, "ui/alert.html", {"rule": services.rule_json(rule), "form": form,
-                                               "incidents": services.incidents(rule_id=rule.pk, size=HISTORY_SHOWN)},
-                     400)
+            return _list_page(request, body, 400)
+        return _rule_page(request, _rule(rule_id), body, 400)
     actions.record(request.user, "alert_rule_save", saved["name"], message="created" if rule_id is None else "updated")
     messages.success(request, f"Alert rule {saved['name']} saved.")
     return redirect("alerts:alert", rule_id=saved["id"])
