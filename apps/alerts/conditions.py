@@ -3,7 +3,9 @@ details)}``, the subjects being workflow names (FAILURE, FAILURE_RATE, LONG_RUN)
 queues (QUEUE_AGE, NO_POLLER).
 
 Every query is bounded and served by an index of the engine's tables: per definition
-name, the ``wf_search`` index (workflow_name, status, create_time); per queue, the
+name, the ``wf_search`` index (workflow_name, status, create_time; FAILURE_RATE and
+LONG_RUN read all the watched names in one grouped query, then LONG_RUN the oldest run
+of each name that fires); per queue, the
 ``task_poll`` index (queue_name, visible_at of SCHEDULED tasks) and the small poll-data
 table. "Every definition" walks the registered definition names (at most
 ``ALERTS_MAX_SUBJECTS``), never the executions table. No workflow lock is taken.
@@ -85,6 +87,12 @@ def _runs(name: str):
     return WorkflowExecution.objects.filter(workflow_name=name)
 
 
+def _runs_of(names: list[str]):
+    from apps.engine.models import WorkflowExecution
+
+    return WorkflowExecution.objects.filter(workflow_name__in=names)
+
+
 def _failure(rule: AlertRule, now: int) -> dict:
     out = {}
     for name in workflow_names(rule):
@@ -105,11 +113,15 @@ def _failure(rule: AlertRule, now: int) -> dict:
 def _failure_rate(rule: AlertRule, now: int) -> dict:
     out = {}
     since = now - (rule.window_seconds or 0) * 1000
-    for name in workflow_names(rule):
-        counts = {r["status"]: r["n"] for r in _runs(name).filter(create_time__gte=since, status__in=ENDED)
-                  .values("status").annotate(n=Count("pk")).order_by()}
-        ended = sum(counts.values())
-        failed = sum(counts.get(s, 0) for s in FAILED)
+    counts: dict[str, dict[str, int]] = {}
+    # one grouped query for every watched name (not one per name): each (name, status) an
+    # index range of ``wf_search``
+    for r in (_runs_of(workflow_names(rule)).filter(create_time__gte=since, status__in=ENDED)
+              .values("workflow_name", "status").annotate(n=Count("pk")).order_by()):
+        counts.setdefault(r["workflow_name"], {})[r["status"]] = r["n"]
+    for name, by_status in sorted(counts.items()):
+        ended = sum(by_status.values())
+        failed = sum(by_status.get(s, 0) for s in FAILED)
         if ended and ended >= rule.min_runs and failed / ended >= (rule.failure_rate or 0):
             out[name] = (f"{name}: {failed} of {ended} runs failed in the last {rule.window_seconds} s "
                          f"({failed / ended:.0%}, threshold {rule.failure_rate:.0%})",
@@ -120,11 +132,14 @@ def _failure_rate(rule: AlertRule, now: int) -> dict:
 def _long_run(rule: AlertRule, now: int) -> dict:
     out = {}
     before = now - (rule.threshold_seconds or 0) * 1000
-    for name in workflow_names(rule):
-        late = _runs(name).filter(status="RUNNING", create_time__lte=before)
-        oldest = late.order_by("create_time").values("workflow_id", "create_time").first()
+    # the names with late runs in one grouped query; the oldest run's id only for those
+    late = {r["workflow_name"]: r["n"] for r in (
+        _runs_of(workflow_names(rule)).filter(status="RUNNING", create_time__lte=before)
+        .values("workflow_name").annotate(n=Count("pk")).order_by())}
+    for name, count in sorted(late.items()):
+        oldest = (_runs(name).filter(status="RUNNING", create_time__lte=before).order_by("create_time")
+                  .values("workflow_id", "create_time").first())
         if oldest is not None:
-            count = late.count()
             out[name] = (f"{name}: {count} run(s) running longer than {rule.threshold_seconds} s, the oldest "
                          f"{oldest['workflow_id']} for {(now - oldest['create_time']) // 1000} s",
                          {"workflowId": oldest["workflow_id"], "count": count})

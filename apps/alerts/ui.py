@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.alerts import services
 from apps.alerts.models import Condition
 from apps.core.errors import ConductorError, NotFound
+from apps.ui import actions
 from apps.ui.permissions import operate_required, ui_context, view_required
 
 HISTORY_SHOWN = 50
@@ -44,24 +45,23 @@ def _body(post) -> dict:
             "enabled": post.get("enabled") == "on"}
 
 
-def _error_text(exc: ConductorError) -> str:
-    detail = "; ".join(f"{e.get('path')}: {e.get('message')}" for e in getattr(exc, "validation_errors", None) or [])
-    return exc.message + (f" ({detail})" if detail else "")
+def _list_page(request, form: dict, status: int = 200):
+    return _page(request, "ui/alerts.html", {"rules": services.rule_list(), "form": form,
+                                            "incidents": services.incidents(size=HISTORY_SHOWN)}, status)
 
 
-def _audit(request, action: str, target: str, ok: bool, message: str) -> None:
-    from apps.ui.models import AuditLog
-
-    AuditLog.objects.create(user=request.user, username=request.user.get_username(), action=action, target=target,
-                            params={}, ok=ok, message=message[:1000])
+def _rule_page(request, rule, form: dict | None = None, status: int = 200):
+    data = services.rule_json(rule)
+    return _page(request, "ui/alert.html", {"rule": data, "form": data if form is None else form,
+                                           "incidents": services.incidents(rule_id=rule.pk, size=HISTORY_SHOWN)},
+                 status)
 
 
 @view_required
 @require_GET
 def alerts(request):
     """``/alerts/``: every rule and the newest incidents."""
-    return _page(request, "ui/alerts.html", {"rules": services.rule_list(), "form": {"enabled": True},
-                                            "incidents": services.incidents(size=HISTORY_SHOWN)})
+    return _list_page(request, {"enabled": True})
 
 
 def _rule(rule_id):
@@ -75,10 +75,7 @@ def _rule(rule_id):
 @require_GET
 def alert(request, rule_id: str):
     """``/alerts/<id>``: one rule, its form (operators) and its incidents."""
-    rule = _rule(rule_id)
-    data = services.rule_json(rule)
-    return _page(request, "ui/alert.html", {"rule": data, "form": data,
-                                           "incidents": services.incidents(rule_id=rule.pk, size=HISTORY_SHOWN)})
+    return _rule_page(request, _rule(rule_id))
 
 
 @operate_required
@@ -93,16 +90,11 @@ def alert_save(request, rule_id: str | None = None):
     except NotFound as exc:
         raise Http404(exc.message) from None
     except ConductorError as exc:
-        messages.error(request, f"Alert rule not saved: {_error_text(exc)}")
-        form = {**body, "failureRate": body["failureRate"]}
+        messages.error(request, f"Alert rule not saved: {actions.error_text(exc)}")
         if rule_id is None:
-            return _page(request, "ui/alerts.html", {"rules": services.rule_list(), "form": form,
-                                                     "incidents": services.incidents(size=HISTORY_SHOWN)}, 400)
-        rule = _rule(rule_id)
-        return _page(request, "ui/alert.html", {"rule": services.rule_json(rule), "form": form,
-                                               "incidents": services.incidents(rule_id=rule.pk, size=HISTORY_SHOWN)},
-                     400)
-    _audit(request, "alert_rule_save", saved["name"], True, "created" if rule_id is None else "updated")
+            return _list_page(request, body, 400)
+        return _rule_page(request, _rule(rule_id), body, 400)
+    actions.record(request.user, "alert_rule_save", saved["name"], message="created" if rule_id is None else "updated")
     messages.success(request, f"Alert rule {saved['name']} saved.")
     return redirect("alerts:alert", rule_id=saved["id"])
 
@@ -113,6 +105,6 @@ def alert_delete(request, rule_id: str):
     """Delete a rule with its history."""
     rule = _rule(rule_id)
     services.rule_delete(rule.pk)
-    _audit(request, "alert_rule_delete", rule.name, True, "deleted")
+    actions.record(request.user, "alert_rule_delete", rule.name, message="deleted")
     messages.success(request, f"Alert rule {rule.name} deleted.")
     return redirect("alerts:alerts")

@@ -16,11 +16,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Iterator
 
-from django.db.models import TextField
-from django.db.models.functions import Cast
-
-from apps.engine.models import WorkflowExecution
-from apps.ui.selectors import STATUSES, SearchQuery, parse_local_datetime, since_ms
+from apps.ui.selectors import STATUSES, SearchQuery, matching, parse_local_datetime, since_ms
 
 COUNT_CAP = 10_000  # status counts stop here ("10000+")
 EXPORT_BATCH = 1000
@@ -44,27 +40,19 @@ QUICK_VIEWS = [
 ]
 
 
-def queryset(query: SearchQuery):
-    """The executions ``query`` matches, unsorted (the free text casts the JSON columns)."""
-    qs = WorkflowExecution.objects.all()
-    if query.text:
-        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
-    return qs.filter(query.filters())
-
-
 def status_counts(query: SearchQuery, cap: int = COUNT_CAP) -> dict[str, int]:
     """``{status: count}`` for every workflow status, of ``query`` with its status filter
     left out (so each count says what choosing that status would show). Each count is one
     index range (status first, or name then status) and stops at ``cap`` + 1: a count
     above ``cap`` means "more than ``cap``" (counting a million rows takes seconds)."""
-    return {status: queryset(replace(query, statuses=[status])).order_by()[:cap + 1].count()
+    return {status: matching(replace(query, statuses=[status])).order_by()[:cap + 1].count()
             for status in STATUSES}
 
 
 def rows(query: SearchQuery, limit: int = EXPORT_MAX) -> Iterator[dict]:
     """The rows ``query`` matches in its order, at most ``limit``, read ``EXPORT_BATCH`` at
     a time by keyset (each batch one indexed range, never an OFFSET)."""
-    qs = queryset(query).order_by(*query.order_by())
+    qs = matching(query).order_by(*query.order_by())
     cursor = None
     sent = 0
     while sent < limit:

@@ -5,7 +5,9 @@ facts an operator asks for first (attempt and retries left, when it may next be 
 out or times out, the last error, the worker that last held it, its queue's depth, oldest
 age and pollers) and ``verdict``: one sentence saying what the task waits for, with
 ``level`` "warn" when nothing will move it by itself (no worker polls its queue).
-Reads only; each query is bounded by the execution's tasks or one queue's index range.
+Reads only; each query is bounded by the execution's tasks or one queue's index range,
+and their number by the execution's distinct queues and task names, not its pending
+tasks (the panel reloads every 10 s while the execution runs).
 """
 from __future__ import annotations
 
@@ -29,20 +31,36 @@ def _seconds(ms: int) -> str:
     return f"{s // 3600} h"
 
 
-def _task_def(name: str, workflow_task: dict) -> dict | None:
+def _task_def(name: str, workflow_task: dict, registered: dict[str, dict | None]) -> dict | None:
     """The TaskDef a task runs with: the WorkflowTask's inline ``taskDefinition``, else the
-    registered one, else None."""
+    registered one (read once per name into ``registered``), else None."""
     inline = (workflow_task or {}).get("taskDefinition")
     if isinstance(inline, dict):
         return inline
-    return TaskDef.objects.filter(name=name).values_list("definition", flat=True).first()
+    if name not in registered:
+        registered[name] = TaskDef.objects.filter(name=name).values_list("definition", flat=True).first()
+    return registered[name]
 
 
-def _previous_attempt(task: TaskExecution) -> TaskExecution | None:
-    """The attempt before ``task`` (same reference and iteration), or None."""
-    return (TaskExecution.objects.filter(workflow_id=task.workflow_id, reference_task_name=task.reference_task_name,
-                                         iteration=task.iteration, seq__lt=task.seq)
-            .order_by("-seq").first())
+def _previous_attempts(workflow_id: str, tasks: list[TaskExecution]) -> dict[str, TaskExecution]:
+    """``{task_id: the attempt before it}`` (same reference and iteration, the highest
+    lower seq) for those of ``tasks`` that have one: one query over the execution's
+    attempts of those references and iterations, not one per task."""
+    if not tasks:
+        return {}
+    found: dict[tuple[str, int], list[TaskExecution]] = {}
+    for row in (TaskExecution.objects.filter(workflow_id=workflow_id,
+                                             reference_task_name__in={t.reference_task_name for t in tasks},
+                                             iteration__in={t.iteration for t in tasks})
+                .only("task_id", "reference_task_name", "iteration", "seq", "reason_for_incompletion", "worker_id",
+                      "update_time")):
+        found.setdefault((row.reference_task_name, row.iteration), []).append(row)
+    out = {}
+    for t in tasks:
+        earlier = [r for r in found.get((t.reference_task_name, t.iteration), []) if r.seq < t.seq]
+        if earlier:
+            out[t.task_id] = max(earlier, key=lambda r: r.seq)
+    return out
 
 
 def _verdict(t: TaskExecution, entry: dict, now: int, stale_s: int) -> tuple[str, str]:
@@ -98,14 +116,17 @@ def diagnose(workflow_id: str, now: int | None = None) -> list[dict]:
     stale_s = queues.stale_seconds_setting()
     out = []
     facts_cache: dict[str, dict] = {}
+    registered: dict[str, dict | None] = {}  # TaskDefs by name, each read once
     definition = None  # the execution's definition snapshot, read once when a task needs it
-    for t in TaskExecution.objects.filter(workflow_id=workflow_id, status__in=PENDING).order_by("seq"):
+    pending = list(TaskExecution.objects.filter(workflow_id=workflow_id, status__in=PENDING).order_by("seq"))
+    previous_of = _previous_attempts(workflow_id, [t for t in pending if t.retry_count or not t.worker_id])
+    for t in pending:
         if t.queue_name and not t.workflow_task and definition is None:
             definition = WorkflowExecution.objects.filter(pk=workflow_id).values_list("definition", flat=True).first() or {}
         workflow_task = store.workflow_task_of(t, definition or {}) if t.queue_name else {}
-        task_def = _task_def(t.task_def_name, workflow_task) if t.queue_name else None
+        task_def = _task_def(t.task_def_name, workflow_task, registered) if t.queue_name else None
         allowed = expected_retry_count(task_def, workflow_task) if task_def is not None else None
-        previous = _previous_attempt(t) if t.retry_count or not t.worker_id else None
+        previous = previous_of.get(t.task_id)
         entry = {
             "task_id": t.task_id, "ref": t.reference_task_name, "type": t.task_type, "status": t.status,
             "task_def_name": t.task_def_name, "attempt": t.retry_count + 1,

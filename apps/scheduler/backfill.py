@@ -43,15 +43,16 @@ def _epoch(body: dict, key: str) -> int:
     return value
 
 
-def slots_in_range(data: dict, start: int, end: int, limit: int) -> list[tuple[int, str]]:
-    """``[(slot epoch ms, "<cron> <zoneId>")]`` of every cron entry in ``[start, end]``,
-    oldest first; at most ``limit + 1`` (one more than the bound, to tell it was passed)."""
-    out: list[tuple[int, str]] = []
+def slots_in_range(data: dict, start: int, end: int, limit: int) -> list[tuple[int, str, int]]:
+    """``[(slot epoch ms, "<cron> <zoneId>", index of the cron entry)]`` of every cron entry
+    in ``[start, end]``, oldest first; at most ``limit + 1`` (one more than the bound, to
+    tell it was passed)."""
+    out: list[tuple[int, str, int]] = []
     for index, (expression, zone_id) in enumerate(services.effective_crons(data)):
         label = services.scheduler_cron(data, index)
         t = cron.next_after(expression, zone_id, start - 1)
         while t is not None and t <= end and len(out) <= limit:
-            out.append((t, label))
+            out.append((t, label, index))
             t = cron.next_after(expression, zone_id, t)
     out.sort()
     return out[:limit + 1]
@@ -92,14 +93,14 @@ def backfill(name: str, body) -> dict:
                                                 scheduled_time__lte=end).values_list("cron", "scheduled_time"))
     out = []
     started = 0
-    for slot, label in slots:
+    for slot, label, index in slots:
         item = {"scheduledTime": slot, "cron": label}
         if (label, slot) in done:
             item["state"] = "ALREADY_RUN"
         elif dry_run:
             item["state"] = "WOULD_START"
         else:
-            record = _start_slot(data, label, slot, now)
+            record = _start_slot(data, index, slot, now)
             if record is None:
                 item["state"] = "ALREADY_RUN"
             else:
@@ -111,10 +112,9 @@ def backfill(name: str, body) -> dict:
             "started": started, "skipped": skipped}
 
 
-def _start_slot(data: dict, label: str, slot: int, now: int) -> ScheduleExecution | None:
-    """Start one slot and record it in one transaction; None when another caller
-    recorded it first."""
-    index = [services.scheduler_cron(data, i) for i in range(len(services.effective_crons(data)))].index(label)
+def _start_slot(data: dict, index: int, slot: int, now: int) -> ScheduleExecution | None:
+    """Start one slot of cron entry ``index`` and record it in one transaction; None when
+    another caller recorded it first."""
     zone_id = services.effective_crons(data)[index][1]
     backfilled = dict(data, startWorkflowRequest={**data["startWorkflowRequest"],
                                                   "input": {**(data["startWorkflowRequest"].get("input") or {}),

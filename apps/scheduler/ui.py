@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.core.errors import ConductorError
 from apps.scheduler import services
 from apps.scheduler.models import WorkflowSchedule
+from apps.ui import actions
 from apps.ui.permissions import operate_required, ui_context, view_required
 
 PREVIEW_RUNS = 5
@@ -88,7 +89,6 @@ def schedule_backfill(request, name: str):
     (``startTime``/``endTime``, epoch ms, set by the page's script from the date fields
     in the zone shown); ``mode=run`` starts the ones not run yet, audited."""
     from apps.scheduler import backfill
-    from apps.ui.models import AuditLog
 
     row = WorkflowSchedule.objects.filter(pk=name).first()
     if row is None:
@@ -99,13 +99,11 @@ def schedule_backfill(request, name: str):
     try:
         result = backfill.backfill(name, body)
     except ConductorError as exc:
-        detail = "; ".join(f"{e.get('path')}: {e.get('message')}" for e in getattr(exc, "validation_errors", None) or [])
-        messages.error(request, f"Backfill of {name}: {exc.message}" + (f" ({detail})" if detail else ""))
+        messages.error(request, f"Backfill of {name}: {actions.error_text(exc)}")
         return _schedule_page(request, row, backfill_form=form)
     if run:
-        AuditLog.objects.create(user=request.user, username=request.user.get_username(), action="schedule_backfill",
-                                target=name, params=form, ok=True,
-                                message=f"started {result['started']}, already run {result['skipped']}")
+        actions.record(request.user, "schedule_backfill", name, form,
+                       message=f"started {result['started']}, already run {result['skipped']}")
         messages.success(request, f"Backfill of {name}: {result['started']} slot(s) started, "
                                   f"{result['skipped']} already run.")
     return _schedule_page(request, row, backfill_result=result, backfill_form=form)
@@ -115,8 +113,6 @@ def schedule_backfill(request, name: str):
 @require_POST
 def schedule_action(request, name: str, action: str):
     """Pause (with an optional reason) or resume one schedule, audited."""
-    from apps.ui.models import AuditLog
-
     if action not in ("pause", "resume"):
         raise Http404(action)
     reason = (request.POST.get("reason") or "").strip() or None
@@ -130,8 +126,8 @@ def schedule_action(request, name: str, action: str):
     except ConductorError as exc:
         ok, message = False, exc.message
         messages.error(request, f"Schedule {name}: {exc.message}")
-    AuditLog.objects.create(user=request.user, username=request.user.get_username(), action=f"schedule_{action}",
-                            target=name, params={"reason": reason} if reason else {}, ok=ok, message=message)
+    actions.record(request.user, f"schedule_{action}", name, {"reason": reason} if reason else {}, ok=ok,
+                   message=message)
     return redirect(_next_page(request))
 
 

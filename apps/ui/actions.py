@@ -155,9 +155,7 @@ def perform(user, action: str, target: str, params: dict | None = None, *, bulk:
             value = _call(action, target, params)
         ok, message = True, "done"
     except ConductorError as exc:
-        ok, message = False, exc.message
-        if exc.validation_errors:  # name each offending field, as the API does
-            message += " " + "; ".join(f"{e.get('path')}: {e.get('message')}" for e in exc.validation_errors)
+        ok, message = False, error_text(exc)
     except Exception as exc:  # noqa: BLE001 - recorded and shown; the operator must see it failed
         log.exception("operator action %s on %s failed", action, target)
         ok, message = False, f"{type(exc).__name__}: {exc}"
@@ -166,6 +164,13 @@ def perform(user, action: str, target: str, params: dict | None = None, *, bulk:
         params.setdefault("name", target)
     record(user, action, audited_target, params, ok=ok, message=message, bulk=bulk, group=group)
     return Result(target=audited_target, ok=ok, message=message, value=value)
+
+
+def error_text(exc: ConductorError) -> str:
+    """An engine refusal as one line for an operator: its message, then each offending
+    field as the API names it (``path: message; ...``)."""
+    fields = "; ".join(f"{e.get('path')}: {e.get('message')}" for e in exc.validation_errors or [])
+    return f"{exc.message} {fields}" if fields else exc.message
 
 
 def record(user, action: str, target: str, params: dict | None = None, *, ok: bool = True, message: str = "done",

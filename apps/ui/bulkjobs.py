@@ -20,23 +20,13 @@ from django.db import transaction
 from apps.engine.models import WorkflowExecution
 from apps.ui import actions
 from apps.ui.models import BulkJob
-from apps.ui.selectors import SearchQuery
+from apps.ui.selectors import SearchQuery, matching
 
 log = logging.getLogger(__name__)
 
 BULK_QUERY_MAX = 10_000  # executions one job may act on
 PREVIEW_SAMPLE = 50
 SAVE_EVERY_SECONDS = 0.5
-
-
-def _matches(query: SearchQuery):
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
-    qs = WorkflowExecution.objects.all()
-    if query.text:
-        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
-    return qs.filter(query.filters())
 
 
 def applies(action: str, status: str) -> bool:
@@ -50,12 +40,12 @@ def preview(action: str, query: SearchQuery) -> dict:
     on], "too_many": bool (more than BULK_QUERY_MAX)}``."""
     from django.db.models import Count
 
-    rows = list(_matches(query).values_list("status").annotate(n=Count("workflow_id")).order_by("status"))
+    rows = list(matching(query).values_list("status").annotate(n=Count("workflow_id")).order_by("status"))
     by_status = [{"status": s, "count": n, "applies": applies(action, s)} for s, n in rows]
     total = sum(r["count"] for r in by_status)
     will_act = sum(r["count"] for r in by_status if r["applies"])
     allowed = [r["status"] for r in by_status if r["applies"]]
-    sample = list(_matches(query).filter(status__in=allowed).order_by(*query.order_by())
+    sample = list(matching(query).filter(status__in=allowed).order_by(*query.order_by())
                   .values_list("workflow_id", flat=True)[:PREVIEW_SAMPLE]) if allowed else []
     return {"total": total, "by_status": by_status, "will_act": will_act, "will_skip": total - will_act,
             "sample": sample, "too_many": total > BULK_QUERY_MAX}
@@ -67,7 +57,7 @@ def create(user, action: str, reason: str, query: SearchQuery, query_string: str
     Errors: ValueError when there are more than ``BULK_QUERY_MAX`` matches or no reason."""
     if not reason.strip():
         raise ValueError("A reason is required for a bulk action over a search.")
-    targets = list(_matches(query).order_by(*query.order_by()).values_list("workflow_id", flat=True)
+    targets = list(matching(query).order_by(*query.order_by()).values_list("workflow_id", flat=True)
                    [:BULK_QUERY_MAX + 1])
     if len(targets) > BULK_QUERY_MAX:
         raise ValueError(f"The search matches more than {BULK_QUERY_MAX} executions: narrow it first.")

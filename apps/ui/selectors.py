@@ -118,6 +118,9 @@ class SearchQuery:
     after: tuple | None = None
     before: tuple | None = None
     errors: list[str] = field(default_factory=list)
+    # the slow and stuck views' conditions (several queries each), worked out once per
+    # search and shared with its ``dataclasses.replace`` copies (the status counts)
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_querydict(cls, q) -> "SearchQuery":
@@ -204,13 +207,19 @@ class SearchQuery:
         if self.since:
             cond &= Q(create_time__gte=since_ms(self.since))
         if self.slow:
-            from apps.problems.durations import slow_q
+            key = ("slow", tuple(self.names))
+            if key not in self.derived:
+                from apps.problems.durations import slow_q
 
-            cond &= slow_q(self.names or None)
+                self.derived[key] = slow_q(self.names or None)
+            cond &= self.derived[key]
         if self.stuck:
-            from apps.problems import queues
+            if "stuck" not in self.derived:
+                from apps.problems import queues
 
-            cond &= Q(status="RUNNING", workflow_id__in=queues.stuck_workflow_ids(queues.stale_seconds_setting()))
+                self.derived["stuck"] = Q(status="RUNNING", workflow_id__in=queues.stuck_workflow_ids(
+                    queues.stale_seconds_setting()))
+            cond &= self.derived["stuck"]
         return cond
 
     @property
@@ -341,6 +350,15 @@ ROW_FIELDS = ("workflow_id", "workflow_name", "workflow_version", "status", "cre
               "correlation_id", "reason_for_incompletion", "parent_workflow_id")
 
 
+def matching(query: SearchQuery):
+    """The executions ``query`` matches, unsorted (its free text casts the JSON columns to
+    text). The list, its failure groups, status counts, exports and bulk jobs read it."""
+    qs = WorkflowExecution.objects.all()
+    if query.text:
+        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
+    return qs.filter(query.filters())
+
+
 def search_executions(query: SearchQuery) -> SearchResult:
     """Executions matching ``query``: filtered, counted, sorted (total order: the sort
     column, then the workflow id) and sliced by the database. A page reached by ``after``
@@ -348,10 +366,7 @@ def search_executions(query: SearchQuery) -> SearchResult:
     little as the first and rows started meanwhile neither repeat nor vanish; ``page``
     alone reads by offset. Each row has the workflow columns plus ``active``: its
     SCHEDULED/IN_PROGRESS tasks."""
-    qs = WorkflowExecution.objects.all()
-    if query.text:
-        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
-    qs = qs.filter(query.filters())
+    qs = matching(query)
     total = qs.count()
     pages = max(1, -(-total // query.size))
     if query.after or query.before:
@@ -392,10 +407,7 @@ def failure_clusters(query: SearchQuery, limit: int = 8) -> list[dict]:
     """The matches of ``query`` grouped by reason with ids masked (``mask_ids``), most
     frequent first: ``[{"key": masked reason, "count": executions, "example": reason}]``,
     at most ``limit`` groups, from the ``CLUSTER_SCAN`` most frequent distinct reasons."""
-    qs = WorkflowExecution.objects.all()
-    if query.text:
-        qs = qs.annotate(input_text=Cast("input", TextField()), output_text=Cast("output", TextField()))
-    qs = qs.filter(query.filters()).exclude(reason_for_incompletion__isnull=True).exclude(reason_for_incompletion="")
+    qs = matching(query).exclude(reason_for_incompletion__isnull=True).exclude(reason_for_incompletion="")
     groups: dict[str, dict] = {}
     for reason, n in (qs.values_list("reason_for_incompletion").annotate(n=Count("workflow_id"))
                       .order_by("-n", "reason_for_incompletion")[:CLUSTER_SCAN]):

@@ -20,7 +20,7 @@ from apps.core.errors import NotFound
 from apps.engine import history
 from apps.engine import queue as engine_queue
 from apps.engine import selectors as engine_selectors
-from apps.engine.models import ExecutionEvent, PollData, TaskExecution
+from apps.engine.models import ExecutionEvent, PollData, TaskExecLog, TaskExecution
 from apps.engine.params import strip_iteration
 from apps.engine.representation import task_json, workflow_json
 from apps.metadata.models import TaskDef, WorkflowDef
@@ -448,7 +448,8 @@ def task_detail(request, workflow_id: str, task_id: str):
         "input": input_preview, "output": output_preview,
         "workflowTask": workflow_task,
         "ai": ai_summary(task),
-        "logs": engine_selectors.task_logs(task_id=task_id)[-500:],
+        # the lines themselves: the log viewer reads them (apps.ui.tasklogs), not every panel refresh
+        "logCount": TaskExecLog.objects.filter(task_id=task_id).count(),
         "pollData": polls,
         "actions": actions.task_actions(wf.status, row) if can_operate(request.user) else [],
         "downloads": {k: reverse("ui:task_download", args=[workflow_id, task_id, k]) for k in ("input", "output", "json")},

@@ -716,7 +716,7 @@
       (d.ai ? '<details open id="ai-panel"><summary>' + (d.ai.kind === "llm" ? "Conversation" : "MCP call") + "</summary>" + aiHtml(d.ai) + "</details>" : "") +
       '<details open><summary>Input</summary>' + pre(d.input, d.downloads.input) + "</details>" +
       '<details open><summary>Output</summary>' + pre(d.output, d.downloads.output) + "</details>" +
-      '<details id="log-details"' + ((d.logs || []).length || !isTerminalTask(t.status) ? " open" : "") + "><summary>Logs (" + (d.logs || []).length + ")</summary>" + logs + "</details>" +
+      '<details id="log-details"' + (d.logCount || !isTerminalTask(t.status) ? " open" : "") + "><summary>Logs (" + (d.logCount || 0) + ")</summary>" + logs + "</details>" +
       '<details><summary>WorkflowTask definition</summary><pre class="json">' + esc(JSON.stringify(d.workflowTask, null, 2)) + "</pre></details>" +
       "<details><summary>Poll data</summary>" + polls + "</details>" +
       '<p><a href="' + d.downloads.json + '">Task JSON</a></p>';

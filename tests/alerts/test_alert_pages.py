@@ -31,6 +31,10 @@ def test_operators_manage_rules_and_read_only_users_only_see():
     assert rate.status_code == 302
     rule.refresh_from_db()
     assert (rule.failure_rate, rule.window_seconds, rule.min_runs) == (0.25, 300, 4)
+    refused_edit = operator.post(f"/alerts/{rule.pk}/edit", {**form, "thresholdSeconds": "", "name": "renamed"})
+    text = refused_edit.content.decode()
+    assert refused_edit.status_code == 400 and "thresholdSeconds" in text and 'value="renamed"' in text
+    assert 'id="alert-incidents"' in text and AlertRule.objects.get(pk=rule.pk).name == "slow orders"
     page = viewer.get("/alerts/").content.decode()
     assert "slow orders" in page and "failure rate ≥ 25% over 300 s" in page and 'id="new-rule"' not in page
     detail = viewer.get(f"/alerts/{rule.pk}").content.decode()

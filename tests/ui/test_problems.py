@@ -302,3 +302,43 @@ def test_inbox_form_and_stuck_retries_read_an_inline_task_definition(operator_cl
          "taskDefinition": task_def(f"{stuck}_t", retryCount=4)}]), overwrite=True)
     panel = operator_client.get(f"/execution/{start(stuck)}/stuck").content.decode()
     assert "(4 retries left)" in panel
+
+
+def test_stuck_panel_queries_do_not_grow_with_the_pending_tasks():
+    """The panel reloads every 10 s while an execution runs: its queries are one per queue
+    and task name, not one per pending task (a fork's branches share both)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from apps.problems import stuck
+
+    def queries(width: int) -> int:
+        name = unique("wide")
+        services.task_defs_register(task_defs=[task_def(f"{name}_t", retryCount=1)])
+        services.workflow_def_register(workflow_def=workflow_def(name, [
+            {"name": "fork", "taskReferenceName": "fork", "type": "FORK_JOIN",
+             "forkTasks": [[{"name": f"{name}_t", "taskReferenceName": f"w{i}", "type": "SIMPLE"}]
+                           for i in range(width)]},
+            {"name": "join", "taskReferenceName": "join", "type": "JOIN", "joinOn": [f"w{i}" for i in range(width)]}]),
+            overwrite=True)
+        wf = start(name)
+        with CaptureQueriesContext(connection) as captured:
+            entries = stuck.diagnose(wf)
+        assert sum(1 for e in entries if e["type"] == "SIMPLE") == width
+        assert all(e["retries_left"] == 1 for e in entries if e["type"] == "SIMPLE")
+        return len(captured.captured_queries)
+
+    assert queries(2) == queries(6)
+
+
+def test_the_stuck_view_works_out_its_queues_once_per_page(viewer_client):
+    """The list, its failure groups and the seven status counts filter by the same stuck
+    executions: the queues no worker polls are read once, not once per filter."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    wf = _stuck_setup(unique("once"))
+    with CaptureQueriesContext(connection) as captured:
+        page = viewer_client.get("/executions/", {"stuck": "1"}).content.decode()
+    assert wf in page and 'data-status="RUNNING" data-count="1"' in page
+    assert sum("engine_poll_data" in q["sql"] for q in captured.captured_queries) == 1
