@@ -65,7 +65,8 @@ def test_agent_tab_shows_the_run_as_a_conversation(page, ui_server, agent_runtim
     # a tool call's task link opens that task's panel on the graph
     tool.locator("a[data-open-task]").click()
     page.wait_for_selector("#task-panel:not([hidden])")
-    assert "get_weather" in page.inner_text("#task-panel")
+    # the panel opens at once and fills its body when the task's JSON arrives
+    page.wait_for_function("document.getElementById('panel-body').textContent.includes('get_weather')")
     assert errors == []
 
     # the tab is only on an agent's execution; agent.json answers 404 for any other
