@@ -71,9 +71,9 @@ MODES = ("make-run", "deployed", "tree")
 def _tree(roots: list[int]) -> set[int]:
     """Live processes descending from ``roots`` (roots included), plus every live
     process in one of their sessions (an orphan re-parented away stays in its session)."""
-    def sid(process):
-        try:
-            return os.getsid(process.pid) if alive(process) else None
+    def sid(pid: int):
+        try:  # the process may end between any two of these calls
+            return os.getsid(pid) if alive(psutil.Process(pid)) else None
         except (ProcessLookupError, psutil.NoSuchProcess):
             return None
 
@@ -84,8 +84,8 @@ def _tree(roots: list[int]) -> set[int]:
             found |= {p.pid for p in [root, *root.children(recursive=True)] if alive(p)}
         except psutil.NoSuchProcess:
             continue
-    sessions = {s for s in (sid(psutil.Process(p)) for p in found if psutil.pid_exists(p)) if s and s > 1}
-    return found | {p.pid for p in psutil.process_iter() if sid(p) in sessions}
+    sessions = {s for s in map(sid, found) if s and s > 1}
+    return found | {p.pid for p in psutil.process_iter() if sid(p.pid) in sessions}
 
 
 class StopServer(ConductorServer):
