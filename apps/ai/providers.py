@@ -214,7 +214,7 @@ class Provider(ABC):
     def _transport_errors(self) -> tuple[tuple[type, ...], tuple[type, ...]]:
         """The client's exception classes of a timeout and of a server not reached (the
         timeouts are tested first: some clients make them connection errors too). By
-        default httpx's, which the ``ollama`` and ``google-genai`` clients raise."""
+        default httpx's, which the ``ollama`` client raises."""
         import httpx
 
         return (httpx.TimeoutException,), (ConnectionError, httpx.TransportError)
@@ -427,6 +427,13 @@ class GeminiProvider(Provider):
         return genai.Client(api_key=self.api_key or "unused", http_options=types.HttpOptions(
             base_url=self.base_url, api_version="v1beta", timeout=int(self.timeout * 1000),
             retry_options=types.HttpRetryOptions(attempts=1)))
+
+    def _transport_errors(self) -> tuple[tuple[type, ...], tuple[type, ...]]:
+        """``google-genai`` 3 raises the errors of ``httpx2`` (its own HTTP client, a
+        package apart from ``httpx`` with the same class names)."""
+        import httpx2
+
+        return (httpx2.TimeoutException,), (ConnectionError, httpx2.TransportError)
 
     def _http_error(self, exc: Exception) -> tuple[int, object] | None:
         from google.genai import errors
