@@ -14,5 +14,5 @@ class OverviewConfig(AppConfig):
         from apps.overview import gauges, rollup
 
         notify.add_transition_recorder(rollup.record)
-        sweeper.add_tick_hook(rollup.prune_tick)
+        sweeper.add_tick_hook(rollup.fold_and_prune_tick)
         metrics.registry.register(gauges.OverviewGauges())

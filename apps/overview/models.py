@@ -2,9 +2,13 @@
 
 ``Rollup`` is one counter: how many of one thing happened to one workflow name/version or
 one task type in one interval. ``period_ms`` is the interval length (``MINUTE_MS`` or
-``HOUR_MS``: every event is counted at both; histogram rows also at ``DAY_MS``, which the
-percentiles of ranges beyond 24 hours read) and ``bucket`` its start (epoch ms, a
-multiple of ``period_ms``). ``measure`` says what is counted:
+``HOUR_MS``; histogram rows also ``DAY_MS``, which the percentiles of ranges beyond 24
+hours read) and ``bucket`` its start (epoch ms, a multiple of ``period_ms``). The engine's
+transactions write minute rows only; ``rollup.fold`` adds them into the hour and day rows
+off the hot path, ``folded`` being how much of a minute row's ``count`` it has added
+(readers of hour rows add the minute rows' ``count - folded``, so they are exact at any
+moment; ``RollupFold`` bounds how far back that remainder is looked for). ``measure``
+says what is counted:
 
 * workflows (``kind = "workflow"``): ``started`` (by ``createTime``), ``COMPLETED``,
   ``FAILED``, ``TIMED_OUT``, ``TERMINATED`` (by ``endTime``), and ``duration`` (endTime -
@@ -30,13 +34,14 @@ from django.db import models
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
-PERIODS = (MINUTE_MS, HOUR_MS)
-HIST_PERIODS = (MINUTE_MS, HOUR_MS, DAY_MS)  # histogram rows also per UTC day: percentiles beyond 24 h
+FOLD_PERIODS = (HOUR_MS,)  # what minute rows are folded into
+HIST_FOLD_PERIODS = (HOUR_MS, DAY_MS)  # histogram rows also per UTC day: percentiles beyond 24 h
 
 
 # The tables by name, for the plain SQL of rollup.py and selectors.py (as store.WF_TABLE)
 ROLLUP_TABLE = "overview_rollup"
 REASON_ROLLUP_TABLE = "overview_reason_rollup"
+FOLD_TABLE = "overview_rollup_fold"
 
 
 class Rollup(models.Model):
@@ -51,6 +56,7 @@ class Rollup(models.Model):
     bin = models.SmallIntegerField(default=-1)
     slot = models.SmallIntegerField(default=0)
     count = models.BigIntegerField(default=0)
+    folded = models.BigIntegerField(db_default=0)  # minute rows: the part of count in the hour/day rows
 
     class Meta:
         db_table = ROLLUP_TABLE
@@ -73,6 +79,7 @@ class ReasonRollup(models.Model):
     example = models.TextField()  # one reason as written
     slot = models.SmallIntegerField(default=0)
     count = models.BigIntegerField(default=0)
+    folded = models.BigIntegerField(db_default=0)  # minute rows: the part of count in the hour rows
 
     class Meta:
         db_table = REASON_ROLLUP_TABLE
@@ -81,3 +88,13 @@ class ReasonRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.reason_key[:40]} @{self.bucket}: {self.count}"
+
+
+class RollupFold(models.Model):
+    """The one row of ``rollup.fold``'s progress: minute rows of buckets before
+    ``folded_before - rollup.LATE_MS`` (epoch ms) are folded; later ones may not be yet."""
+
+    folded_before = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = FOLD_TABLE

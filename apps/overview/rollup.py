@@ -6,18 +6,25 @@ own transaction, and pruning old ones.
 execution, its status as loaded (None for a new execution) and the tasks whose status
 changed (``[(task, status as loaded or None for a new task)]``). It turns them into
 counter increments (see ``models`` for what is counted, at which time) and writes them
-with one ``INSERT ... ON CONFLICT DO UPDATE SET count = count + excluded.count`` per
-table, rows in key order so two transactions never wait for each other in a circle.
-A rolled-back change (a lost compare-and-set re-runs the whole operation) rolls its
-counts back with it, so each change is counted once.
+as minute rows with one ``INSERT ... ON CONFLICT DO UPDATE SET count = count +
+excluded.count`` per table, rows in key order so two transactions never wait for each
+other in a circle. A rolled-back change (a lost compare-and-set re-runs the whole
+operation) rolls its counts back with it, so each change is counted once.
+
+Folding (``fold``, a sweeper tick hook every ``FOLD_EVERY_S``): the minute rows' counts not
+yet folded (``count - folded``) are added to the hour rows (histograms also to the day
+rows) and marked folded, in one transaction, so a minute row is folded once whatever
+commits late. The hot path writes a third of the rows it would write for all periods
+(one row per counter instead of two or three); readers of hour and day rows add the
+not yet folded remainder (``selectors``), so a long range is exact at once.
 
 What the counts are not: an execution that ends, is retried and ends again is counted at
 each end (the search finds it once, at its last end); a restarted execution is counted
 started once (at its first ``createTime``).
 
-Pruning (``prune_tick``, a sweeper tick hook): minute rows older than
-``OVERVIEW_MINUTE_KEEP_HOURS`` (48) and hour and day rows older than ``OVERVIEW_HOUR_KEEP_DAYS``
-(90) are deleted, at most ``PRUNE_BATCH`` rows a statement, once a minute per process.
+Pruning (in the same tick hook): folded minute rows older than ``OVERVIEW_MINUTE_KEEP_HOURS``
+(48) and hour and day rows older than ``OVERVIEW_HOUR_KEEP_DAYS`` (90) are deleted, at most
+``PRUNE_BATCH`` rows a statement, once a minute per process.
 """
 from __future__ import annotations
 
@@ -27,12 +34,13 @@ import zlib
 from collections import Counter
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import F
 
 from apps.engine.status import TERMINAL_WORKFLOW
 from apps.overview.bins import bin_of
-from apps.overview.models import (DAY_MS, HIST_PERIODS, HOUR_MS, MINUTE_MS, PERIODS, REASON_ROLLUP_TABLE, ROLLUP_TABLE,
-                                  ReasonRollup, Rollup)
+from apps.overview.models import (DAY_MS, FOLD_PERIODS, HIST_FOLD_PERIODS, HOUR_MS, MINUTE_MS, REASON_ROLLUP_TABLE,
+                                  ROLLUP_TABLE, ReasonRollup, Rollup, RollupFold)
 
 WORKFLOW = "workflow"
 TASK = "task"
@@ -41,6 +49,12 @@ TASK_ENDS = ("COMPLETED", "FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT")
 FAILED_WORKFLOW = ("FAILED", "TIMED_OUT", "TERMINATED")
 PRUNE_BATCH = 5000
 PRUNE_EVERY_S = 60.0
+FOLD_EVERY_S = 10.0
+# how long after a fold its minute rows are still looked at for late counts (a transaction
+# that computed its increments before and commits after the fold); readers look as far
+LATE_MS = 10 * MINUTE_MS
+ROLLUP_KEY = ("period_ms", "kind", "bucket", "name", "version", "measure", "bin", "slot")
+REASON_KEY = ("period_ms", "bucket", "name", "reason_hash", "slot")
 
 
 def _setting(name: str) -> int:
@@ -97,22 +111,19 @@ def record(wf, previous: str | None, task_changes: list) -> None:
 
 
 def write(counts: Counter, reasons: Counter, slot: int = 0) -> None:
-    """Add ``increments``' output to the rollup tables (both periods), in the current
-    transaction."""
+    """Add ``increments``' output to the rollup tables as minute rows, in the current
+    transaction (``fold`` adds them to the hour and day rows later)."""
     rows: Counter = Counter()
     for (kind, name, version, measure, b, at), n in counts.items():
-        for period in (HIST_PERIODS if b >= 0 else PERIODS):
-            rows[(period, kind, at - at % period, name, version, measure, b, slot)] += n
+        rows[(MINUTE_MS, kind, at - at % MINUTE_MS, name, version, measure, b, slot)] += n
     reason_rows: Counter = Counter()
     examples: dict = {}
     for (name, key, example, at), n in reasons.items():
         digest = hashlib.sha1(key.encode()).hexdigest()
         examples[digest] = (key, example)
-        for period in PERIODS:
-            reason_rows[(period, at - at % period, name, digest, slot)] += n
-    _add(ROLLUP_TABLE, ("period_ms", "kind", "bucket", "name", "version", "measure", "bin", "slot"), (),
-         [(k, (), rows[k]) for k in sorted(rows)])
-    _add(REASON_ROLLUP_TABLE, ("period_ms", "bucket", "name", "reason_hash", "slot"), ("reason_key", "example"),
+        reason_rows[(MINUTE_MS, at - at % MINUTE_MS, name, digest, slot)] += n
+    _add(ROLLUP_TABLE, ROLLUP_KEY, (), [(k, (), rows[k]) for k in sorted(rows)])
+    _add(REASON_ROLLUP_TABLE, REASON_KEY, ("reason_key", "example"),
          [(k, examples[k[3]], reason_rows[k]) for k in sorted(reason_rows)])
 
 
@@ -130,29 +141,90 @@ def _add(table: str, key: tuple[str, ...], extra: tuple[str, ...], rows: list[tu
             [v for k, e, n in rows for v in (*k, *e, n)])
 
 
-_last_prune = [0.0]
+def unfolded_since() -> int:
+    """The earliest minute bucket (epoch ms) that may hold counts not yet folded: rows
+    before it are folded (``fold``)."""
+    last = RollupFold.objects.values_list("folded_before", flat=True).first()
+    return max(0, (last or 0) - LATE_MS)
+
+
+def fold(now: int) -> int:
+    """Add the minute rows' counts not yet folded (``count - folded``, buckets from
+    ``unfolded_since``) to the hour rows (histograms also to the day rows; failure reasons
+    to the hour rows) and mark them folded, in one transaction. The minute rows are locked
+    (PostgreSQL: ``FOR UPDATE``, in key order as the writers lock them) so no increment
+    lands between reading and marking; two folds at once wait for each other on the
+    ``RollupFold`` row. Returns the minute rows folded."""
+    lock = " FOR UPDATE" if connection.vendor == "postgresql" else ""
+    with transaction.atomic():
+        state = RollupFold.objects.select_for_update().first() or RollupFold.objects.create(folded_before=0)
+        since = max(0, state.folded_before - LATE_MS)
+        done = 0
+        with connection.cursor() as cursor:
+            adds: Counter = Counter()
+            marks = []
+            for kind in (TASK, WORKFLOW):  # key order: the writers' lock order
+                cursor.execute(
+                    f"SELECT id, kind, bucket, name, version, measure, bin, count - folded FROM {ROLLUP_TABLE}"
+                    " WHERE period_ms = %s AND kind = %s AND bucket >= %s AND count > folded"
+                    f" ORDER BY bucket, name, version, measure, bin, slot{lock}", [MINUTE_MS, kind, since])
+                for row_id, kind_, bucket, name, version, measure, b, n in cursor.fetchall():
+                    for period in (HIST_FOLD_PERIODS if b >= 0 else FOLD_PERIODS):
+                        adds[(period, kind_, bucket - bucket % period, name, version, measure, b, 0)] += n
+                    marks.append((n, row_id))
+            _add(ROLLUP_TABLE, ROLLUP_KEY, (), [(k, (), adds[k]) for k in sorted(adds)])
+            cursor.executemany(f"UPDATE {ROLLUP_TABLE} SET folded = folded + %s WHERE id = %s", marks)
+            done += len(marks)
+            cursor.execute(
+                f"SELECT id, bucket, name, reason_hash, reason_key, example, count - folded FROM {REASON_ROLLUP_TABLE}"
+                " WHERE period_ms = %s AND bucket >= %s AND count > folded"
+                f" ORDER BY bucket, name, reason_hash, slot{lock}", [MINUTE_MS, since])
+            reason_adds: Counter = Counter()
+            texts: dict = {}
+            marks = []
+            for row_id, bucket, name, digest, key, example, n in cursor.fetchall():
+                for period in FOLD_PERIODS:
+                    reason_adds[(period, bucket - bucket % period, name, digest, 0)] += n
+                texts[digest] = (key, example)
+                marks.append((n, row_id))
+            _add(REASON_ROLLUP_TABLE, REASON_KEY, ("reason_key", "example"),
+                 [(k, texts[k[3]], reason_adds[k]) for k in sorted(reason_adds)])
+            cursor.executemany(f"UPDATE {REASON_ROLLUP_TABLE} SET folded = folded + %s WHERE id = %s", marks)
+            done += len(marks)
+        state.folded_before = max(state.folded_before, now)
+        state.save(update_fields=["folded_before"])
+    return done
 
 
 def prune(now: int) -> int:
-    """Delete expired rollup rows (at most ``PRUNE_BATCH`` per table and period); returns
-    how many went."""
+    """Delete expired rollup rows (at most ``PRUNE_BATCH`` per table and period; minute
+    rows only once folded); returns how many went."""
     done = 0
     keep = {MINUTE_MS: _setting("MINUTE_KEEP_HOURS") * HOUR_MS, HOUR_MS: _setting("HOUR_KEEP_DAYS") * DAY_MS,
             DAY_MS: _setting("HOUR_KEEP_DAYS") * DAY_MS}
     for model in (Rollup, ReasonRollup):
         for period, kept in keep.items():
-            ids = list(model.objects.filter(period_ms=period, bucket__lt=now - kept)
-                       .values_list("id", flat=True)[:PRUNE_BATCH])
+            expired = model.objects.filter(period_ms=period, bucket__lt=now - kept)
+            if period == MINUTE_MS:
+                expired = expired.filter(count=F("folded"))
+            ids = list(expired.values_list("id", flat=True)[:PRUNE_BATCH])
             if ids:
                 done += model.objects.filter(id__in=ids).delete()[0]
     return done
 
 
-def prune_tick() -> int:
-    """The sweeper tick hook: ``prune`` at most once every ``PRUNE_EVERY_S`` seconds."""
+_last = {"fold": 0.0, "prune": 0.0}
+
+
+def fold_and_prune_tick() -> int:
+    """The sweeper tick hook: ``fold`` at most every ``FOLD_EVERY_S`` seconds and
+    ``prune`` at most every ``PRUNE_EVERY_S`` seconds (per process); returns the rows
+    folded and deleted."""
     from apps.core.clock import now_ms
 
-    if time.monotonic() - _last_prune[0] < PRUNE_EVERY_S:
-        return 0
-    _last_prune[0] = time.monotonic()
-    return prune(now_ms())
+    done = 0
+    for job, every, fn in (("fold", FOLD_EVERY_S, fold), ("prune", PRUNE_EVERY_S, prune)):
+        if time.monotonic() - _last[job] >= every:
+            _last[job] = time.monotonic()
+            done += fn(now_ms())
+    return done

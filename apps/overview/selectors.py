@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlencode
 
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import Count, Min, Q
 from django.urls import reverse
 
 from apps.core.clock import now_ms
 from apps.engine.status import ACTIVE_WORKFLOW
 from apps.overview.bins import percentile
-from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, ROLLUP_TABLE, ReasonRollup, Rollup
-from apps.overview.rollup import FAILED_WORKFLOW, TASK, TASK_ENDS, WORKFLOW
+from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, REASON_ROLLUP_TABLE, ROLLUP_TABLE
+from apps.overview.rollup import FAILED_WORKFLOW, TASK, TASK_ENDS, WORKFLOW, unfolded_since
 
 RANGES = {"1h": HOUR_MS, "6h": 6 * HOUR_MS, "24h": 24 * HOUR_MS, "7d": 7 * 24 * HOUR_MS}
 DEFAULT_RANGE = "1h"
@@ -146,33 +146,48 @@ def _series(window: Window, kind: str, by_version: bool) -> dict:
     """``{(name, version or None): {"counts": {measure: [n per interval]}, "hist": {measure:
     {bin: n}}}}``: two grouped reads of the window's rollup rows, the counts grouped by
     interval, the histograms over the whole window (so each returns few rows whatever the
-    number of rows read). Plain SQL: the ORM's per-row converters cost more than the query."""
+    number of rows read). Hour and day rows are read with the minute rows' part not yet
+    folded into them (``rollup.fold``), in the same statement (one snapshot: a fold
+    committing meanwhile is seen whole or not at all). Plain SQL: the ORM's per-row
+    converters cost more than the query."""
     from django.db import connection
 
     size = len(window.intervals)
     version = "version" if by_version and kind == WORKFLOW else "0"
-    where = (f"FROM {ROLLUP_TABLE} WHERE period_ms = %s AND kind = %s AND bucket >= %s AND bucket < %s")
-    params = [window.period, kind, window.start, window.end]
+    group = "name, version" if version == "version" else "name"
     interval = "bucket" if window.step == window.period else f"(bucket - {int(window.start)}) / {int(window.step)}"
+    day = window.end - window.start > 24 * HOUR_MS  # percentiles beyond 24 h: the day rows of the days touched
+    hist_period, hist_start = (DAY_MS, window.start - window.start % DAY_MS) if day else (window.period, window.start)
     out: dict = {}
 
     def entry(name, v):
         return out.setdefault((name, v if by_version and kind == WORKFLOW else None), {"counts": {}, "hist": {}})
+
+    def read(cursor, select: str, rest: str, period: int, start: int, folded_at: str) -> list:
+        """``select`` over the rows of ``period`` in [start, end) (``folded_at`` its
+        grouping key), plus, for hour and day rows, the minute rows' unfolded part as
+        rows keyed by their ``period`` bucket (``unfolded`` = 1)."""
+        sql = (f"SELECT {select}, 0, {folded_at}, SUM(count) FROM {ROLLUP_TABLE} WHERE period_ms = %s AND kind = %s"
+               f" AND bucket >= %s AND bucket < %s AND {rest} GROUP BY {group}, measure, {folded_at}")
+        params = [period, kind, start, window.end]
+        if period != MINUTE_MS:
+            sql += (f" UNION ALL SELECT {select}, 1, bucket - bucket %% {int(period)}, SUM(count - folded)"
+                    f" FROM {ROLLUP_TABLE} WHERE period_ms = %s AND kind = %s AND bucket >= %s AND bucket < %s"
+                    f" AND count > folded AND bucket - bucket %% {int(period)} >= %s AND {rest}"
+                    f" GROUP BY {group}, measure, {'bin, ' if 'bin' in select else ''}bucket - bucket %% {int(period)}")
+            params += [MINUTE_MS, kind, max(start, unfolded_since()), window.end, start]
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
     with connection.cursor() as cursor:
-        group = "name, version" if version == "version" else "name"
-        cursor.execute(f"SELECT name, {version}, measure, {interval}, SUM(count) {where} AND bin = -1"
-                       f" GROUP BY {group}, measure, {interval}", params)
-        for name, v, measure, at, n in cursor.fetchall():
-            i = (at - window.start) // window.step if window.step == window.period else at
+        for name, v, measure, unfolded, at, n in read(cursor, f"name, {version}, measure", "bin = -1",
+                                                      window.period, window.start, interval):
+            i = (at - window.start) // window.step if unfolded or window.step == window.period else at
             entry(name, v)["counts"].setdefault(measure, [0] * size)[int(i)] += int(n)
-        # percentiles of a range beyond 24 hours: from the day rows of the UTC days it touches
-        # (a few rows a day instead of one set an hour)
-        day = window.end - window.start > 24 * HOUR_MS
-        hist_params = [DAY_MS, kind, window.start - window.start % DAY_MS, window.end] if day else params
-        cursor.execute(f"SELECT name, {version}, measure, bin, SUM(count) {where} AND bin >= 0"
-                       f" GROUP BY {group}, measure, bin", hist_params)
-        for name, v, measure, b, n in cursor.fetchall():
-            entry(name, v)["hist"].setdefault(measure, {})[b] = int(n)
+        for name, v, measure, b, _unfolded, _at, n in read(cursor, f"name, {version}, measure, bin", "bin >= 0",
+                                                          hist_period, hist_start, "bin"):
+            hist = entry(name, v)["hist"].setdefault(measure, {})
+            hist[b] = hist.get(b, 0) + int(n)
     return out
 
 
@@ -340,13 +355,25 @@ def reasons(window: Window) -> list[dict]:
     """The most frequent failure reasons (ids masked, as the search's failure groups) of
     workflows that ended FAILED, TIMED_OUT or TERMINATED in the window, with the search
     URL listing exactly those executions."""
+    from django.db import connection
+
+    sql = (f"SELECT reason_key, name, example, count FROM {REASON_ROLLUP_TABLE}"
+           " WHERE period_ms = %s AND bucket >= %s AND bucket < %s")
+    params = [window.period, window.start, window.end]
+    if window.period != MINUTE_MS:  # with the minute rows' part not yet folded (as ``_series``)
+        sql += (f" UNION ALL SELECT reason_key, name, example, count - folded FROM {REASON_ROLLUP_TABLE}"
+                " WHERE period_ms = %s AND bucket >= %s AND bucket < %s AND count > folded"
+                f" AND bucket - bucket %% {int(window.period)} >= %s")
+        params += [MINUTE_MS, max(window.start, unfolded_since()), window.end, window.start]
     groups: dict[str, dict] = {}
-    for key, name, example, n in (ReasonRollup.objects.filter(period_ms=window.period, bucket__gte=window.start,
-                                                              bucket__lt=window.end)
-                                  .values_list("reason_key", "name").annotate(example=Min("example"), n=Sum("count"))):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT reason_key, name, MIN(example), SUM(count) FROM ({sql}) AS r GROUP BY reason_key, name",
+                       params)
+        rows = cursor.fetchall()
+    for key, name, example, n in rows:
         g = groups.setdefault(key, {"key": key, "example": example, "count": 0, "workflows": {}})
-        g["count"] += n
-        g["workflows"][name] = g["workflows"].get(name, 0) + n
+        g["count"] += int(n)
+        g["workflows"][name] = g["workflows"].get(name, 0) + int(n)
     top = sorted(groups.values(), key=lambda g: (-g["count"], g["key"]))[:TOP_REASONS]
     for g in top:
         names = sorted(g["workflows"])

@@ -10,7 +10,7 @@ from django.test import Client
 
 from apps.overview import rollup, selectors
 from apps.overview.bins import bin_of, percentile, upper
-from apps.overview.models import MINUTE_MS, ReasonRollup, Rollup
+from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, ReasonRollup, Rollup
 from tests.factories import Api, FakeClock, simple_task, task_def, unique, workflow_def
 from tests.ui.conftest import make_user
 
@@ -126,6 +126,25 @@ def test_counts_per_interval_match_the_searches_they_link_to(api, clock, viewer_
     # 7 d: hour rows for the counts, the UTC days' rows for the percentiles: the same figures here
     row7 = next(r for r in selectors.overview(window_now(clock, "7d"), now=clock.ms)["workflows"] if r["name"] == name)
     assert row7["totals"] == row["totals"] and (row7["p50"], row7["p99"]) == (row["p50"], row["p99"])
+    # the engine wrote minute rows only; folding them into the hour and day rows (the
+    # sweeper's tick) changes no figure of a long range, and a second fold folds nothing
+    assert not Rollup.objects.filter(name=name).exclude(period_ms=MINUTE_MS).exists()
+    reasons7 = [r for r in selectors.overview(window_now(clock, "7d"), now=clock.ms)["reasons"]
+                if r["workflows"][0]["name"] == name]
+    assert rollup.fold(clock.ms) > 0 and rollup.fold(clock.ms) == 0
+    assert Rollup.objects.filter(name=name, period_ms=HOUR_MS).exists()
+    assert Rollup.objects.filter(name=name, period_ms=DAY_MS, bin__gte=0).exists()
+    folded = selectors.overview(window_now(clock, "7d"), now=clock.ms)
+    assert next(r for r in folded["workflows"] if r["name"] == name) == row7
+    assert [r for r in folded["reasons"] if r["workflows"][0]["name"] == name] == reasons7 and reasons7
+    # a count that lands in a minute already folded (a late commit) is read at once and folded once
+    api.start(name)
+    row7_late = next(r for r in selectors.overview(window_now(clock, "7d"), now=clock.ms)["workflows"]
+                     if r["name"] == name)
+    assert row7_late["totals"]["started"] == row7["totals"]["started"] + 1
+    rollup.fold(clock.ms)
+    assert next(r for r in selectors.overview(window_now(clock, "7d"), now=clock.ms)["workflows"]
+                if r["name"] == name)["totals"] == row7_late["totals"]
 
     # the failure reason, grouped with its id masked, links to that execution
     reason = next(r for r in data["reasons"] if r["workflows"][0]["name"] == name and "declined" in r["key"])
@@ -221,13 +240,16 @@ def test_percentiles_are_upper_bounds_within_a_bin():
     assert percentile({}, 0.5) is None
 
 
-def test_prune_drops_old_minute_rows_only(api, clock):
+def test_prune_drops_old_folded_minute_rows_only(api, clock):
     name, _ = flow(api)
     api.start(name)
     assert Rollup.objects.filter(name=name, period_ms=MINUTE_MS).count() == 1
+    rollup.prune(clock.ms + 49 * 3_600_000)  # not folded yet: kept
+    assert Rollup.objects.filter(name=name, period_ms=MINUTE_MS).count() == 1
+    rollup.fold(clock.ms)
     assert rollup.prune(clock.ms + 49 * 3_600_000) >= 1
     assert Rollup.objects.filter(name=name, period_ms=MINUTE_MS).count() == 0
-    assert Rollup.objects.filter(name=name, period_ms=3_600_000).count() == 1
+    assert Rollup.objects.filter(name=name, period_ms=HOUR_MS).count() == 1
     assert ReasonRollup.objects.count() == 0
 
 
