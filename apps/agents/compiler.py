@@ -34,9 +34,28 @@ The WorkflowDef's ``metadata`` is ``{agent_sdk, classifier: "agent", agentDef}``
 ``classifier`` filter of ``GET /api/metadata/workflow``); a sub-agent's inline definition
 carries ``{agent_sdk, classifier: "agent"}``, so the UI shows its execution as an agent's.
 
-Strategy ``sequential`` runs the sub-agents one after the other (each a SUB_WORKFLOW whose
-prompt is the previous one's result). Other strategies, tool types and guardrail types
-are refused with a 400 naming the field (``UnsupportedAgent``), never compiled half.
+The multi-agent strategies follow Conductor's MultiAgentCompiler; each sub-agent is a
+SUB_WORKFLOW with its definition inline (it inherits the team's model), and the stream
+shows each one started as a ``handoff``:
+
+* ``sequential``: one after the other, each one's prompt the previous one's result
+  (``{ref}_step_{i}_{agent}``);
+* ``parallel``: all at once in a FORK_JOIN on the user's prompt; output ``{result:
+  "[agent]: answer" joined by blank lines, subResults: {agent: answer}}``
+  (``_compile_parallel``);
+* ``router``: a loop in which a router (an agent's model in a SUB_WORKFLOW of its own,
+  or the SDK's router function as a worker) reads the transcript and names the next
+  sub-agent or ``DONE``; the team's model then writes the answer from the transcript
+  (``synthesize``) (``_compile_router``);
+* ``round_robin`` / ``random``: ``maxTurns`` turns, the sub-agents in definition order
+  or at random (within ``allowedTransitions``), each reading the transcript ``[agent]:
+  answer`` so far, which is the output (``_compile_rotation``).
+
+A team's own tools are ignored (as Conductor's compiler does); its output guardrails, and
+``stopWhen``/``termination`` outside a rotation, are refused. Strategies ``swarm``,
+``manual`` and ``plan_execute``, other tool types and guardrail types are refused with a
+400 naming the field, never compiled half.
+
 The model is ``provider/model``: the provider is a configured LLM provider
 (``CONDUCTOR_AI_<NAME>_BASE_URL``, docs/ai.md).
 """
@@ -51,7 +70,8 @@ from apps.core.errors import validation_failed
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
 GUARDRAIL_TYPES = ("custom", "external", "regex")
-STRATEGIES = (None, "handoff", "sequential")
+STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random")
+ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 WORKFLOW_INPUTS = ["prompt", "media", "session_id", "context"]
@@ -113,13 +133,12 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         agents = []
     if strategy not in STRATEGIES:
         errors.add(f"{path}.strategy", f"strategy {strategy!r} is not supported by this server "
-                                       f"(supported: handoff, sequential)", strategy)
+                                       f"(supported: {', '.join(s for s in STRATEGIES if s)})", strategy)
     model = config.get("model") or parent_model
-    needs_model = strategy != "sequential"
-    if needs_model and parse_model(model) is None:
+    if _needs_model(config, strategy) and parse_model(model) is None:
         errors.add(f"{path}.model", "model is required as 'provider/model' (e.g. openai/gpt-4o)", model)
-    if strategy in ("handoff", "sequential") and not agents:
-        errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
+    if strategy in STRATEGIES[1:]:
+        _validate_team(config, path, errors, strategy, agents, model)
     max_turns = config.get("maxTurns")
     if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
         errors.add(f"{path}.maxTurns", "maxTurns must be a positive integer", max_turns)
@@ -186,13 +205,97 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         errors.add(f"{path}.stopWhen", "stopWhen must be {taskName}", stop_when)
     if config.get("termination") is not None:
         _validate_termination(config["termination"], f"{path}.termination", errors)
-    for key in ("router", "handoffs", "callbacks", "planner", "gate", "codeExecution", "cliConfig", "memory",
-                "outputType", "prefillTools", "requiredTools"):
-        if config.get(key):
-            errors.add(f"{path}.{key}", f"{key} is not supported by this server")
+    for key in ("router", "allowedTransitions", "handoffs", "callbacks", "planner", "gate", "codeExecution",
+                "cliConfig", "memory", "outputType", "prefillTools", "requiredTools"):
+        if config.get(key) and not (key == "router" and strategy == "router") \
+                and not (key == "allowedTransitions" and strategy in ROTATIONS):
+            errors.add(f"{path}.{key}", f"{key} is not supported by this server"
+                       + (f" with strategy {strategy!r}" if key in ("router", "allowedTransitions") else ""))
     for i, sub in enumerate(agents):
         validate(sub, f"{path}.agents[{i}]", errors, model)
     return errors.items
+
+
+def _needs_model(config: dict, strategy) -> bool:
+    """Whether the agent itself calls a model: its own loop (no strategy, ``handoff``), or
+    a ``router`` team's synthesis (``synthesize``, true by default) or its router when
+    that is neither a worker nor an agent with a model of its own. ``sequential``,
+    ``parallel``, ``round_robin`` and ``random`` only run their sub-agents (which inherit
+    the model)."""
+    if strategy in (None, "handoff"):
+        return True
+    if strategy != "router":
+        return False
+    router = config.get("router")
+    own_router = isinstance(router, dict) and (isinstance(router.get("taskName"), str)
+                                               or parse_model(router.get("model")) is not None)
+    return config.get("synthesize") is not False or not own_router
+
+
+def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agents: list, model) -> None:
+    """The multi-agent part of an AgentConfig: at least one sub-agent, unique names (and
+    task references), ``DONE`` reserved by a router, the router itself, the allowed
+    transitions of a rotation; output guardrails are refused on a team (Conductor wraps
+    the team's workflow in them; this server does not)."""
+    if not agents:
+        errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
+    seen: dict[str, str] = {}
+    for i, sub in enumerate(agents):
+        sub_name = sub.get("name") if isinstance(sub, dict) else None
+        if not isinstance(sub_name, str):
+            continue
+        if to_ref(sub_name) in seen:
+            errors.add(f"{path}.agents[{i}].name", f"sub-agent name {sub_name} is used twice in {config.get('name')} "
+                                                   f"(as {seen[to_ref(sub_name)]}): each sub-agent needs its own name",
+                       sub_name)
+        seen.setdefault(to_ref(sub_name), sub_name)
+        if strategy == "router" and sub_name.lower() == "done":
+            errors.add(f"{path}.agents[{i}].name", "DONE is the router's answer when the work is done: "
+                                                   "rename the sub-agent", sub_name)
+    if strategy != "handoff" and config.get("guardrails"):
+        errors.add(f"{path}.guardrails", f"output guardrails on a {strategy} team are not supported by this "
+                                         "server: put them on its sub-agents")
+    if strategy in ("sequential", "parallel", "router"):
+        for key in ("stopWhen", "termination"):
+            if config.get(key) is not None:
+                errors.add(f"{path}.{key}", f"{key} is not supported with strategy {strategy} "
+                                            "(a round_robin or random team, or a single agent, reads it)")
+    if strategy in ROTATIONS and isinstance(config.get("termination"), dict):
+        _refuse_token_usage(config["termination"], f"{path}.termination", errors)
+    router = config.get("router")
+    if strategy == "router" and router is not None:
+        if not isinstance(router, dict):
+            errors.add(f"{path}.router", "router must be an agent configuration or {taskName}", router)
+        elif "taskName" in router:
+            if not isinstance(router["taskName"], str) or not NAME.match(router["taskName"]):
+                errors.add(f"{path}.router.taskName", "the router worker's task name: letters, digits, '_', '-' "
+                                                      "or '.'", router["taskName"])
+        else:
+            validate(router, f"{path}.router", errors, model)
+    transitions = config.get("allowedTransitions")
+    if strategy in ROTATIONS and transitions is not None:
+        names = set(seen.values())
+        if not isinstance(transitions, dict):
+            errors.add(f"{path}.allowedTransitions", "allowedTransitions must map an agent name to the names "
+                                                     "of the agents that may follow it", transitions)
+            return
+        for source, targets in transitions.items():
+            if source not in names:
+                errors.add(f"{path}.allowedTransitions.{source}", f"{source} is not a sub-agent of "
+                                                                  f"{config.get('name')}", source)
+            if not isinstance(targets, list) or not targets or any(t not in names for t in targets):
+                errors.add(f"{path}.allowedTransitions.{source}", "a non-empty list of sub-agent names",
+                           targets)
+
+
+def _refuse_token_usage(t: dict, path: str, errors: _Errors) -> None:
+    """A rotation's termination reads the transcript, not a model's token counts."""
+    if t.get("type") == "token_usage":
+        errors.add(f"{path}.type", "token_usage is not supported on a round_robin or random team "
+                                   "(its termination reads the transcript)", "token_usage")
+    for i, c in enumerate(t.get("conditions") or []):
+        if isinstance(c, dict):
+            _refuse_token_usage(c, f"{path}.conditions[{i}]", errors)
 
 
 def _whole(value) -> bool:
@@ -242,8 +345,15 @@ def _workflow(config: dict, tasks: list, output: dict) -> dict:
 
 
 def _compile(config: dict, parent_model, task_defs: dict) -> dict:
-    if config.get("strategy") == "sequential":
+    strategy = config.get("strategy")
+    if strategy == "sequential":
         return _compile_sequential(config, parent_model, task_defs)
+    if strategy == "parallel":
+        return _compile_parallel(config, parent_model, task_defs)
+    if strategy == "router":
+        return _compile_router(config, parent_model, task_defs)
+    if strategy in ROTATIONS:
+        return _compile_rotation(config, parent_model, task_defs)
     return _compile_loop(config, parent_model, task_defs)
 
 
@@ -266,6 +376,255 @@ def _compile_sequential(config: dict, parent_model, task_defs: dict) -> dict:
         tasks.append(_sub_workflow_task(ref, sub_def, prompt))
         prompt = f"${{{ref}.output.result}}"
     return _workflow(config, tasks, {"result": prompt, "finishReason": "STOP"})
+
+
+def _compile_parallel(config: dict, parent_model, task_defs: dict) -> dict:
+    """Strategy ``parallel`` (Conductor's compileParallel): every sub-agent at once, each a
+    SUB_WORKFLOW ``{ref}_parallel_{i}_{agent}`` in a branch of the FORK_JOIN ``{ref}_fork``
+    on the user's prompt, joined by ``{ref}_fork_join``; ``{ref}_aggregate`` (INLINE)
+    makes the output ``{result: "[agent]: answer" joined by blank lines, subResults:
+    {agent: answer}, finishReason: "STOP"}`` (an empty answer is left out of ``result``)."""
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    branches, refs = [], {}
+    for i, sub in enumerate(config["agents"]):
+        ref = f"{r}_parallel_{i}_{to_ref(sub['name'])}"
+        branches.append([_sub_workflow_task(ref, _compile(sub, model, task_defs), "${workflow.input.prompt}")])
+        refs[sub["name"]] = ref
+    aggregate = f"{r}_aggregate"
+    tasks = [
+        {"name": f"{r}_fork", "taskReferenceName": f"{r}_fork", "type": "FORK_JOIN", "forkTasks": branches},
+        {"name": f"{r}_fork_join", "taskReferenceName": f"{r}_fork_join", "type": "JOIN", "joinOn": list(refs.values())},
+        {"name": aggregate, "taskReferenceName": aggregate, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": AGGREGATE_SCRIPT, "agents": list(refs),
+            "results": {name: f"${{{ref}.output.result}}" for name, ref in refs.items()}}},
+    ]
+    return _workflow(config, tasks, {"result": f"${{{aggregate}.output.result.result}}",
+                                     "subResults": f"${{{aggregate}.output.result.subResults}}", "finishReason": "STOP"})
+
+
+def _conversation_init(config: dict, r: str, extra: dict | None = None) -> dict:
+    """``{ref}_init`` (SET_VARIABLE): the team's transcript ``conversation``, the user's
+    prompt after the sub-agents' ``introduction`` lines (``[agent]: introduction``), and
+    ``_stop_requested`` false (``/stop`` ends the team's loop after its current turn)."""
+    intros = [f"[{sub['name']}]: {sub['introduction']}" for sub in config["agents"]
+              if isinstance(sub.get("introduction"), str) and sub["introduction"]]
+    conversation = "\n".join(intros) + "\n\n${workflow.input.prompt}" if intros else "${workflow.input.prompt}"
+    return {"name": f"{r}_init", "taskReferenceName": f"{r}_init", "type": "SET_VARIABLE",
+            "inputParameters": {"conversation": conversation, "_stop_requested": False, **(extra or {})}}
+
+
+def _turn_tasks(r: str, ref: str, key: str, i: int, sub_def: dict, agent: str, extra: dict | None = None) -> list:
+    """One sub-agent's turn in a team's loop: the SUB_WORKFLOW ``ref`` on the transcript so
+    far, ``{r}_{key}concat_{i}`` (INLINE) appending ``[agent]: answer`` and
+    ``{r}_{key}set_{i}`` (SET_VARIABLE) keeping it as ``conversation`` (``key``: ``"h"``
+    for a router's turn, ``""`` for a rotation's, as Conductor names them)."""
+    concat, setter = f"{r}_{key}concat_{i}", f"{r}_{key}set_{i}"
+    return [_sub_workflow_task(ref, sub_def, "${workflow.variables.conversation}"),
+            {"name": concat, "taskReferenceName": concat, "type": "INLINE", "inputParameters": {
+                "evaluatorType": "javascript", "expression": CONCAT_SCRIPT, "agent": agent,
+                "prev": "${workflow.variables.conversation}", "response": f"${{{ref}.output.result}}"}},
+            {"name": setter, "taskReferenceName": setter, "type": "SET_VARIABLE",
+             "inputParameters": {"conversation": f"${{{concat}.output.result}}", **(extra or {})}}]
+
+
+def _team_loop(r: str, max_turns: int, body: list, cond: list) -> dict:
+    loop_ref = f"{r}_loop"
+    cond = [f"$.{loop_ref}['iteration'] < {max_turns}", "$._stop_requested != true", *cond]
+    return {"name": loop_ref, "taskReferenceName": loop_ref, "type": "DO_WHILE",
+            "inputParameters": {"_stop_requested": "${workflow.variables._stop_requested}"},
+            "loopCondition": "if (" + " && ".join(cond) + ") { true; } else { false; }", "loopOver": body}
+
+
+def _compile_router(config: dict, parent_model, task_defs: dict) -> dict:
+    """Strategy ``router`` (Conductor's compileRouter): a loop in which the router picks
+    the next sub-agent from the transcript, or ``DONE``:
+
+    * ``{ref}_router``: a worker (``router: {taskName}``, the SDK's ``{agent}_router_fn``
+      for a function; input ``{prompt, conversation}``, answer ``result`` or the SDK's
+      ``selected_agent``), else a SUB_WORKFLOW ``{ref}_router_wf`` holding one
+      LLM_CHAT_COMPLETE ``{ref}_router_llm`` (the router agent's model and instructions,
+      else the team's, with the list of sub-agents; temperature 0) on the transcript, so
+      no turn sees the earlier decisions as its own history;
+    * ``{ref}_route_norm`` (INLINE): the answer as a sub-agent's name or ``DONE`` (case,
+      quotes and markup ignored; a sentence naming exactly one sub-agent picks it;
+      anything else is ``DONE``); ``{ref}_route_annotate`` + ``{ref}_route_set`` note
+      ``[coordinator -> agent]`` in the transcript;
+    * ``{ref}_switch``: the chosen sub-agent's turn (``{ref}_handoff_{i}_{agent}``,
+      ``_turn_tasks``), ``DONE`` a NOOP;
+
+    the loop stops on ``DONE``, at ``maxTurns`` (25) or on ``/stop``. Then ``{ref}_final``
+    (LLM_CHAT_COMPLETE, unless ``synthesize`` is false) writes the answer from the
+    transcript. Output ``{result, finishReason}``: the synthesis, else the transcript."""
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    agents = config["agents"]
+    router, router_ref, norm = config.get("router"), f"{r}_router", f"{r}_route_norm"
+    if isinstance(router, dict) and "taskName" in router:
+        _task_def(router["taskName"], task_defs)
+        router_task = {"name": router["taskName"], "taskReferenceName": router_ref, "type": "SIMPLE",
+                       "inputParameters": {"prompt": "${workflow.variables.conversation}",
+                                           "conversation": "${workflow.variables.conversation}"}}
+    else:
+        agent = router if isinstance(router, dict) else config
+        provider, name = parse_model(agent.get("model") or model)
+        roster = "".join(f"- {sub['name']}: {sub.get('description') or sub.get('instructions') or sub['name']}\n"
+                         for sub in agents)
+        system = ((agent.get("instructions") or "") + "\n\n").lstrip() + ROUTER_PROMPT.format(
+            roster=roster, names=", ".join(sub["name"] for sub in agents))
+        llm_ref = f"{router_ref}_llm"
+        router_def = {"name": f"{router_ref}_wf", "version": 1, "schemaVersion": 2,
+                      "description": f"Router of the agent {config['name']} (compiled agent)",
+                      "inputParameters": ["conversation"], "outputParameters": {"result": f"${{{llm_ref}.output.result}}"},
+                      "ownerEmail": TASK_DEF_DEFAULTS["ownerEmail"], "tasks": [{
+                          "name": "LLM_CHAT_COMPLETE", "taskReferenceName": llm_ref, "type": "LLM_CHAT_COMPLETE",
+                          "inputParameters": {"llmProvider": provider, "model": name, "temperature": 0,
+                                              "messages": [{"role": "system", "message": system},
+                                                           {"role": "user", "message": "${workflow.input.conversation}"}]}}],
+                      "metadata": {"agent_sdk": "conductor", "classifier": "agent"}}
+        router_task = {"name": router_def["name"], "taskReferenceName": router_ref, "type": "SUB_WORKFLOW",
+                       "inputParameters": {"conversation": "${workflow.variables.conversation}"},
+                       "subWorkflowParam": {"name": router_def["name"], "version": 1, "workflowDefinition": router_def}}
+    cases = {}
+    for i, sub in enumerate(agents):
+        ref = f"{r}_handoff_{i}_{to_ref(sub['name'])}"
+        cases[sub["name"]] = _turn_tasks(r, ref, "h", i, _compile(sub, model, task_defs), sub["name"])
+    cases["DONE"] = [{"name": f"{r}_done", "taskReferenceName": f"{r}_done", "type": "NOOP"}]
+    annotate = f"{r}_route_annotate"
+    body = [
+        router_task,
+        {"name": norm, "taskReferenceName": norm, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": NORMALIZE_SCRIPT, "agents": [sub["name"] for sub in agents],
+            "raw": f"${{{router_ref}.output.result}}", "selected": f"${{{router_ref}.output.selected_agent}}"}},
+        {"name": annotate, "taskReferenceName": annotate, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": ANNOTATE_SCRIPT,
+            "prev": "${workflow.variables.conversation}", "decision": f"${{{norm}.output.result}}"}},
+        {"name": f"{r}_route_set", "taskReferenceName": f"{r}_route_set", "type": "SET_VARIABLE",
+         "inputParameters": {"conversation": f"${{{annotate}.output.result}}"}},
+        {"name": f"{r}_switch", "taskReferenceName": f"{r}_switch", "type": "SWITCH", "evaluatorType": "value-param",
+         "expression": "switchCaseValue", "inputParameters": {"switchCaseValue": f"${{{norm}.output.result}}"},
+         "decisionCases": cases, "defaultCase": []},
+    ]
+    tasks = [_conversation_init(config, r),
+             _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, [f"$.{norm}['result'] != 'DONE'"])]
+    output = {"result": "${workflow.variables.conversation}", "finishReason": "STOP"}
+    if config.get("synthesize") is not False:
+        provider, name = parse_model(model)
+        final = f"{r}_final"
+        llm_input = {"llmProvider": provider, "model": name, "messages": [
+            {"role": "system", "message": ((config.get("instructions") or "") + "\n\n").lstrip() + SYNTHESIS_PROMPT},
+            {"role": "user", "message": "${workflow.variables.conversation}"}]}
+        for key in ("temperature", "maxTokens"):
+            if config.get(key) is not None:
+                llm_input[key] = config[key]
+        tasks.append({"name": "LLM_CHAT_COMPLETE", "taskReferenceName": final, "type": "LLM_CHAT_COMPLETE",
+                      "inputParameters": llm_input})
+        output = {"result": f"${{{final}.output.result}}", "finishReason": f"${{{final}.output.finishReason}}"}
+    return _workflow(config, tasks, output)
+
+
+def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
+    """Strategies ``round_robin`` and ``random`` (Conductor's compileRotation): a loop of
+    ``maxTurns`` turns (25 by default) in which ``{ref}_select`` (INLINE) picks a sub-agent
+    by its index, in definition order (``round_robin``, the first agent first) or at
+    random, among those ``allowedTransitions`` lets follow the last one (kept in the
+    variable ``last_agent``); ``{ref}_switch`` runs its turn (``{ref}_agent_{i}_{agent}``,
+    ``_turn_tasks``) on the transcript. ``stopWhen`` (a worker, input ``{result:
+    transcript, iteration}``) and ``termination`` (INLINE, on the transcript) may end it
+    earlier, as ``/stop`` does. Output ``{result: the transcript, finishReason}``."""
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    agents, loop_ref = config["agents"], f"{r}_loop"
+    transitions = config.get("allowedTransitions")
+    index = {sub["name"]: i for i, sub in enumerate(agents)}
+    follow = None if transitions is None else {str(index[a]): [index[b] for b in nxt] for a, nxt in transitions.items()}
+    select = {"name": f"{r}_select", "taskReferenceName": f"{r}_select", "type": "INLINE", "inputParameters": {
+        "evaluatorType": "javascript", "expression": RANDOM_SCRIPT if config["strategy"] == "random" else ROUND_ROBIN_SCRIPT,
+        "count": len(agents), "iteration": f"${{{loop_ref}.output.iteration}}", "allowed": follow or {},
+        "last": "${workflow.variables.last_agent}" if follow is not None else ""}}
+    cases = {}
+    for i, sub in enumerate(agents):
+        ref = f"{r}_agent_{i}_{to_ref(sub['name'])}"
+        cases[str(i)] = _turn_tasks(r, ref, "", i, _compile(sub, model, task_defs), sub["name"],
+                                    {"last_agent": str(i)} if follow is not None else None)
+    body = [select, {"name": f"{r}_switch", "taskReferenceName": f"{r}_switch", "type": "SWITCH",
+                     "evaluatorType": "value-param", "expression": "switchCaseValue",
+                     "inputParameters": {"switchCaseValue": f"${{{r}_select.output.result}}"},
+                     "decisionCases": cases, "defaultCase": []}]
+    cond = []
+    if config.get("stopWhen"):
+        sw = config["stopWhen"]["taskName"]
+        _task_def(sw, task_defs)
+        body.append({"name": sw, "taskReferenceName": f"{r}_stop_when", "type": "SIMPLE", "inputParameters": {
+            "result": "${workflow.variables.conversation}", "iteration": f"${{{loop_ref}.output.iteration}}"}})
+        cond.append(f"$.{r}_stop_when['should_continue'] == true")
+    if config.get("termination"):
+        body.append({"name": f"{r}_termination", "taskReferenceName": f"{r}_termination", "type": "INLINE",
+                     "inputParameters": {"evaluatorType": "javascript",
+                                         "expression": termination_script(config["termination"]),
+                                         "result": "${workflow.variables.conversation}",
+                                         "iteration": f"${{{loop_ref}.output.iteration}}"}})
+        cond.append(f"$.{r}_termination['result'] == true")
+    init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
+    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, cond)]
+    return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
+
+
+AGGREGATE_SCRIPT = (
+    "(function () { var sub = {}, parts = []; for (var i = 0; i < $.agents.length; i++) {"
+    " var name = $.agents[i], v = ($.results || {})[name];"
+    " var text = (v === null || v === undefined) ? '' : (typeof v === 'string' ? v : JSON.stringify(v));"
+    " sub[name] = text; if (text !== '') { parts.push('[' + name + ']: ' + text); } }"
+    " return {result: parts.join('\\n\\n'), subResults: sub}; })();")
+
+CONCAT_SCRIPT = (
+    "(function () { var r = $.response; r = (r === null || r === undefined) ? '' :"
+    " (typeof r === 'string' ? r : JSON.stringify(r)); return $.prev + '\\n\\n[' + $.agent + ']: ' + r; })();")
+
+ANNOTATE_SCRIPT = (
+    "(function () { return ($.decision === 'DONE') ? $.prev : $.prev + '\\n\\n[coordinator -> ' + $.decision + ']';"
+    " })();")
+
+# a router's answer -> a sub-agent's name or DONE: exact (case-insensitive, markup and
+# quotes around it ignored), else the one sub-agent named in it as a whole word (longer
+# names first, so "dev" does not match inside "backend_dev"), else DONE. No regular
+# expression is built from a name.
+NORMALIZE_SCRIPT = (
+    "(function () { var agents = $.agents; var raw = ($.selected !== null && $.selected !== undefined"
+    " && $.selected !== '') ? $.selected : $.raw; if (raw === null || raw === undefined) { return 'DONE'; }"
+    " var word = function (c) { return /[A-Za-z0-9_]/.test(c); };"
+    " var s = String(typeof raw === 'string' ? raw : JSON.stringify(raw)).trim(), a = 0, b = s.length;"
+    " while (a < b && !word(s.charAt(a))) { a++; } while (b > a && !word(s.charAt(b - 1))) { b--; }"
+    " var low = s.substring(a, b).toLowerCase(); if (low === '') { return 'DONE'; }"
+    " for (var i = 0; i < agents.length; i++) { if (low === agents[i].toLowerCase()) { return agents[i]; } }"
+    " if (low === 'done') { return 'DONE'; }"
+    " var order = agents.slice().sort(function (x, y) { return y.length - x.length; }), found = [];"
+    " for (var j = 0; j < order.length; j++) { var n = order[j].toLowerCase(), at = low.indexOf(n), hit = false;"
+    " while (at >= 0) { var end = at + n.length;"
+    " if ((at === 0 || !word(low.charAt(at - 1))) && (end >= low.length || !word(low.charAt(end)))) {"
+    " hit = true; low = low.substring(0, at) + new Array(n.length + 1).join('#') + low.substring(end); }"
+    " at = low.indexOf(n, at + 1); } if (hit) { found.push(order[j]); } }"
+    " return found.length === 1 ? found[0] : 'DONE'; })();")
+
+# the next agent's index as a string: among those allowed after the last one (all when
+# none is listed), round robin by the loop's turn (1, 2, ...: the first agent first) ...
+ROUND_ROBIN_SCRIPT = (
+    "(function () { var c = $.allowed[String($.last)]; var n = c ? c.length : $.count;"
+    " var k = (Number($.iteration || 1) - 1) % n; return String(c ? c[k] : k); })();")
+# ... or at random
+RANDOM_SCRIPT = (
+    "(function () { var c = $.allowed[String($.last)]; var n = c ? c.length : $.count;"
+    " var k = Math.floor(Math.random() * n); return String(c ? c[k] : k); })();")
+
+ROUTER_PROMPT = (
+    "You coordinate a team of agents and decide who works next.\n\nThe agents:\n{roster}\n"
+    "Read the conversation so far. If a part of the user's request that one of these agents can handle has not "
+    "been answered yet, reply with the name of the agent that should handle it (one of: {names}). When every "
+    "such part has been answered, reply DONE.\n\nReply with one word: an agent's name or DONE.")
+
+SYNTHESIS_PROMPT = (
+    "The agents of your team answered the user above. Write the final answer to the user from their work, "
+    "keeping every detail they gave (code, figures, recommendations); organize it, do not shorten it.")
 
 
 CONTEXT_SCRIPT = (
