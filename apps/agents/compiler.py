@@ -49,12 +49,16 @@ shows each one started as a ``handoff``:
   (``synthesize``) (``_compile_router``);
 * ``round_robin`` / ``random``: ``maxTurns`` turns, the sub-agents in definition order
   or at random (within ``allowedTransitions``), each reading the transcript ``[agent]:
-  answer`` so far, which is the output (``_compile_rotation``).
+  answer`` so far, which is the output (``_compile_rotation``);
+* ``swarm``: the team's own agent first, then whichever agent the last one handed the
+  conversation to with a ``{agent}_transfer_to_{peer}`` tool, until a turn hands over to
+  nobody; then a synthesis (``_compile_swarm``).
 
-A team's own tools are ignored (as Conductor's compiler does); its output guardrails, and
-``stopWhen``/``termination`` outside a rotation, are refused. Strategies ``swarm``,
-``manual`` and ``plan_execute``, other tool types and guardrail types are refused with a
-400 naming the field, never compiled half.
+A team's own tools are ignored (as Conductor's compiler does; a swarm's own agent uses
+them); its output guardrails, and ``stopWhen``/``termination`` outside a rotation, are
+refused. Strategies ``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions,
+other tool types and guardrail types are refused with a 400 naming the field, never
+compiled half.
 
 The model is ``provider/model``: the provider is a configured LLM provider
 (``CONDUCTOR_AI_<NAME>_BASE_URL``, docs/ai.md).
@@ -70,7 +74,7 @@ from apps.core.errors import validation_failed
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
 GUARDRAIL_TYPES = ("custom", "external", "regex")
-STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random")
+STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm")
 ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
@@ -208,7 +212,7 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
     for key in ("router", "allowedTransitions", "handoffs", "callbacks", "planner", "gate", "codeExecution",
                 "cliConfig", "memory", "outputType", "prefillTools", "requiredTools"):
         if config.get(key) and not (key == "router" and strategy == "router") \
-                and not (key == "allowedTransitions" and strategy in ROTATIONS):
+                and not (key == "allowedTransitions" and strategy in (*ROTATIONS, "swarm")):
             errors.add(f"{path}.{key}", f"{key} is not supported by this server"
                        + (f" with strategy {strategy!r}" if key in ("router", "allowedTransitions") else ""))
     for i, sub in enumerate(agents):
@@ -217,12 +221,12 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
 
 
 def _needs_model(config: dict, strategy) -> bool:
-    """Whether the agent itself calls a model: its own loop (no strategy, ``handoff``), or
-    a ``router`` team's synthesis (``synthesize``, true by default) or its router when
+    """Whether the agent itself calls a model: its own loop (no strategy, ``handoff``, a
+    ``swarm``'s own agent), or a ``router`` team's synthesis (``synthesize``, true by default) or its router when
     that is neither a worker nor an agent with a model of its own. ``sequential``,
     ``parallel``, ``round_robin`` and ``random`` only run their sub-agents (which inherit
     the model)."""
-    if strategy in (None, "handoff"):
+    if strategy in (None, "handoff", "swarm"):
         return True
     if strategy != "router":
         return False
@@ -234,8 +238,8 @@ def _needs_model(config: dict, strategy) -> bool:
 
 def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agents: list, model) -> None:
     """The multi-agent part of an AgentConfig: at least one sub-agent, unique names (and
-    task references), ``DONE`` reserved by a router, the router itself, the allowed
-    transitions of a rotation; output guardrails are refused on a team (Conductor wraps
+    task references), ``DONE`` reserved by a router, a swarm's sub-agents single agents,
+    the router itself, the allowed transitions of a rotation or swarm; output guardrails are refused on a team (Conductor wraps
     the team's workflow in them; this server does not)."""
     if not agents:
         errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
@@ -249,13 +253,16 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
                                                    f"(as {seen[to_ref(sub_name)]}): each sub-agent needs its own name",
                        sub_name)
         seen.setdefault(to_ref(sub_name), sub_name)
+        if strategy == "swarm" and (sub.get("agents") or sub_name == config.get("name")):
+            errors.add(f"{path}.agents[{i}]", "a swarm's sub-agent is one agent (no team of its own, not named as "
+                                              "the swarm) on this server", sub_name)
         if strategy == "router" and sub_name.lower() == "done":
             errors.add(f"{path}.agents[{i}].name", "DONE is the router's answer when the work is done: "
                                                    "rename the sub-agent", sub_name)
     if strategy != "handoff" and config.get("guardrails"):
         errors.add(f"{path}.guardrails", f"output guardrails on a {strategy} team are not supported by this "
                                          "server: put them on its sub-agents")
-    if strategy in ("sequential", "parallel", "router"):
+    if strategy in ("sequential", "parallel", "router", "swarm"):
         for key in ("stopWhen", "termination"):
             if config.get(key) is not None:
                 errors.add(f"{path}.{key}", f"{key} is not supported with strategy {strategy} "
@@ -273,8 +280,8 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
         else:
             validate(router, f"{path}.router", errors, model)
     transitions = config.get("allowedTransitions")
-    if strategy in ROTATIONS and transitions is not None:
-        names = set(seen.values())
+    if strategy in (*ROTATIONS, "swarm") and transitions is not None:
+        names = set(seen.values()) | ({config.get("name")} if strategy == "swarm" else set())
         if not isinstance(transitions, dict):
             errors.add(f"{path}.allowedTransitions", "allowedTransitions must map an agent name to the names "
                                                      "of the agents that may follow it", transitions)
@@ -283,7 +290,8 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
             if source not in names:
                 errors.add(f"{path}.allowedTransitions.{source}", f"{source} is not a sub-agent of "
                                                                   f"{config.get('name')}", source)
-            if not isinstance(targets, list) or not targets or any(t not in names for t in targets):
+            if not isinstance(targets, list) or any(t not in names for t in targets) \
+                    or (not targets and strategy in ROTATIONS):
                 errors.add(f"{path}.allowedTransitions.{source}", "a non-empty list of sub-agent names",
                            targets)
 
@@ -354,6 +362,8 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
         return _compile_router(config, parent_model, task_defs)
     if strategy in ROTATIONS:
         return _compile_rotation(config, parent_model, task_defs)
+    if strategy == "swarm":
+        return _compile_swarm(config, parent_model, task_defs)
     return _compile_loop(config, parent_model, task_defs)
 
 
@@ -507,20 +517,81 @@ def _compile_router(config: dict, parent_model, task_defs: dict) -> dict:
     ]
     tasks = [_conversation_init(config, r),
              _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, [f"$.{norm}['result'] != 'DONE'"])]
-    output = {"result": "${workflow.variables.conversation}", "finishReason": "STOP"}
-    if config.get("synthesize") is not False:
-        provider, name = parse_model(model)
-        final = f"{r}_final"
-        llm_input = {"llmProvider": provider, "model": name, "messages": [
-            {"role": "system", "message": ((config.get("instructions") or "") + "\n\n").lstrip() + SYNTHESIS_PROMPT},
-            {"role": "user", "message": "${workflow.variables.conversation}"}]}
-        for key in ("temperature", "maxTokens"):
-            if config.get(key) is not None:
-                llm_input[key] = config[key]
-        tasks.append({"name": "LLM_CHAT_COMPLETE", "taskReferenceName": final, "type": "LLM_CHAT_COMPLETE",
-                      "inputParameters": llm_input})
-        output = {"result": f"${{{final}.output.result}}", "finishReason": f"${{{final}.output.finishReason}}"}
-    return _workflow(config, tasks, output)
+    return _workflow(config, tasks + _synthesis(config, model, r), _team_output(config, r))
+
+
+def _synthesis(config: dict, model, r: str) -> list:
+    """``{ref}_final`` (LLM_CHAT_COMPLETE) writing the team's answer from the transcript,
+    the team's instructions first; none when ``synthesize`` is false."""
+    if config.get("synthesize") is False:
+        return []
+    provider, name = parse_model(model)
+    llm_input = {"llmProvider": provider, "model": name, "messages": [
+        {"role": "system", "message": ((config.get("instructions") or "") + "\n\n").lstrip() + SYNTHESIS_PROMPT},
+        {"role": "user", "message": "${workflow.variables.conversation}"}]}
+    for key in ("temperature", "maxTokens"):
+        if config.get(key) is not None:
+            llm_input[key] = config[key]
+    return [{"name": "LLM_CHAT_COMPLETE", "taskReferenceName": f"{r}_final", "type": "LLM_CHAT_COMPLETE",
+             "inputParameters": llm_input}]
+
+
+def _team_output(config: dict, r: str) -> dict:
+    """``{result, finishReason}`` of a team with a synthesis: the synthesis, else the
+    transcript."""
+    if config.get("synthesize") is False:
+        return {"result": "${workflow.variables.conversation}", "finishReason": "STOP"}
+    return {"result": f"${{{r}_final.output.result}}", "finishReason": f"${{{r}_final.output.finishReason}}"}
+
+
+def _compile_swarm(config: dict, parent_model, task_defs: dict) -> dict:
+    """Strategy ``swarm`` (Conductor's compileSwarm): the team's own agent (its model,
+    instructions and tools; index 0) and its sub-agents (1, 2, ...) pass the conversation
+    to each other. Each one's turn is its own loop (``_compile_loop``) as a SUB_WORKFLOW
+    ``{ref}_agent_{i}_{agent}`` on the transcript, with a tool
+    ``{agent}_transfer_to_{peer}`` (argument ``message``) for each peer
+    ``allowedTransitions`` allows (all when it is not given); ``{ref}_concat_{i}`` adds
+    its answer and ``[agent -> peer]: message`` to the transcript. ``{ref}_handoff_check``
+    (INLINE) makes the peer the active agent (variable ``active_agent``) and the loop goes
+    on; a turn without a transfer ends it (as do ``maxTurns``, 25, and ``/stop``). Then
+    ``{ref}_final`` (unless ``synthesize`` is false). Output ``{result, finishReason}``."""
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    own = {k: config[k] for k in ("name", "model", "instructions", "description", "tools", "temperature", "maxTokens")
+           if config.get(k) is not None}
+    team = [own, *config["agents"]]
+    names = [agent["name"] for agent in team]
+    transitions = config.get("allowedTransitions")
+    cases = {}
+    for i, agent in enumerate(team):
+        peers = [p for p in names if p != agent["name"]
+                 and (transitions is None or p in (transitions.get(agent["name"]) or []))]
+        sub_def = _compile_loop(agent, model, task_defs, {f"{agent['name']}_transfer_to_{p}": p for p in peers})
+        ref, concat, setter = f"{r}_agent_{i}_{to_ref(agent['name'])}", f"{r}_concat_{i}", f"{r}_set_{i}"
+        cases[str(i)] = [
+            _sub_workflow_task(ref, sub_def, "${workflow.variables.conversation}"),
+            {"name": concat, "taskReferenceName": concat, "type": "INLINE", "inputParameters": {
+                "evaluatorType": "javascript", "expression": SWARM_CONCAT_SCRIPT, "agent": agent["name"],
+                "prev": "${workflow.variables.conversation}", "response": f"${{{ref}.output.result}}",
+                **{key: f"${{{ref}.output.{key}}}" for key in ("is_transfer", "transfer_to", "transfer_message")}}},
+            {"name": setter, "taskReferenceName": setter, "type": "SET_VARIABLE", "inputParameters": {
+                "conversation": f"${{{concat}.output.result}}", "is_transfer": f"${{{ref}.output.is_transfer}}",
+                "transfer_to": f"${{{ref}.output.transfer_to}}"}}]
+    check = f"{r}_handoff_check"
+    body = [
+        {"name": f"{r}_switch", "taskReferenceName": f"{r}_switch", "type": "SWITCH", "evaluatorType": "value-param",
+         "expression": "switchCaseValue", "inputParameters": {"switchCaseValue": "${workflow.variables.active_agent}"},
+         "decisionCases": cases, "defaultCase": []},
+        {"name": check, "taskReferenceName": check, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": SWARM_RESOLVE_SCRIPT,
+            "indexes": {name: str(i) for i, name in enumerate(names)}, "active": "${workflow.variables.active_agent}",
+            "is_transfer": "${workflow.variables.is_transfer}", "transfer_to": "${workflow.variables.transfer_to}"}},
+        {"name": f"{r}_update_active", "taskReferenceName": f"{r}_update_active", "type": "SET_VARIABLE",
+         "inputParameters": {"active_agent": f"${{{check}.output.result.active_agent}}"}},
+    ]
+    init = _conversation_init(config, r, {"active_agent": "0", "is_transfer": False, "transfer_to": ""})
+    loop = _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, [f"$.{check}['result'].handoff == true"])
+    return _workflow(config, [init, loop, *_synthesis(config, model, r)], _team_output(config, r))
 
 
 def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
@@ -585,6 +656,31 @@ ANNOTATE_SCRIPT = (
     "(function () { return ($.decision === 'DONE') ? $.prev : $.prev + '\\n\\n[coordinator -> ' + $.decision + ']';"
     " })();")
 
+# a swarm turn: its answer (none for a turn that only called tools) and its transfer
+SWARM_CONCAT_SCRIPT = (
+    "(function () { var r = $.response; r = (r === null || r === undefined) ? '' :"
+    " (typeof r === 'string' ? r : JSON.stringify(r)); if (r === '[]' || r === '{}') { r = ''; }"
+    " var out = $.prev; if (r !== '') { out = out + '\\n\\n[' + $.agent + ']: ' + r; }"
+    " var to = ($.transfer_to === null || $.transfer_to === undefined) ? '' : String($.transfer_to);"
+    " if (($.is_transfer === true || $.is_transfer === 'true') && to !== '') {"
+    " var m = ($.transfer_message === null || $.transfer_message === undefined) ? '' : String($.transfer_message);"
+    " out = out + '\\n\\n[' + $.agent + ' -> ' + to + ']' + (m !== '' ? ': ' + m : ''); } return out; })();")
+
+# the next active agent of a swarm: the one transferred to, else the turn was the last
+SWARM_RESOLVE_SCRIPT = (
+    "(function () { var to = ($.transfer_to === null || $.transfer_to === undefined) ? '' : String($.transfer_to);"
+    " if (($.is_transfer === true || $.is_transfer === 'true') && $.indexes[to] !== undefined) {"
+    " return {handoff: true, active_agent: $.indexes[to]}; } return {handoff: false, active_agent: String($.active)};"
+    " })();")
+
+# a swarm agent's last turn: the transfer tool it called (the route), with its message
+TRANSFER_SCRIPT = (
+    "(function () { var c = $.toolCalls || []; for (var i = 0; i < c.length; i++) {"
+    " var p = c[i].inputParameters || {}; var n = p.method || c[i].name;"
+    " if (n === $.route && $.targets[n] !== undefined) { return {is_transfer: true, transfer_to: $.targets[n],"
+    " transfer_message: (p.message === null || p.message === undefined) ? '' : String(p.message)}; } }"
+    " return {is_transfer: false, transfer_to: '', transfer_message: ''}; })();")
+
 # a router's answer -> a sub-agent's name or DONE: exact (case-insensitive, markup and
 # quotes around it ignored), else the one sub-agent named in it as a whole word (longer
 # names first, so "dev" does not match inside "backend_dev"), else DONE. No regular
@@ -636,7 +732,7 @@ CONTEXT_SCRIPT = (
 ROUTE_SCRIPT = (
     "(function () { var c = $.toolCalls; if (c && c.length > 0) {"
     " for (var i = 0; i < c.length; i++) { var n = (c[i].inputParameters && c[i].inputParameters.method) || c[i].name;"
-    " if (typeof n === 'string' && n.indexOf('transfer_to_') === 0 && $.targets.indexOf(n) >= 0) { return n; } }"
+    " if (typeof n === 'string' && $.targets.indexOf(n) >= 0) { return n; } }"
     " return 'tools'; } return 'final'; })();")
 
 GUARDRAIL_ROUTE_SCRIPT = "(function () { return ($.passed === false) ? String($.on_fail || 'raise') : 'pass'; })();"
@@ -666,7 +762,11 @@ def _tool_spec(tool: dict) -> dict:
             "inputSchema": tool.get("inputSchema") or {"type": "object", "properties": {}}}
 
 
-def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
+def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict | None = None) -> dict:
+    """One agent's loop (the module docstring). ``transfers`` (``{tool name: agent}``,
+    strategy ``swarm``): tools that hand the conversation to a peer; calling one ends the
+    loop (``{ref}_transfer_check`` adds ``is_transfer``, ``transfer_to`` and
+    ``transfer_message`` to the output) instead of running a sub-agent."""
     name = config["name"]
     r = to_ref(name)
     provider, model = parse_model(config.get("model") or parent_model)
@@ -688,6 +788,13 @@ def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
         ref = f"{r}_handoff_{to_ref(sub['name'])}"
         handoff_cases[target] = [_sub_workflow_task(ref, sub_def, "${workflow.input.prompt}")]
         handoff_refs[sub["name"]] = f"${{{ref}.output.result}}"
+    for tool_name, peer in (transfers or {}).items():
+        specs.append({"name": tool_name, "type": "SIMPLE",
+                      "description": f"Transfer the conversation to {peer}. Call at most one transfer tool a turn.",
+                      "inputSchema": {"type": "object", "required": ["message"], "properties": {"message": {
+                          "type": "string", "description": f"What {peer} should do next, with what it needs to know."}}}})
+        noop = f"{r}_transfer_{to_ref(peer)}"
+        handoff_cases[tool_name] = [{"name": noop, "taskReferenceName": noop, "type": "NOOP"}]
 
     llm_input = {"llmProvider": provider, "model": model, "messages": f"${{{r}_context.output.result}}"}
     if specs:
@@ -797,6 +904,13 @@ def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
             "fixed": fixed or "", "handoffs": handoff_refs}},
     ]
     output = {"result": f"${{{r}_output.output.result}}", "finishReason": f"${{{llm_ref}.output.finishReason}}"}
+    if transfers:
+        check = f"{r}_transfer_check"
+        tasks.append({"name": check, "taskReferenceName": check, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": TRANSFER_SCRIPT, "targets": transfers,
+            "route": f"${{{route_ref}.output.result}}", "toolCalls": f"${{{llm_ref}.output.toolCalls}}"}})
+        output.update({key: f"${{{check}.output.result.{key}}}" for key in ("is_transfer", "transfer_to",
+                                                                          "transfer_message")})
     return _workflow(config, tasks, output)
 
 

@@ -15,7 +15,8 @@ serves every agent:
 * CONS: answers at once (a parallel branch beside WEATHER);
 * ROUTER: names ``e2e_billing`` (in markup) until billing answered, then DONE; DESK
   sums the team's transcript up; TECH answers (picked by the ``pick_team`` function);
-* OPTIMIST / PESSIMIST: answer with how many turns they read in the transcript.
+* OPTIMIST / PESSIMIST: answer with how many turns they read in the transcript;
+* FRONTDESK: transfers the conversation to ``e2e_billing`` with a message.
 """
 from __future__ import annotations
 
@@ -109,6 +110,12 @@ def debate_agent() -> Agent:
     return Agent(name="e2e_debate", model=MODEL, agents=debaters(), strategy="round_robin", max_turns=3)
 
 
+def swarm_agent() -> Agent:
+    """Strategy swarm: the front desk hands over with a transfer tool; billing answers."""
+    return Agent(name="e2e_swarm", model=MODEL, strategy="swarm", synthesize=False,
+                 instructions="FRONTDESK: hand the customer over.", agents=[billing_agent(), tech_agent()])
+
+
 def lottery_agent() -> Agent:
     return Agent(name="e2e_lottery", model=MODEL, agents=debaters(), strategy="random", max_turns=4)
 
@@ -160,6 +167,8 @@ def script(request: dict) -> dict:
         return {"text": "desk: " + user.split("\n\n")[-1]}
     if system.startswith("TECH"):
         return {"text": "tech: restart the app"}
+    if system.startswith("FRONTDESK"):
+        return {"tool_calls": [{"name": "e2e_swarm_transfer_to_e2e_billing", "arguments": {"message": "a double charge"}}]}
     if system.startswith(("OPTIMIST", "PESSIMIST")):
         side = "bright" if system.startswith("OPTIMIST") else "dark"
         return {"text": f"{side} side after {user.count(chr(10) + chr(10) + '[')} turns"}

@@ -235,6 +235,22 @@ def test_random_team_turns_are_its_agents(world):
     assert turns[1:] == [f"[{name}]: {sides[name]} side after {k} turns" for k, name in enumerate(names)]
 
 
+def test_swarm_agent_hands_over_with_a_transfer_tool(world):
+    server, runtime, llm = world
+    tech_calls = len(chats_of(llm, "TECH"))
+    stream = runtime.stream(agent_defs.swarm_agent(), "I was charged twice")
+    events = list(stream)
+    assert handoffs_of(events) == ["e2e_swarm", "e2e_billing"]
+    result = stream.get_result()
+    assert result.output["result"] == ("I was charged twice\n\n[e2e_swarm -> e2e_billing]: a double charge\n\n"
+                                       "[e2e_billing]: billing: your refund is on its way")
+    billing = chats_of(llm, "BILLING")[-1]
+    assert billing["messages"][-1]["content"] == "I was charged twice\n\n[e2e_swarm -> e2e_billing]: a double charge"
+    assert sorted(t["function"]["name"] for t in billing["tools"]) == ["e2e_billing_transfer_to_e2e_swarm",
+                                                                       "e2e_billing_transfer_to_e2e_tech"]
+    assert len(chats_of(llm, "TECH")) == tech_calls
+
+
 def test_deploy_then_start_by_name(world):
     server, runtime, llm = world
     (info,) = runtime.deploy(agent_defs.greeter_agent())

@@ -190,8 +190,51 @@ def test_rotation_reads_stop_when_and_termination_on_the_transcript():
         assert evaluate("javascript", loop["loopCondition"], {**bindings, **stop}) is False
 
 
+def test_swarm_agents_pass_the_conversation_with_transfer_tools():
+    compiled = compile_agent(team("swarm", instructions="FRONT", tools=[{"name": "lookup"}],
+                                  allowedTransitions={"team": ["x", "y"], "x": ["team"]}))
+    init, loop, final = compiled.workflow_def["tasks"]
+    assert init["inputParameters"]["active_agent"] == "0" and final["taskReferenceName"] == "team_final"
+    switch, check, update = loop["loopOver"]
+    assert sorted(switch["decisionCases"]) == ["0", "1", "2"]
+    turns = {k: v[0] for k, v in switch["decisionCases"].items()}
+    assert [turns[k]["taskReferenceName"] for k in "012"] == ["team_agent_0_team", "team_agent_1_x", "team_agent_2_y"]
+
+    def tool_names(turn):
+        inner = turn["subWorkflowParam"]["workflowDefinition"]
+        llm = next(t for t in inner["tasks"][1]["loopOver"] if t["type"] == "LLM_CHAT_COMPLETE")
+        return [s["name"] for s in llm["inputParameters"].get("tools", [])]
+    # the team's own agent keeps its tools; y may hand to nobody (allowedTransitions)
+    assert tool_names(turns["0"]) == ["lookup", "team_transfer_to_x", "team_transfer_to_y"]
+    assert tool_names(turns["1"]) == ["x_transfer_to_team"] and tool_names(turns["2"]) == []
+    assert compiled.required_workers == ["lookup"]
+    inner = turns["1"]["subWorkflowParam"]["workflowDefinition"]
+    assert inner["outputParameters"]["transfer_to"] == "${x_transfer_check.output.result.transfer_to}"
+    # the route ends x's loop on a transfer call; the check reads whom to and the message
+    route = next(t for t in inner["tasks"][1]["loopOver"] if t["taskReferenceName"] == "x_route")
+    calls = [{"name": "x_transfer_to_team", "inputParameters": {"method": "x_transfer_to_team", "message": "over"}}]
+    picked = js(route["inputParameters"]["expression"], toolCalls=calls, targets=route["inputParameters"]["targets"])
+    assert picked == "x_transfer_to_team"
+    transfer = inner["tasks"][-1]["inputParameters"]
+    assert js(transfer["expression"], targets=transfer["targets"], route=picked, toolCalls=calls) == {
+        "is_transfer": True, "transfer_to": "team", "transfer_message": "over"}
+    assert js(check["inputParameters"]["expression"], **{**check["inputParameters"], "is_transfer": True,
+                                                         "transfer_to": "team", "active": "1"}) == {
+        "handoff": True, "active_agent": "0"}
+    assert js(check["inputParameters"]["expression"], **{**check["inputParameters"], "is_transfer": False,
+                                                         "transfer_to": "", "active": "1"}) == {
+        "handoff": False, "active_agent": "1"}
+    concat = switch["decisionCases"]["1"][1]["inputParameters"]
+    assert js(concat["expression"], agent="x", prev="hi", response=None, is_transfer=True, transfer_to="team",
+              transfer_message="over") == "hi\n\n[x -> team]: over"
+
+
 @pytest.mark.parametrize("config,field", [
-    (team("swarm"), "agentConfig.strategy"),
+    (team("manual"), "agentConfig.strategy"),
+    (team("swarm", agents=[agent("x", strategy="sequential", agents=[agent("z")])]), "agentConfig.agents[0]"),
+    (team("swarm", agents=[agent("team")]), "agentConfig.agents[0]"),
+    (team("swarm", allowedTransitions={"team": ["nobody"]}), "agentConfig.allowedTransitions.team"),
+    (team("swarm", termination={"type": "text_mention", "text": "x"}), "agentConfig.termination"),
     (team("parallel", agents=[]), "agentConfig.agents"),
     (team("parallel", agents=[agent("x"), agent("x")]), "agentConfig.agents[1].name"),
     (team("round_robin", agents=[agent("a-b"), agent("a_b")]), "agentConfig.agents[1].name"),
