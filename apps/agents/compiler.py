@@ -34,9 +34,32 @@ The WorkflowDef's ``metadata`` is ``{agent_sdk, classifier: "agent", agentDef}``
 ``classifier`` filter of ``GET /api/metadata/workflow``); a sub-agent's inline definition
 carries ``{agent_sdk, classifier: "agent"}``, so the UI shows its execution as an agent's.
 
-Strategy ``sequential`` runs the sub-agents one after the other (each a SUB_WORKFLOW whose
-prompt is the previous one's result). Other strategies, tool types and guardrail types
-are refused with a 400 naming the field (``UnsupportedAgent``), never compiled half.
+The multi-agent strategies follow Conductor's MultiAgentCompiler; each sub-agent is a
+SUB_WORKFLOW with its definition inline (it inherits the team's model), and the stream
+shows each one started as a ``handoff``:
+
+* ``sequential``: one after the other, each one's prompt the previous one's result
+  (``{ref}_step_{i}_{agent}``);
+* ``parallel``: all at once in a FORK_JOIN on the user's prompt; output ``{result:
+  "[agent]: answer" joined by blank lines, subResults: {agent: answer}}``
+  (``_compile_parallel``);
+* ``router``: a loop in which a router (an agent's model in a SUB_WORKFLOW of its own,
+  or the SDK's router function as a worker) reads the transcript and names the next
+  sub-agent or ``DONE``; the team's model then writes the answer from the transcript
+  (``synthesize``) (``_compile_router``);
+* ``round_robin`` / ``random``: ``maxTurns`` turns, the sub-agents in definition order
+  or at random (within ``allowedTransitions``), each reading the transcript ``[agent]:
+  answer`` so far, which is the output (``_compile_rotation``);
+* ``swarm``: the team's own agent first, then whichever agent the last one handed the
+  conversation to with a ``{agent}_transfer_to_{peer}`` tool, until a turn hands over to
+  nobody; then a synthesis (``_compile_swarm``).
+
+A team's own tools are ignored (as Conductor's compiler does; a swarm's own agent uses
+them); its output guardrails, and ``stopWhen``/``termination`` outside a rotation, are
+refused. Strategies ``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions,
+other tool types and guardrail types are refused with a 400 naming the field, never
+compiled half.
+
 The model is ``provider/model``: the provider is a configured LLM provider
 (``CONDUCTOR_AI_<NAME>_BASE_URL``, docs/ai.md).
 """
@@ -51,7 +74,8 @@ from apps.core.errors import validation_failed
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
 GUARDRAIL_TYPES = ("custom", "external", "regex")
-STRATEGIES = (None, "handoff", "sequential")
+STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm")
+ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 WORKFLOW_INPUTS = ["prompt", "media", "session_id", "context"]
@@ -113,13 +137,12 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         agents = []
     if strategy not in STRATEGIES:
         errors.add(f"{path}.strategy", f"strategy {strategy!r} is not supported by this server "
-                                       f"(supported: handoff, sequential)", strategy)
+                                       f"(supported: {', '.join(s for s in STRATEGIES if s)})", strategy)
     model = config.get("model") or parent_model
-    needs_model = strategy != "sequential"
-    if needs_model and parse_model(model) is None:
+    if _needs_model(config, strategy) and parse_model(model) is None:
         errors.add(f"{path}.model", "model is required as 'provider/model' (e.g. openai/gpt-4o)", model)
-    if strategy in ("handoff", "sequential") and not agents:
-        errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
+    if strategy in STRATEGIES[1:]:
+        _validate_team(config, path, errors, strategy, agents, model)
     max_turns = config.get("maxTurns")
     if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
         errors.add(f"{path}.maxTurns", "maxTurns must be a positive integer", max_turns)
@@ -186,13 +209,101 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         errors.add(f"{path}.stopWhen", "stopWhen must be {taskName}", stop_when)
     if config.get("termination") is not None:
         _validate_termination(config["termination"], f"{path}.termination", errors)
-    for key in ("router", "handoffs", "callbacks", "planner", "gate", "codeExecution", "cliConfig", "memory",
-                "outputType", "prefillTools", "requiredTools"):
-        if config.get(key):
-            errors.add(f"{path}.{key}", f"{key} is not supported by this server")
+    for key in ("router", "allowedTransitions", "handoffs", "callbacks", "planner", "gate", "codeExecution",
+                "cliConfig", "memory", "outputType", "prefillTools", "requiredTools"):
+        if config.get(key) and not (key == "router" and strategy == "router") \
+                and not (key == "allowedTransitions" and strategy in (*ROTATIONS, "swarm")):
+            errors.add(f"{path}.{key}", f"{key} is not supported by this server"
+                       + (f" with strategy {strategy!r}" if key in ("router", "allowedTransitions") else ""))
     for i, sub in enumerate(agents):
         validate(sub, f"{path}.agents[{i}]", errors, model)
     return errors.items
+
+
+def _needs_model(config: dict, strategy) -> bool:
+    """Whether the agent itself calls a model: its own loop (no strategy, ``handoff``, a
+    ``swarm``'s own agent), or a ``router`` team's synthesis (``synthesize``, true by default) or its router when
+    that is neither a worker nor an agent with a model of its own. ``sequential``,
+    ``parallel``, ``round_robin`` and ``random`` only run their sub-agents (which inherit
+    the model)."""
+    if strategy in (None, "handoff", "swarm"):
+        return True
+    if strategy != "router":
+        return False
+    router = config.get("router")
+    own_router = isinstance(router, dict) and (isinstance(router.get("taskName"), str)
+                                               or parse_model(router.get("model")) is not None)
+    return config.get("synthesize") is not False or not own_router
+
+
+def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agents: list, model) -> None:
+    """The multi-agent part of an AgentConfig: at least one sub-agent, unique names (and
+    task references), ``DONE`` reserved by a router, a swarm's sub-agents single agents,
+    the router itself, the allowed transitions of a rotation or swarm; output guardrails are refused on a team (Conductor wraps
+    the team's workflow in them; this server does not)."""
+    if not agents:
+        errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
+    seen: dict[str, str] = {}
+    for i, sub in enumerate(agents):
+        sub_name = sub.get("name") if isinstance(sub, dict) else None
+        if not isinstance(sub_name, str):
+            continue
+        if to_ref(sub_name) in seen:
+            errors.add(f"{path}.agents[{i}].name", f"sub-agent name {sub_name} is used twice in {config.get('name')} "
+                                                   f"(as {seen[to_ref(sub_name)]}): each sub-agent needs its own name",
+                       sub_name)
+        seen.setdefault(to_ref(sub_name), sub_name)
+        if strategy == "swarm" and (sub.get("agents") or sub_name == config.get("name")):
+            errors.add(f"{path}.agents[{i}]", "a swarm's sub-agent is one agent (no team of its own, not named as "
+                                              "the swarm) on this server", sub_name)
+        if strategy == "router" and sub_name.lower() == "done":
+            errors.add(f"{path}.agents[{i}].name", "DONE is the router's answer when the work is done: "
+                                                   "rename the sub-agent", sub_name)
+    if strategy != "handoff" and config.get("guardrails"):
+        errors.add(f"{path}.guardrails", f"output guardrails on a {strategy} team are not supported by this "
+                                         "server: put them on its sub-agents")
+    if strategy in ("sequential", "parallel", "router", "swarm"):
+        for key in ("stopWhen", "termination"):
+            if config.get(key) is not None:
+                errors.add(f"{path}.{key}", f"{key} is not supported with strategy {strategy} "
+                                            "(a round_robin or random team, or a single agent, reads it)")
+    if strategy in ROTATIONS and isinstance(config.get("termination"), dict):
+        _refuse_token_usage(config["termination"], f"{path}.termination", errors)
+    router = config.get("router")
+    if strategy == "router" and router is not None:
+        if not isinstance(router, dict):
+            errors.add(f"{path}.router", "router must be an agent configuration or {taskName}", router)
+        elif "taskName" in router:
+            if not isinstance(router["taskName"], str) or not NAME.match(router["taskName"]):
+                errors.add(f"{path}.router.taskName", "the router worker's task name: letters, digits, '_', '-' "
+                                                      "or '.'", router["taskName"])
+        else:
+            validate(router, f"{path}.router", errors, model)
+    transitions = config.get("allowedTransitions")
+    if strategy in (*ROTATIONS, "swarm") and transitions is not None:
+        names = set(seen.values()) | ({config.get("name")} if strategy == "swarm" else set())
+        if not isinstance(transitions, dict):
+            errors.add(f"{path}.allowedTransitions", "allowedTransitions must map an agent name to the names "
+                                                     "of the agents that may follow it", transitions)
+            return
+        for source, targets in transitions.items():
+            if source not in names:
+                errors.add(f"{path}.allowedTransitions.{source}", f"{source} is not a sub-agent of "
+                                                                  f"{config.get('name')}", source)
+            if not isinstance(targets, list) or any(t not in names for t in targets) \
+                    or (not targets and strategy in ROTATIONS):
+                errors.add(f"{path}.allowedTransitions.{source}", "a non-empty list of sub-agent names",
+                           targets)
+
+
+def _refuse_token_usage(t: dict, path: str, errors: _Errors) -> None:
+    """A rotation's termination reads the transcript, not a model's token counts."""
+    if t.get("type") == "token_usage":
+        errors.add(f"{path}.type", "token_usage is not supported on a round_robin or random team "
+                                   "(its termination reads the transcript)", "token_usage")
+    for i, c in enumerate(t.get("conditions") or []):
+        if isinstance(c, dict):
+            _refuse_token_usage(c, f"{path}.conditions[{i}]", errors)
 
 
 def _whole(value) -> bool:
@@ -242,8 +353,17 @@ def _workflow(config: dict, tasks: list, output: dict) -> dict:
 
 
 def _compile(config: dict, parent_model, task_defs: dict) -> dict:
-    if config.get("strategy") == "sequential":
+    strategy = config.get("strategy")
+    if strategy == "sequential":
         return _compile_sequential(config, parent_model, task_defs)
+    if strategy == "parallel":
+        return _compile_parallel(config, parent_model, task_defs)
+    if strategy == "router":
+        return _compile_router(config, parent_model, task_defs)
+    if strategy in ROTATIONS:
+        return _compile_rotation(config, parent_model, task_defs)
+    if strategy == "swarm":
+        return _compile_swarm(config, parent_model, task_defs)
     return _compile_loop(config, parent_model, task_defs)
 
 
@@ -268,6 +388,341 @@ def _compile_sequential(config: dict, parent_model, task_defs: dict) -> dict:
     return _workflow(config, tasks, {"result": prompt, "finishReason": "STOP"})
 
 
+def _compile_parallel(config: dict, parent_model, task_defs: dict) -> dict:
+    """Strategy ``parallel`` (Conductor's compileParallel): every sub-agent at once, each a
+    SUB_WORKFLOW ``{ref}_parallel_{i}_{agent}`` in a branch of the FORK_JOIN ``{ref}_fork``
+    on the user's prompt, joined by ``{ref}_fork_join``; ``{ref}_aggregate`` (INLINE)
+    makes the output ``{result: "[agent]: answer" joined by blank lines, subResults:
+    {agent: answer}, finishReason: "STOP"}`` (an empty answer is left out of ``result``)."""
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    branches, refs = [], {}
+    for i, sub in enumerate(config["agents"]):
+        ref = f"{r}_parallel_{i}_{to_ref(sub['name'])}"
+        branches.append([_sub_workflow_task(ref, _compile(sub, model, task_defs), "${workflow.input.prompt}")])
+        refs[sub["name"]] = ref
+    aggregate = f"{r}_aggregate"
+    tasks = [
+        {"name": f"{r}_fork", "taskReferenceName": f"{r}_fork", "type": "FORK_JOIN", "forkTasks": branches},
+        {"name": f"{r}_fork_join", "taskReferenceName": f"{r}_fork_join", "type": "JOIN", "joinOn": list(refs.values())},
+        {"name": aggregate, "taskReferenceName": aggregate, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": AGGREGATE_SCRIPT, "agents": list(refs),
+            "results": {name: f"${{{ref}.output.result}}" for name, ref in refs.items()}}},
+    ]
+    return _workflow(config, tasks, {"result": f"${{{aggregate}.output.result.result}}",
+                                     "subResults": f"${{{aggregate}.output.result.subResults}}", "finishReason": "STOP"})
+
+
+def _conversation_init(config: dict, r: str, extra: dict | None = None) -> dict:
+    """``{ref}_init`` (SET_VARIABLE): the team's transcript ``conversation``, the user's
+    prompt after the sub-agents' ``introduction`` lines (``[agent]: introduction``), and
+    ``_stop_requested`` false (``/stop`` ends the team's loop after its current turn)."""
+    intros = [f"[{sub['name']}]: {sub['introduction']}" for sub in config["agents"]
+              if isinstance(sub.get("introduction"), str) and sub["introduction"]]
+    conversation = "\n".join(intros) + "\n\n${workflow.input.prompt}" if intros else "${workflow.input.prompt}"
+    return {"name": f"{r}_init", "taskReferenceName": f"{r}_init", "type": "SET_VARIABLE",
+            "inputParameters": {"conversation": conversation, "_stop_requested": False, **(extra or {})}}
+
+
+def _turn_tasks(r: str, ref: str, key: str, i: int, sub_def: dict, agent: str, extra: dict | None = None) -> list:
+    """One sub-agent's turn in a team's loop: the SUB_WORKFLOW ``ref`` on the transcript so
+    far, ``{r}_{key}concat_{i}`` (INLINE) appending ``[agent]: answer`` and
+    ``{r}_{key}set_{i}`` (SET_VARIABLE) keeping it as ``conversation`` (``key``: ``"h"``
+    for a router's turn, ``""`` for a rotation's, as Conductor names them)."""
+    concat, setter = f"{r}_{key}concat_{i}", f"{r}_{key}set_{i}"
+    return [_sub_workflow_task(ref, sub_def, "${workflow.variables.conversation}"),
+            {"name": concat, "taskReferenceName": concat, "type": "INLINE", "inputParameters": {
+                "evaluatorType": "javascript", "expression": CONCAT_SCRIPT, "agent": agent,
+                "prev": "${workflow.variables.conversation}", "response": f"${{{ref}.output.result}}"}},
+            {"name": setter, "taskReferenceName": setter, "type": "SET_VARIABLE",
+             "inputParameters": {"conversation": f"${{{concat}.output.result}}", **(extra or {})}}]
+
+
+def _team_loop(r: str, max_turns: int, body: list, cond: list) -> dict:
+    loop_ref = f"{r}_loop"
+    cond = [f"$.{loop_ref}['iteration'] < {max_turns}", "$._stop_requested != true", *cond]
+    return {"name": loop_ref, "taskReferenceName": loop_ref, "type": "DO_WHILE",
+            "inputParameters": {"_stop_requested": "${workflow.variables._stop_requested}"},
+            "loopCondition": "if (" + " && ".join(cond) + ") { true; } else { false; }", "loopOver": body}
+
+
+def _compile_router(config: dict, parent_model, task_defs: dict) -> dict:
+    """Strategy ``router`` (Conductor's compileRouter): a loop in which the router picks
+    the next sub-agent from the transcript, or ``DONE``:
+
+    * ``{ref}_router``: a worker (``router: {taskName}``, the SDK's ``{agent}_router_fn``
+      for a function; input ``{prompt, conversation}``, answer ``result`` or the SDK's
+      ``selected_agent``), else a SUB_WORKFLOW ``{ref}_router_wf`` holding one
+      LLM_CHAT_COMPLETE ``{ref}_router_llm`` (the router agent's model and instructions,
+      else the team's, with the list of sub-agents; temperature 0) on the transcript, so
+      no turn sees the earlier decisions as its own history;
+    * ``{ref}_route_norm`` (INLINE): the answer as a sub-agent's name or ``DONE`` (case,
+      quotes and markup ignored; a sentence naming exactly one sub-agent picks it;
+      anything else is ``DONE``); ``{ref}_route_annotate`` + ``{ref}_route_set`` note
+      ``[coordinator -> agent]`` in the transcript;
+    * ``{ref}_switch``: the chosen sub-agent's turn (``{ref}_handoff_{i}_{agent}``,
+      ``_turn_tasks``), ``DONE`` a NOOP;
+
+    the loop stops on ``DONE``, at ``maxTurns`` (25) or on ``/stop``. Then ``{ref}_final``
+    (LLM_CHAT_COMPLETE, unless ``synthesize`` is false) writes the answer from the
+    transcript. Output ``{result, finishReason}``: the synthesis, else the transcript."""
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    agents = config["agents"]
+    router, router_ref, norm = config.get("router"), f"{r}_router", f"{r}_route_norm"
+    if isinstance(router, dict) and "taskName" in router:
+        _task_def(router["taskName"], task_defs)
+        router_task = {"name": router["taskName"], "taskReferenceName": router_ref, "type": "SIMPLE",
+                       "inputParameters": {"prompt": "${workflow.variables.conversation}",
+                                           "conversation": "${workflow.variables.conversation}"}}
+    else:
+        agent = router if isinstance(router, dict) else config
+        provider, name = parse_model(agent.get("model") or model)
+        roster = "".join(f"- {sub['name']}: {sub.get('description') or sub.get('instructions') or sub['name']}\n"
+                         for sub in agents)
+        system = ((agent.get("instructions") or "") + "\n\n").lstrip() + ROUTER_PROMPT.format(
+            roster=roster, names=", ".join(sub["name"] for sub in agents))
+        llm_ref = f"{router_ref}_llm"
+        router_def = {"name": f"{router_ref}_wf", "version": 1, "schemaVersion": 2,
+                      "description": f"Router of the agent {config['name']} (compiled agent)",
+                      "inputParameters": ["conversation"], "outputParameters": {"result": f"${{{llm_ref}.output.result}}"},
+                      "ownerEmail": TASK_DEF_DEFAULTS["ownerEmail"], "tasks": [{
+                          "name": "LLM_CHAT_COMPLETE", "taskReferenceName": llm_ref, "type": "LLM_CHAT_COMPLETE",
+                          "inputParameters": {"llmProvider": provider, "model": name, "temperature": 0,
+                                              "messages": [{"role": "system", "message": system},
+                                                           {"role": "user", "message": "${workflow.input.conversation}"}]}}],
+                      "metadata": {"agent_sdk": "conductor", "classifier": "agent"}}
+        router_task = {"name": router_def["name"], "taskReferenceName": router_ref, "type": "SUB_WORKFLOW",
+                       "inputParameters": {"conversation": "${workflow.variables.conversation}"},
+                       "subWorkflowParam": {"name": router_def["name"], "version": 1, "workflowDefinition": router_def}}
+    cases = {}
+    for i, sub in enumerate(agents):
+        ref = f"{r}_handoff_{i}_{to_ref(sub['name'])}"
+        cases[sub["name"]] = _turn_tasks(r, ref, "h", i, _compile(sub, model, task_defs), sub["name"])
+    cases["DONE"] = [{"name": f"{r}_done", "taskReferenceName": f"{r}_done", "type": "NOOP"}]
+    annotate = f"{r}_route_annotate"
+    body = [
+        router_task,
+        {"name": norm, "taskReferenceName": norm, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": NORMALIZE_SCRIPT, "agents": [sub["name"] for sub in agents],
+            "raw": f"${{{router_ref}.output.result}}", "selected": f"${{{router_ref}.output.selected_agent}}"}},
+        {"name": annotate, "taskReferenceName": annotate, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": ANNOTATE_SCRIPT,
+            "prev": "${workflow.variables.conversation}", "decision": f"${{{norm}.output.result}}"}},
+        {"name": f"{r}_route_set", "taskReferenceName": f"{r}_route_set", "type": "SET_VARIABLE",
+         "inputParameters": {"conversation": f"${{{annotate}.output.result}}"}},
+        {"name": f"{r}_switch", "taskReferenceName": f"{r}_switch", "type": "SWITCH", "evaluatorType": "value-param",
+         "expression": "switchCaseValue", "inputParameters": {"switchCaseValue": f"${{{norm}.output.result}}"},
+         "decisionCases": cases, "defaultCase": []},
+    ]
+    tasks = [_conversation_init(config, r),
+             _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, [f"$.{norm}['result'] != 'DONE'"])]
+    return _workflow(config, tasks + _synthesis(config, model, r), _team_output(config, r))
+
+
+def _synthesis(config: dict, model, r: str) -> list:
+    """``{ref}_final`` (LLM_CHAT_COMPLETE) writing the team's answer from the transcript,
+    the team's instructions first; none when ``synthesize`` is false."""
+    if config.get("synthesize") is False:
+        return []
+    provider, name = parse_model(model)
+    llm_input = {"llmProvider": provider, "model": name, "messages": [
+        {"role": "system", "message": ((config.get("instructions") or "") + "\n\n").lstrip() + SYNTHESIS_PROMPT},
+        {"role": "user", "message": "${workflow.variables.conversation}"}]}
+    for key in ("temperature", "maxTokens"):
+        if config.get(key) is not None:
+            llm_input[key] = config[key]
+    return [{"name": "LLM_CHAT_COMPLETE", "taskReferenceName": f"{r}_final", "type": "LLM_CHAT_COMPLETE",
+             "inputParameters": llm_input}]
+
+
+def _team_output(config: dict, r: str) -> dict:
+    """``{result, finishReason}`` of a team with a synthesis: the synthesis, else the
+    transcript."""
+    if config.get("synthesize") is False:
+        return {"result": "${workflow.variables.conversation}", "finishReason": "STOP"}
+    return {"result": f"${{{r}_final.output.result}}", "finishReason": f"${{{r}_final.output.finishReason}}"}
+
+
+def _compile_swarm(config: dict, parent_model, task_defs: dict) -> dict:
+    """Strategy ``swarm`` (Conductor's compileSwarm): the team's own agent (its model,
+    instructions and tools; index 0) and its sub-agents (1, 2, ...) pass the conversation
+    to each other. Each one's turn is its own loop (``_compile_loop``) as a SUB_WORKFLOW
+    ``{ref}_agent_{i}_{agent}`` on the transcript, with a tool
+    ``{agent}_transfer_to_{peer}`` (argument ``message``) for each peer
+    ``allowedTransitions`` allows (all when it is not given); ``{ref}_concat_{i}`` adds
+    its answer and ``[agent -> peer]: message`` to the transcript. ``{ref}_handoff_check``
+    (INLINE) makes the peer the active agent (variable ``active_agent``) and the loop goes
+    on; a turn without a transfer ends it (as do ``maxTurns``, 25, and ``/stop``). Then
+    ``{ref}_final`` (unless ``synthesize`` is false). Output ``{result, finishReason}``."""
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    own = {k: config[k] for k in ("name", "model", "instructions", "description", "tools", "temperature", "maxTokens")
+           if config.get(k) is not None}
+    team = [own, *config["agents"]]
+    names = [agent["name"] for agent in team]
+    transitions = config.get("allowedTransitions")
+    cases = {}
+    for i, agent in enumerate(team):
+        peers = [p for p in names if p != agent["name"]
+                 and (transitions is None or p in (transitions.get(agent["name"]) or []))]
+        sub_def = _compile_loop(agent, model, task_defs, {f"{agent['name']}_transfer_to_{p}": p for p in peers})
+        ref, concat, setter = f"{r}_agent_{i}_{to_ref(agent['name'])}", f"{r}_concat_{i}", f"{r}_set_{i}"
+        cases[str(i)] = [
+            _sub_workflow_task(ref, sub_def, "${workflow.variables.conversation}"),
+            {"name": concat, "taskReferenceName": concat, "type": "INLINE", "inputParameters": {
+                "evaluatorType": "javascript", "expression": SWARM_CONCAT_SCRIPT, "agent": agent["name"],
+                "prev": "${workflow.variables.conversation}", "response": f"${{{ref}.output.result}}",
+                **{key: f"${{{ref}.output.{key}}}" for key in ("is_transfer", "transfer_to", "transfer_message")}}},
+            {"name": setter, "taskReferenceName": setter, "type": "SET_VARIABLE", "inputParameters": {
+                "conversation": f"${{{concat}.output.result}}", "is_transfer": f"${{{ref}.output.is_transfer}}",
+                "transfer_to": f"${{{ref}.output.transfer_to}}"}}]
+    check = f"{r}_handoff_check"
+    body = [
+        {"name": f"{r}_switch", "taskReferenceName": f"{r}_switch", "type": "SWITCH", "evaluatorType": "value-param",
+         "expression": "switchCaseValue", "inputParameters": {"switchCaseValue": "${workflow.variables.active_agent}"},
+         "decisionCases": cases, "defaultCase": []},
+        {"name": check, "taskReferenceName": check, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": SWARM_RESOLVE_SCRIPT,
+            "indexes": {name: str(i) for i, name in enumerate(names)}, "active": "${workflow.variables.active_agent}",
+            "is_transfer": "${workflow.variables.is_transfer}", "transfer_to": "${workflow.variables.transfer_to}"}},
+        {"name": f"{r}_update_active", "taskReferenceName": f"{r}_update_active", "type": "SET_VARIABLE",
+         "inputParameters": {"active_agent": f"${{{check}.output.result.active_agent}}"}},
+    ]
+    init = _conversation_init(config, r, {"active_agent": "0", "is_transfer": False, "transfer_to": ""})
+    loop = _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, [f"$.{check}['result'].handoff == true"])
+    return _workflow(config, [init, loop, *_synthesis(config, model, r)], _team_output(config, r))
+
+
+def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
+    """Strategies ``round_robin`` and ``random`` (Conductor's compileRotation): a loop of
+    ``maxTurns`` turns (25 by default) in which ``{ref}_select`` (INLINE) picks a sub-agent
+    by its index, in definition order (``round_robin``, the first agent first) or at
+    random, among those ``allowedTransitions`` lets follow the last one (kept in the
+    variable ``last_agent``); ``{ref}_switch`` runs its turn (``{ref}_agent_{i}_{agent}``,
+    ``_turn_tasks``) on the transcript. ``stopWhen`` (a worker, input ``{result:
+    transcript, iteration}``) and ``termination`` (INLINE, on the transcript) may end it
+    earlier, as ``/stop`` does. Output ``{result: the transcript, finishReason}``."""
+    model = config.get("model") or parent_model
+    r = to_ref(config["name"])
+    agents, loop_ref = config["agents"], f"{r}_loop"
+    transitions = config.get("allowedTransitions")
+    index = {sub["name"]: i for i, sub in enumerate(agents)}
+    follow = None if transitions is None else {str(index[a]): [index[b] for b in nxt] for a, nxt in transitions.items()}
+    select = {"name": f"{r}_select", "taskReferenceName": f"{r}_select", "type": "INLINE", "inputParameters": {
+        "evaluatorType": "javascript", "expression": RANDOM_SCRIPT if config["strategy"] == "random" else ROUND_ROBIN_SCRIPT,
+        "count": len(agents), "iteration": f"${{{loop_ref}.output.iteration}}", "allowed": follow or {},
+        "last": "${workflow.variables.last_agent}" if follow is not None else ""}}
+    cases = {}
+    for i, sub in enumerate(agents):
+        ref = f"{r}_agent_{i}_{to_ref(sub['name'])}"
+        cases[str(i)] = _turn_tasks(r, ref, "", i, _compile(sub, model, task_defs), sub["name"],
+                                    {"last_agent": str(i)} if follow is not None else None)
+    body = [select, {"name": f"{r}_switch", "taskReferenceName": f"{r}_switch", "type": "SWITCH",
+                     "evaluatorType": "value-param", "expression": "switchCaseValue",
+                     "inputParameters": {"switchCaseValue": f"${{{r}_select.output.result}}"},
+                     "decisionCases": cases, "defaultCase": []}]
+    cond = []
+    if config.get("stopWhen"):
+        sw = config["stopWhen"]["taskName"]
+        _task_def(sw, task_defs)
+        body.append({"name": sw, "taskReferenceName": f"{r}_stop_when", "type": "SIMPLE", "inputParameters": {
+            "result": "${workflow.variables.conversation}", "iteration": f"${{{loop_ref}.output.iteration}}"}})
+        cond.append(f"$.{r}_stop_when['should_continue'] == true")
+    if config.get("termination"):
+        body.append({"name": f"{r}_termination", "taskReferenceName": f"{r}_termination", "type": "INLINE",
+                     "inputParameters": {"evaluatorType": "javascript",
+                                         "expression": termination_script(config["termination"]),
+                                         "result": "${workflow.variables.conversation}",
+                                         "iteration": f"${{{loop_ref}.output.iteration}}"}})
+        cond.append(f"$.{r}_termination['result'] == true")
+    init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
+    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, cond)]
+    return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
+
+
+AGGREGATE_SCRIPT = (
+    "(function () { var sub = {}, parts = []; for (var i = 0; i < $.agents.length; i++) {"
+    " var name = $.agents[i], v = ($.results || {})[name];"
+    " var text = (v === null || v === undefined) ? '' : (typeof v === 'string' ? v : JSON.stringify(v));"
+    " sub[name] = text; if (text !== '') { parts.push('[' + name + ']: ' + text); } }"
+    " return {result: parts.join('\\n\\n'), subResults: sub}; })();")
+
+CONCAT_SCRIPT = (
+    "(function () { var r = $.response; r = (r === null || r === undefined) ? '' :"
+    " (typeof r === 'string' ? r : JSON.stringify(r)); return $.prev + '\\n\\n[' + $.agent + ']: ' + r; })();")
+
+ANNOTATE_SCRIPT = (
+    "(function () { return ($.decision === 'DONE') ? $.prev : $.prev + '\\n\\n[coordinator -> ' + $.decision + ']';"
+    " })();")
+
+# a swarm turn: its answer (none for a turn that only called tools) and its transfer
+SWARM_CONCAT_SCRIPT = (
+    "(function () { var r = $.response; r = (r === null || r === undefined) ? '' :"
+    " (typeof r === 'string' ? r : JSON.stringify(r)); if (r === '[]' || r === '{}') { r = ''; }"
+    " var out = $.prev; if (r !== '') { out = out + '\\n\\n[' + $.agent + ']: ' + r; }"
+    " var to = ($.transfer_to === null || $.transfer_to === undefined) ? '' : String($.transfer_to);"
+    " if (($.is_transfer === true || $.is_transfer === 'true') && to !== '') {"
+    " var m = ($.transfer_message === null || $.transfer_message === undefined) ? '' : String($.transfer_message);"
+    " out = out + '\\n\\n[' + $.agent + ' -> ' + to + ']' + (m !== '' ? ': ' + m : ''); } return out; })();")
+
+# the next active agent of a swarm: the one transferred to, else the turn was the last
+SWARM_RESOLVE_SCRIPT = (
+    "(function () { var to = ($.transfer_to === null || $.transfer_to === undefined) ? '' : String($.transfer_to);"
+    " if (($.is_transfer === true || $.is_transfer === 'true') && $.indexes[to] !== undefined) {"
+    " return {handoff: true, active_agent: $.indexes[to]}; } return {handoff: false, active_agent: String($.active)};"
+    " })();")
+
+# a swarm agent's last turn: the transfer tool it called (the route), with its message
+TRANSFER_SCRIPT = (
+    "(function () { var c = $.toolCalls || []; for (var i = 0; i < c.length; i++) {"
+    " var p = c[i].inputParameters || {}; var n = p.method || c[i].name;"
+    " if (n === $.route && $.targets[n] !== undefined) { return {is_transfer: true, transfer_to: $.targets[n],"
+    " transfer_message: (p.message === null || p.message === undefined) ? '' : String(p.message)}; } }"
+    " return {is_transfer: false, transfer_to: '', transfer_message: ''}; })();")
+
+# a router's answer -> a sub-agent's name or DONE: exact (case-insensitive, markup and
+# quotes around it ignored), else the one sub-agent named in it as a whole word (longer
+# names first, so "dev" does not match inside "backend_dev"), else DONE. No regular
+# expression is built from a name.
+NORMALIZE_SCRIPT = (
+    "(function () { var agents = $.agents; var raw = ($.selected !== null && $.selected !== undefined"
+    " && $.selected !== '') ? $.selected : $.raw; if (raw === null || raw === undefined) { return 'DONE'; }"
+    " var word = function (c) { return /[A-Za-z0-9_]/.test(c); };"
+    " var s = String(typeof raw === 'string' ? raw : JSON.stringify(raw)).trim(), a = 0, b = s.length;"
+    " while (a < b && !word(s.charAt(a))) { a++; } while (b > a && !word(s.charAt(b - 1))) { b--; }"
+    " var low = s.substring(a, b).toLowerCase(); if (low === '') { return 'DONE'; }"
+    " for (var i = 0; i < agents.length; i++) { if (low === agents[i].toLowerCase()) { return agents[i]; } }"
+    " if (low === 'done') { return 'DONE'; }"
+    " var order = agents.slice().sort(function (x, y) { return y.length - x.length; }), found = [];"
+    " for (var j = 0; j < order.length; j++) { var n = order[j].toLowerCase(), at = low.indexOf(n), hit = false;"
+    " while (at >= 0) { var end = at + n.length;"
+    " if ((at === 0 || !word(low.charAt(at - 1))) && (end >= low.length || !word(low.charAt(end)))) {"
+    " hit = true; low = low.substring(0, at) + new Array(n.length + 1).join('#') + low.substring(end); }"
+    " at = low.indexOf(n, at + 1); } if (hit) { found.push(order[j]); } }"
+    " return found.length === 1 ? found[0] : 'DONE'; })();")
+
+# the next agent's index as a string: among those allowed after the last one (all when
+# none is listed), round robin by the loop's turn (1, 2, ...: the first agent first) ...
+ROUND_ROBIN_SCRIPT = (
+    "(function () { var c = $.allowed[String($.last)]; var n = c ? c.length : $.count;"
+    " var k = (Number($.iteration || 1) - 1) % n; return String(c ? c[k] : k); })();")
+# ... or at random
+RANDOM_SCRIPT = (
+    "(function () { var c = $.allowed[String($.last)]; var n = c ? c.length : $.count;"
+    " var k = Math.floor(Math.random() * n); return String(c ? c[k] : k); })();")
+
+ROUTER_PROMPT = (
+    "You coordinate a team of agents and decide who works next.\n\nThe agents:\n{roster}\n"
+    "Read the conversation so far. If a part of the user's request that one of these agents can handle has not "
+    "been answered yet, reply with the name of the agent that should handle it (one of: {names}). When every "
+    "such part has been answered, reply DONE.\n\nReply with one word: an agent's name or DONE.")
+
+SYNTHESIS_PROMPT = (
+    "The agents of your team answered the user above. Write the final answer to the user from their work, "
+    "keeping every detail they gave (code, figures, recommendations); organize it, do not shorten it.")
+
+
 CONTEXT_SCRIPT = (
     "(function () { var m = []; if ($.instructions) { m.push({role: 'system', message: $.instructions}); }"
     " if ($.signals) { m.push({role: 'system', message: '[SIGNALS]\\n' + $.signals + '\\n[/SIGNALS]'}); }"
@@ -277,7 +732,7 @@ CONTEXT_SCRIPT = (
 ROUTE_SCRIPT = (
     "(function () { var c = $.toolCalls; if (c && c.length > 0) {"
     " for (var i = 0; i < c.length; i++) { var n = (c[i].inputParameters && c[i].inputParameters.method) || c[i].name;"
-    " if (typeof n === 'string' && n.indexOf('transfer_to_') === 0 && $.targets.indexOf(n) >= 0) { return n; } }"
+    " if (typeof n === 'string' && $.targets.indexOf(n) >= 0) { return n; } }"
     " return 'tools'; } return 'final'; })();")
 
 GUARDRAIL_ROUTE_SCRIPT = "(function () { return ($.passed === false) ? String($.on_fail || 'raise') : 'pass'; })();"
@@ -307,7 +762,11 @@ def _tool_spec(tool: dict) -> dict:
             "inputSchema": tool.get("inputSchema") or {"type": "object", "properties": {}}}
 
 
-def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
+def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict | None = None) -> dict:
+    """One agent's loop (the module docstring). ``transfers`` (``{tool name: agent}``,
+    strategy ``swarm``): tools that hand the conversation to a peer; calling one ends the
+    loop (``{ref}_transfer_check`` adds ``is_transfer``, ``transfer_to`` and
+    ``transfer_message`` to the output) instead of running a sub-agent."""
     name = config["name"]
     r = to_ref(name)
     provider, model = parse_model(config.get("model") or parent_model)
@@ -329,6 +788,13 @@ def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
         ref = f"{r}_handoff_{to_ref(sub['name'])}"
         handoff_cases[target] = [_sub_workflow_task(ref, sub_def, "${workflow.input.prompt}")]
         handoff_refs[sub["name"]] = f"${{{ref}.output.result}}"
+    for tool_name, peer in (transfers or {}).items():
+        specs.append({"name": tool_name, "type": "SIMPLE",
+                      "description": f"Transfer the conversation to {peer}. Call at most one transfer tool a turn.",
+                      "inputSchema": {"type": "object", "required": ["message"], "properties": {"message": {
+                          "type": "string", "description": f"What {peer} should do next, with what it needs to know."}}}})
+        noop = f"{r}_transfer_{to_ref(peer)}"
+        handoff_cases[tool_name] = [{"name": noop, "taskReferenceName": noop, "type": "NOOP"}]
 
     llm_input = {"llmProvider": provider, "model": model, "messages": f"${{{r}_context.output.result}}"}
     if specs:
@@ -438,6 +904,13 @@ def _compile_loop(config: dict, parent_model, task_defs: dict) -> dict:
             "fixed": fixed or "", "handoffs": handoff_refs}},
     ]
     output = {"result": f"${{{r}_output.output.result}}", "finishReason": f"${{{llm_ref}.output.finishReason}}"}
+    if transfers:
+        check = f"{r}_transfer_check"
+        tasks.append({"name": check, "taskReferenceName": check, "type": "INLINE", "inputParameters": {
+            "evaluatorType": "javascript", "expression": TRANSFER_SCRIPT, "targets": transfers,
+            "route": f"${{{route_ref}.output.result}}", "toolCalls": f"${{{llm_ref}.output.toolCalls}}"}})
+        output.update({key: f"${{{check}.output.result.{key}}}" for key in ("is_transfer", "transfer_to",
+                                                                          "transfer_message")})
     return _workflow(config, tasks, output)
 
 

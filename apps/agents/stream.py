@@ -14,7 +14,7 @@ Event kinds (the SDK's ``EventType``), each ``data`` ``{type, executionId, ...}`
 * ``tool_call`` ``{toolName, args}`` + ``tool_result`` ``{toolName, result}``: a tool
   task (worker or HUMAN) completed;
 * ``waiting`` ``{pendingTool}``: a HUMAN task waits for ``/respond``;
-* ``handoff`` ``{target}``: a sub-agent was started;
+* ``handoff`` ``{target}``: a sub-agent was started (a handoff, a team's turn or branch);
 * ``guardrail_pass`` / ``guardrail_fail`` ``{guardrailName, content}``: an output
   guardrail answered; a failure that asks for a retry is a ``message`` event instead (the
   SDK counts ``guardrail_fail`` as the run's failure, and the run goes on);
@@ -46,6 +46,10 @@ HEARTBEAT_SECONDS = 15.0
 BATCH = 200
 PER_EVENT = 4
 GUARDRAIL_REF = re.compile(r"_guardrail_\d+$")
+# a sub-agent's SUB_WORKFLOW (apps.agents.compiler): a handoff or a router's choice
+# (``_handoff_``), a sequential step, a parallel branch, a round_robin/random turn; not a
+# router's own model call (``{agent}_router``)
+HANDOFF_REF = re.compile(r"_handoff_|_(?:step|parallel|agent)_\d+_")
 TOOL_TYPES = ("SIMPLE", "HUMAN")
 
 
@@ -67,7 +71,7 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
     if kind == "task.scheduled":
         if task.task_type == "LLM_CHAT_COMPLETE":
             return [_event("thinking", execution_id, content=ref)]
-        if task.task_type == "SUB_WORKFLOW" and "_handoff_" in ref:
+        if task.task_type == "SUB_WORKFLOW" and HANDOFF_REF.search(ref):
             return [_event("handoff", execution_id, target=task.task_def_name)]
         if task.task_type == "HUMAN":
             from apps.agents.services import pending_tool

@@ -11,7 +11,12 @@ serves every agent:
 * CLERK: asks the human (``ask_user``), then confirms with the human's answer;
 * TRIAGE: hands the conversation to ``billing``; BILLING answers;
 * LOOPER: asks for ``tick`` again and again (until stopped);
-* GREETER: answers at once.
+* GREETER: answers at once;
+* CONS: answers at once (a parallel branch beside WEATHER);
+* ROUTER: names ``e2e_billing`` (in markup) until billing answered, then DONE; DESK
+  sums the team's transcript up; TECH answers (picked by the ``pick_team`` function);
+* OPTIMIST / PESSIMIST: answer with how many turns they read in the transcript;
+* FRONTDESK: transfers the conversation to ``e2e_billing`` with a message.
 """
 from __future__ import annotations
 
@@ -59,11 +64,60 @@ def clerk_agent() -> Agent:
     return Agent(name="e2e_clerk", model=MODEL, tools=[ask], instructions="CLERK: book a trip; ask where to.")
 
 
+def billing_agent() -> Agent:
+    return Agent(name="e2e_billing", model=MODEL, instructions="BILLING: settle billing questions.")
+
+
+def tech_agent() -> Agent:
+    return Agent(name="e2e_tech", model=MODEL, instructions="TECH: settle technical questions.")
+
+
 def triage_agent() -> Agent:
-    billing = Agent(name="e2e_billing", model=MODEL, instructions="BILLING: settle billing questions.")
-    tech = Agent(name="e2e_tech", model=MODEL, instructions="TECH: settle technical questions.")
-    return Agent(name="e2e_triage", model=MODEL, agents=[billing, tech], strategy="handoff",
+    return Agent(name="e2e_triage", model=MODEL, agents=[billing_agent(), tech_agent()], strategy="handoff",
                  instructions="TRIAGE: hand the user to the right team.")
+
+
+def panel_agent() -> Agent:
+    """Strategy parallel: the weather agent (with its tool) and a critic at once; the
+    team's model is the children's (the SDK takes the first child's)."""
+    critic = Agent(name="e2e_cons", model=MODEL, instructions="CONS: name the downside.")
+    return Agent(name="e2e_panel", agents=[weather_agent(), critic], strategy="parallel")
+
+
+def desk_agent() -> Agent:
+    """Strategy router with a router agent; the team's own model writes the answer."""
+    router = Agent(name="e2e_desk_router", model=MODEL, instructions="ROUTER: pick the team for the customer.")
+    return Agent(name="e2e_desk", model=MODEL, strategy="router", router=router,
+                 agents=[billing_agent(), tech_agent()], instructions="DESK: answer the customer.")
+
+
+def pick_team(prompt: str) -> str:
+    """A function router (the SDK runs it as the ``e2e_switchboard_router_fn`` worker)."""
+    return "DONE" if "[e2e_tech]:" in prompt else "e2e_tech"
+
+
+def switchboard_agent() -> Agent:
+    return Agent(name="e2e_switchboard", model=MODEL, strategy="router", router=pick_team, synthesize=False,
+                 agents=[billing_agent(), tech_agent()])
+
+
+def debaters() -> list[Agent]:
+    return [Agent(name="e2e_optimist", model=MODEL, instructions="OPTIMIST: find the bright side."),
+            Agent(name="e2e_pessimist", model=MODEL, instructions="PESSIMIST: find the dark side.")]
+
+
+def debate_agent() -> Agent:
+    return Agent(name="e2e_debate", model=MODEL, agents=debaters(), strategy="round_robin", max_turns=3)
+
+
+def swarm_agent() -> Agent:
+    """Strategy swarm: the front desk hands over with a transfer tool; billing answers."""
+    return Agent(name="e2e_swarm", model=MODEL, strategy="swarm", synthesize=False,
+                 instructions="FRONTDESK: hand the customer over.", agents=[billing_agent(), tech_agent()])
+
+
+def lottery_agent() -> Agent:
+    return Agent(name="e2e_lottery", model=MODEL, agents=debaters(), strategy="random", max_turns=4)
 
 
 def looper_agent() -> Agent:
@@ -104,4 +158,18 @@ def script(request: dict) -> dict:
         return {"tool_calls": [{"name": "tick", "arguments": {"n": len(tool_results)}}]}
     if system.startswith("GREETER"):
         return {"text": "hello from a deployed agent"}
+    user = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    if system.startswith("CONS"):
+        return {"text": "con: it may rain tomorrow"}
+    if system.startswith("ROUTER"):
+        return {"text": "DONE" if "[e2e_billing]:" in user else "**e2e_billing**"}
+    if system.startswith("DESK"):
+        return {"text": "desk: " + user.split("\n\n")[-1]}
+    if system.startswith("TECH"):
+        return {"text": "tech: restart the app"}
+    if system.startswith("FRONTDESK"):
+        return {"tool_calls": [{"name": "e2e_swarm_transfer_to_e2e_billing", "arguments": {"message": "a double charge"}}]}
+    if system.startswith(("OPTIMIST", "PESSIMIST")):
+        side = "bright" if system.startswith("OPTIMIST") else "dark"
+        return {"text": f"{side} side after {user.count(chr(10) + chr(10) + '[')} turns"}
     return {"text": "ok"}

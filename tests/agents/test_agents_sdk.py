@@ -17,6 +17,7 @@ import time
 import httpx
 import pytest
 from conductor.ai.agents import AgentRuntime
+from conductor.ai.agents.testing import validate_strategy
 
 from tests.agents import agent_defs
 from tests.ai.stubs import LLMStub
@@ -152,6 +153,102 @@ def test_multi_agent_handoff(world):
     child = api_get(server, f"/agent/execution/{sub['subWorkflowId']}")
     assert child["agentName"] == "e2e_billing" and child["status"] == "COMPLETED"
     assert not chats_of(llm, "TECH")
+
+
+def handoffs_of(events) -> list[str]:
+    return [e.target for e in events if e.type == "handoff"]
+
+
+def test_parallel_team_runs_every_sub_agent_and_joins_their_answers(world):
+    server, runtime, llm = world
+    agent = agent_defs.panel_agent()
+    stream = runtime.stream(agent, "Weather in Paris tomorrow?")
+    events = list(stream)
+    assert sorted(handoffs_of(events)) == ["e2e_cons", "e2e_weather"]
+    result = stream.get_result()
+    validate_strategy(agent, result)
+    assert result.output["result"] == ("[e2e_weather]: Forecast: 18C and sunny in Paris\n\n"
+                                       "[e2e_cons]: con: it may rain tomorrow")
+    assert result.sub_results == {"e2e_weather": "Forecast: 18C and sunny in Paris",
+                                  "e2e_cons": "con: it may rain tomorrow"}
+    run = api_get(server, f"/agent/execution/{stream.handle.execution_id}")
+    children = [api_get(server, f"/agent/execution/{t['subWorkflowId']}")
+                for t in run["tasks"] if t["taskType"] == "SUB_WORKFLOW"]
+    assert sorted((c["agentName"], c["status"]) for c in children) == [("e2e_cons", "COMPLETED"),
+                                                                        ("e2e_weather", "COMPLETED")]
+    # the weather branch called its @tool in the SDK's worker, the prompt as its question
+    weather = next(c for c in children if c["agentName"] == "e2e_weather")
+    assert [t["status"] for t in weather["tasks"] if t["taskType"] == "get_weather"] == ["COMPLETED"]
+
+
+def test_router_agent_picks_a_sub_agent_then_the_team_answers(world):
+    server, runtime, llm = world
+    tech_calls = len(chats_of(llm, "TECH"))
+    agent = agent_defs.desk_agent()
+    stream = runtime.stream(agent, "I was charged twice")
+    events = list(stream)
+    assert handoffs_of(events) == ["e2e_billing"]
+    result = stream.get_result()
+    validate_strategy(agent, result)
+    assert result.output["result"] == "desk: [e2e_billing]: billing: your refund is on its way"
+    # the router saw the transcript each turn: first the prompt, then billing's answer (and said DONE)
+    first, second = [c["messages"][-1]["content"] for c in chats_of(llm, "ROUTER")[-2:]]
+    assert first == "I was charged twice"
+    assert second == ("I was charged twice\n\n[coordinator -> e2e_billing]\n\n"
+                      "[e2e_billing]: billing: your refund is on its way")
+    assert chats_of(llm, "BILLING")[-1]["messages"][-1]["content"] == "I was charged twice\n\n[coordinator -> e2e_billing]"
+    assert len(chats_of(llm, "TECH")) == tech_calls
+
+
+def test_router_function_runs_in_the_sdk_worker(world):
+    server, runtime, llm = world
+    result = runtime.run(agent_defs.switchboard_agent(), "My app crashes", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "My app crashes\n\n[coordinator -> e2e_tech]\n\n[e2e_tech]: tech: restart the app"
+    run = api_get(server, f"/agent/execution/{result.execution_id}")
+    picks = [t["outputData"].get("selected_agent") for t in run["tasks"] if t["taskType"] == "e2e_switchboard_router_fn"]
+    assert sorted(picks) == ["DONE", "e2e_tech"]
+
+
+def test_round_robin_team_takes_turns_in_order_on_the_transcript(world):
+    server, runtime, llm = world
+    agent = agent_defs.debate_agent()
+    stream = runtime.stream(agent, "Remote work")
+    events = list(stream)
+    assert handoffs_of(events) == ["e2e_optimist", "e2e_pessimist", "e2e_optimist"]
+    result = stream.get_result()
+    validate_strategy(agent, result)
+    assert result.output["result"] == ("Remote work\n\n[e2e_optimist]: bright side after 0 turns\n\n"
+                                       "[e2e_pessimist]: dark side after 1 turns\n\n"
+                                       "[e2e_optimist]: bright side after 2 turns")
+
+
+def test_random_team_turns_are_its_agents(world):
+    server, runtime, llm = world
+    stream = runtime.stream(agent_defs.lottery_agent(), "Remote work")
+    events = list(stream)
+    turns = stream.get_result().output["result"].split("\n\n")
+    assert turns[0] == "Remote work" and len(turns) == 5  # max_turns=4
+    sides = {"e2e_optimist": "bright", "e2e_pessimist": "dark"}
+    names = handoffs_of(events)
+    assert len(names) == 4 and set(names) <= set(sides)
+    assert turns[1:] == [f"[{name}]: {sides[name]} side after {k} turns" for k, name in enumerate(names)]
+
+
+def test_swarm_agent_hands_over_with_a_transfer_tool(world):
+    server, runtime, llm = world
+    tech_calls = len(chats_of(llm, "TECH"))
+    stream = runtime.stream(agent_defs.swarm_agent(), "I was charged twice")
+    events = list(stream)
+    assert handoffs_of(events) == ["e2e_swarm", "e2e_billing"]
+    result = stream.get_result()
+    assert result.output["result"] == ("I was charged twice\n\n[e2e_swarm -> e2e_billing]: a double charge\n\n"
+                                       "[e2e_billing]: billing: your refund is on its way")
+    billing = chats_of(llm, "BILLING")[-1]
+    assert billing["messages"][-1]["content"] == "I was charged twice\n\n[e2e_swarm -> e2e_billing]: a double charge"
+    assert sorted(t["function"]["name"] for t in billing["tools"]) == ["e2e_billing_transfer_to_e2e_swarm",
+                                                                       "e2e_billing_transfer_to_e2e_tech"]
+    assert len(chats_of(llm, "TECH")) == tech_calls
 
 
 def test_deploy_then_start_by_name(world):
