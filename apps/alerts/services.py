@@ -147,6 +147,8 @@ def rule_save(body: Any, *, rule_id=None, user: str = "") -> dict:
     """Create (``rule_id`` None) or replace a rule; answers its JSON. A changed rule is
     evaluated at the next tick; its open incidents stay until the new condition resolves
     them. Errors: InvalidInput (also a name another rule has: ``name``), NotFound."""
+    if rule_id is not None:
+        rule_get(rule_id)  # an unknown rule is a 404 whatever the body says
     fields = normalise(body)
     now = now_ms()
     try:
@@ -174,11 +176,15 @@ def rule_delete(rule_id) -> None:
 def incidents(*, rule_id=None, state: str | None = None, size: int = 100) -> list[dict]:
     """The newest incidents (of one rule, in one state), newest first, at most ``size``
     (1..1000), with their notifications (read in one query for all of them, not one per
-    incident). Errors: InvalidInput naming ``state`` or ``size``."""
+    incident). Errors: InvalidInput naming ``ruleId`` (not an id), ``state`` or ``size``;
+    NotFound for an unknown rule."""
     if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 1000:
         raise validation_failed([{"path": "size", "message": "must be an integer from 1 to 1000", "invalidValue": size}])
     qs = AlertIncident.objects.select_related("rule")
     if rule_id is not None:
+        if not str(rule_id).isdigit():
+            raise validation_failed([{"path": "ruleId", "message": "must be an alert rule's id (an integer)",
+                                      "invalidValue": rule_id}])
         qs = qs.filter(rule=rule_get(rule_id))
     if state:
         if state not in ("OPEN", "RESOLVED"):

@@ -139,6 +139,10 @@ def test_rules_are_managed_and_checked(api, receiver):
     assert api.get("/alerts/rules/999999").status_code == 404
     assert api.get("/alerts/rules/abc").status_code == 404
     assert api.get("/alerts/incidents", {"state": "SHUT"}).status_code == 400
+    refused = api.get("/alerts/incidents", {"ruleId": "abc"})
+    assert refused.status_code == 400 and refused.json()["validationErrors"][0]["path"] == "ruleId"
+    assert api.get("/alerts/incidents", {"ruleId": "999999"}).status_code == 404
+    assert api.put("/alerts/rules/999999", {}).status_code == 404  # unknown before invalid
     assert api.ok(api.delete(f"/alerts/rules/{r['id']}")).content == b""
     assert api.get(f"/alerts/rules/{r['id']}").status_code == 404
     assert required_role("GET", "/api/alerts/rules") == "read_only"
