@@ -25,9 +25,10 @@ from django.db import transaction
 
 from apps.agents.compiler import Compiled, compile_agent
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
-from apps.engine import executor, search, selectors
+from apps.core.clock import now_ms
+from apps.engine import executor, retention, search, selectors
 from apps.engine.representation import task_json
-from apps.engine.status import TASK_STATUSES, TERMINAL_TASK
+from apps.engine.status import TASK_STATUSES, TERMINAL_TASK, TERMINAL_WORKFLOW
 from apps.metadata import services as metadata
 from apps.metadata.secrets import references
 
@@ -358,3 +359,28 @@ def cancel(execution_id: str, reason: str | None) -> None:
     the execution, reason ``Cancelled by user`` when none is given, as Conductor's
     ``cancelAgent``. Errors: NotFound; Conflict for a COMPLETED execution."""
     executor.workflow_terminate(workflow_id=execution_id, reason=reason or "Cancelled by user")
+
+
+DAY_MS = 86_400_000
+
+
+def prune(older_than_days: int) -> int:
+    """``POST /agent/executions/prune?olderThanDays=30``: remove the agent executions
+    (classifier ``agent``, sub-agents' included) that ended (COMPLETED, FAILED, TERMINATED,
+    TIMED_OUT) ``older_than_days`` days ago or earlier, with their tasks, logs and history,
+    100 a transaction; returns how many were removed (Conductor's ``{"deleted": n}``).
+    Running and paused executions are never touched. Errors: InvalidInput naming
+    ``olderThanDays`` when negative."""
+    if older_than_days < 0:
+        raise InvalidInput(f"olderThanDays must not be negative: {older_than_days}",
+                           validation_errors=[{"path": "olderThanDays", "message": "must not be negative",
+                                               "invalidValue": older_than_days}])
+    cutoff = now_ms() - older_than_days * DAY_MS
+    ids = list(search.workflow_queryset(classifier="agent")
+               .filter(status__in=TERMINAL_WORKFLOW, end_time__gt=0, end_time__lte=cutoff)
+               .values_list("workflow_id", flat=True))
+    deleted = 0
+    for i in range(0, len(ids), 100):
+        with transaction.atomic():
+            deleted += retention.delete_executions(ids[i:i + 100])
+    return deleted

@@ -14,6 +14,7 @@ urlpatterns = [
     path("definitions/<str:name>", views.AgentDefinitionApi.as_view()),
     path("executions", views.ExecutionsApi.as_view()),
     path("executions/search", views.ExecutionsSearchApi.as_view()),
+    path("executions/prune", views.PruneApi.as_view()),
     path("executions/bulk/<str:action>", views.BulkApi.as_view()),
     path("executions/<str:execution_id>", views.ExecutionDetailApi.as_view()),
     path("executions/<str:execution_id>/full", views.FullExecutionApi.as_view()),

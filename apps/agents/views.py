@@ -246,6 +246,14 @@ class RecordApi(ConductorApi):
         return empty()
 
 
+class PruneApi(ConductorApi):
+    """``POST /agent/executions/prune?olderThanDays=30&archiveTasks``: ``{"deleted": n}``
+    (``archiveTasks`` is accepted; this server keeps no archive, removed is removed)."""
+
+    def post(self, request):
+        return Response({"deleted": services.prune(qint(request.query_params, "olderThanDays", 30))})
+
+
 def _ids(request) -> list[str]:
     data = request.data
     if not isinstance(data, list) or not all(isinstance(i, str) and i for i in data):

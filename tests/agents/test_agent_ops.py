@@ -175,3 +175,19 @@ def test_roles_of_the_new_operations(as_role):
     assert operator.delete("/agent/e2e_weather").status_code == 403
     assert operator.delete(f"/agent/executions/{eid}").status_code == 200
     assert admin.delete("/agent/e2e_weather").status_code == 200
+
+
+def test_prune_removes_ended_agent_executions_only(api):
+    api.register_workflow(workflow_def("plain_wf", [simple_task("x")]))
+    plain = api.start("plain_wf", {})
+    ok(api.delete(f"/workflow/{plain}", params={"reason": "ended"}))
+    ended, running = started(api), started(api)
+    ok(api.delete(f"/agent/{ended}/cancel"))
+    assert ok(api.post("/agent/executions/prune")) == {"deleted": 0}  # ended just now, not 30 days ago
+    assert ok(api.post("/agent/executions/prune", params={"olderThanDays": 0, "archiveTasks": "true"})) == {
+        "deleted": 1}
+    assert api.get(f"/agent/executions/{ended}").status_code == 404
+    assert status_of(api, running)["status"] == "RUNNING"
+    assert api.workflow(plain)["status"] == "TERMINATED"  # not an agent's
+    body = api.refused(api.post("/agent/executions/prune", params={"olderThanDays": -1}), 400)
+    assert [e["path"] for e in body["validationErrors"]] == ["olderThanDays"]
