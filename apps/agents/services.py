@@ -18,11 +18,17 @@ outputData}], tokenUsage}``.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.db import transaction
 
 from apps.agents.compiler import Compiled, compile_agent
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
-from apps.engine import executor, search, selectors
+from apps.core.clock import now_ms
+from apps.engine import executor, retention, search, selectors
+from apps.engine.representation import task_json
+from apps.engine.status import TASK_STATUSES, TERMINAL_TASK, TERMINAL_WORKFLOW
 from apps.metadata import services as metadata
 from apps.metadata.secrets import references
 
@@ -258,3 +264,123 @@ def update_task(execution_id: str, ref: str, status: str, output: dict | None) -
     if executor.task_update_by_ref(workflow_id=execution_id, task_ref_name=ref, status=status,
                                    output=output or {}, worker_id="agent-ui") is None:
         raise NotFound(f"No pending task {ref} found in execution {execution_id}")
+
+
+# --- the read-only and lifecycle operations (Conductor's AgentService, issue #28) ---------
+
+_SUMMARY_DEF_FIELDS = ("schemaVersion", "restartable", "workflowStatusListenerEnabled", "ownerEmail",
+                       "inputParameters", "outputParameters", "timeoutPolicy", "timeoutSeconds", "failureWorkflow")
+
+
+def agents_list() -> list[dict]:
+    """``GET /agent/list``: Conductor's ``AgentSummary`` of the latest version of every
+    deployed agent (a WorkflowDef carrying ``metadata.agentDef``), ordered by name:
+    ``{name, version, type (metadata.agent_sdk), tags (metadata.agent_capabilities),
+    createTime, updateTime (epoch ms), description, checksum (SHA-256 hex of the
+    definition), schemaVersion, restartable, ...}``; absent fields are left out, as
+    Conductor's ``NON_NULL``. Reads the metadata store only."""
+    out = []
+    for d in sorted(metadata.workflow_def_latest_list(), key=lambda d: d["name"]):
+        meta = d.get("metadata") or {}
+        if not meta.get("agentDef"):
+            continue
+        caps = meta.get("agent_capabilities")
+        summary = {"name": d["name"], "version": d.get("version", 1), "type": meta.get("agent_sdk"),
+                   "tags": caps if isinstance(caps, list) else None, "createTime": d.get("createTime"),
+                   "updateTime": d.get("updateTime"), "description": d.get("description"),
+                   "checksum": hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest(),
+                   **{k: d.get(k) for k in _SUMMARY_DEF_FIELDS}}
+        out.append({k: v for k, v in summary.items() if v is not None})
+    return out
+
+
+def agent_definition(name: str, version: int | None) -> dict:
+    """``GET /agent/definitions/{name}?version``: the deployed agent's compiled WorkflowDef
+    (latest version when None). Errors: NotFound ``No agent found by name: %s`` (also for a
+    workflow that is not an agent)."""
+    return _deployed(name, version)
+
+
+def agent_delete(name: str, version: int | None) -> None:
+    """``DELETE /agent/{name}?version``: remove one version of a deployed agent's WorkflowDef
+    (the latest when None), as Conductor's ``deleteAgent``; its TaskDefs and executions stay.
+    Errors: NotFound ``No agent found by name: %s`` (never deletes a workflow that is not an
+    agent)."""
+    with transaction.atomic():
+        definition = _deployed(name, version)
+        metadata.workflow_def_delete(name=name, version=definition["version"])
+
+
+def execution_detail(execution_id: str) -> dict:
+    """``GET /agent/executions/{id}``: Conductor's ``AgentExecutionDetail`` ``{executionId,
+    agentName, version, status, input, output, currentTask?: {taskRefName, taskType, status,
+    inputData, outputData}}``; ``currentTask`` is the last task (by seq) not yet terminal.
+    Errors: NotFound ``No such workflow found by id: %s``."""
+    wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
+    current = next((t for t in sorted(wf.tasks, key=lambda t: t.seq, reverse=True)
+                    if t.status not in TERMINAL_TASK), None)
+    out = {"executionId": execution_id, "agentName": wf.workflow_name, "version": wf.workflow_version,
+           "status": wf.status, "input": wf.input, "output": wf.output}
+    if current is not None:
+        out["currentTask"] = {"taskRefName": current.reference_task_name,
+                              "taskType": current.task_def_name if current.task_type == "SIMPLE" else current.task_type,
+                              "status": current.status, "inputData": current.input_data or {},
+                              "outputData": current.output_data or {}}
+    return out
+
+
+def execution_tasks(execution_id: str, *, status: str | None, count: int, start: int) -> dict:
+    """``GET /agent/executions/{id}/tasks?status&count&start``: Conductor's
+    ``TaskListResponse`` ``{results: [Task], totalHits, summary: {STATUS: n}}``: the tasks
+    in seq order (only those of ``status`` when given), ``count`` of them from ``start``;
+    ``summary`` counts every task of the execution by status. Errors: NotFound;
+    InvalidInput naming ``status``, ``count`` or ``start``."""
+    if status is not None and status not in TASK_STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(TASK_STATUSES)}: {status}",
+                           validation_errors=[{"path": "status", "message": "unknown task status",
+                                               "invalidValue": status}])
+    for field, value in (("count", count), ("start", start)):
+        if value < 0:
+            raise InvalidInput(f"{field} must not be negative: {value}",
+                               validation_errors=[{"path": field, "message": "must not be negative",
+                                                   "invalidValue": value}])
+    wf = selectors.workflow_get(workflow_id=execution_id, include_tasks=True)
+    tasks = sorted(wf.tasks, key=lambda t: t.seq)
+    summary: dict[str, int] = {}
+    for t in tasks:
+        summary[t.status] = summary.get(t.status, 0) + 1
+    chosen = [t for t in tasks if status is None or t.status == status]
+    return {"results": [task_json(t, wf) for t in chosen[start:start + count]], "totalHits": len(chosen),
+            "summary": summary}
+
+
+def cancel(execution_id: str, reason: str | None) -> None:
+    """``DELETE /agent/{id}/cancel?reason`` (and ``DELETE /agent/executions/{id}``): terminate
+    the execution, reason ``Cancelled by user`` when none is given, as Conductor's
+    ``cancelAgent``. Errors: NotFound; Conflict for a COMPLETED execution."""
+    executor.workflow_terminate(workflow_id=execution_id, reason=reason or "Cancelled by user")
+
+
+DAY_MS = 86_400_000
+
+
+def prune(older_than_days: int) -> int:
+    """``POST /agent/executions/prune?olderThanDays=30``: remove the agent executions
+    (classifier ``agent``, sub-agents' included) that ended (COMPLETED, FAILED, TERMINATED,
+    TIMED_OUT) ``older_than_days`` days ago or earlier, with their tasks, logs and history,
+    100 a transaction; returns how many were removed (Conductor's ``{"deleted": n}``).
+    Running and paused executions are never touched. Errors: InvalidInput naming
+    ``olderThanDays`` when negative."""
+    if older_than_days < 0:
+        raise InvalidInput(f"olderThanDays must not be negative: {older_than_days}",
+                           validation_errors=[{"path": "olderThanDays", "message": "must not be negative",
+                                               "invalidValue": older_than_days}])
+    cutoff = now_ms() - older_than_days * DAY_MS
+    ids = list(search.workflow_queryset(classifier="agent")
+               .filter(status__in=TERMINAL_WORKFLOW, end_time__gt=0, end_time__lte=cutoff)
+               .values_list("workflow_id", flat=True))
+    deleted = 0
+    for i in range(0, len(ids), 100):
+        with transaction.atomic():
+            deleted += retention.delete_executions(ids[i:i + 100])
+    return deleted

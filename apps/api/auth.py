@@ -82,6 +82,8 @@ def enabled() -> bool:
 
 # ``GET /api/secrets/{key}``: the value itself (``/api/secrets/v2`` is the metadata list)
 _SECRET_VALUE = re.compile(r"^/api/secrets/(?!v2$)[^/]+/?$")
+# DELETE /api/agent/{name}: removes a deployed agent's WorkflowDef (apps/agents/views.py)
+_AGENT_DEF = re.compile(r"^/api/agent/[^/]+/?$")
 
 
 def required_role(method: str, path: str) -> str:
@@ -110,8 +112,8 @@ def required_role(method: str, path: str) -> str:
     if path.startswith("/api/agent/"):  # the Agents API (apps/agents/views.py)
         if method in _READS:
             return ROLE_READ_ONLY
-        if path == "/api/agent/deploy":  # registers definitions, as /api/metadata
-            return ROLE_ADMIN
+        if path == "/api/agent/deploy" or (method == "DELETE" and _AGENT_DEF.match(path)):
+            return ROLE_ADMIN  # registers or removes definitions, as /api/metadata
         return ROLE_WORKER if path.startswith("/api/agent/events/") else ROLE_OPERATOR
     if method in _READS:
         return ROLE_READ_ONLY
