@@ -9,6 +9,7 @@ retry, rerun, the bulk operations, removing a record) an operator's.
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from apps.agents import services, stream
@@ -147,6 +148,7 @@ class ExecutionDetailApi(ConductorApi):
     """``GET /agent/executions/{id}``: AgentExecutionDetail; ``DELETE`` (``?reason``):
     terminates it, as ``DELETE /agent/{id}/cancel``."""
 
+    @extend_schema(operation_id="getAgentExecutionDetail")  # apart from the listing's generated id
     def get(self, request, execution_id):
         return Response(services.execution_detail(execution_id))
 
@@ -299,6 +301,7 @@ class BulkApi(ConductorApi):
 class ExecutionsApi(ConductorApi):
     """``GET /agent/executions?start&size&sort&freeText&status&agentName&sessionId&classifier``."""
 
+    @extend_schema(operation_id="listAgentExecutions")
     def get(self, request):
         q = request.query_params
         return Response(services.executions(
