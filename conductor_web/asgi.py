@@ -10,7 +10,6 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (after Django setup
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from apps.api import contenttype  # noqa: E402
 from apps.api.bodylimit import install_daphne_guard, limit_request_body  # noqa: E402
 from apps.api.fastpath import worker_fast_path  # noqa: E402
 from apps.core.lifecycle import watch_server_shutdown  # noqa: E402
@@ -20,8 +19,6 @@ from apps.ui.routing import websocket_urlpatterns  # noqa: E402
 watch_server_shutdown()
 # Bodies above CONDUCTOR_MAX_REQUEST_BODY_BYTES: 413 while they arrive, not once buffered.
 install_daphne_guard()
-# Twisted parses each POST's Content-Type through the e-mail package: once per distinct value.
-contenttype.install()
 
 application = ProtocolTypeRouter(
     {

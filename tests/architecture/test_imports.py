@@ -34,9 +34,6 @@ ACCEPTED_PRIVATE = {
     # Twisted knows a request's path before its body only as HTTPChannel._path (the Request
     # gets it after the whole body): file content has a body limit of its own (apps/files).
     "apps.api.bodylimit: getattr(..., '_path')": "the request line before the body arrives",
-    # Twisted parses each POST's Content-Type through the e-mail package (~40 µs a POST); the
-    # function is pure, so it is memoised (apps/api/contenttype.py).
-    "apps.api.contenttype: getattr(..., '_parseContentType')": "memoise a pure, slow parse",
 }
 _ATTR_FUNCTIONS = {"getattr", "hasattr", "setattr"}
 
