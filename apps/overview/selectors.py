@@ -163,10 +163,15 @@ def _series(window: Window, kind: str, by_version: bool) -> dict:
     def entry(name, v):
         return out.setdefault((name, v if by_version and kind == WORKFLOW else None), {"counts": {}, "hist": {}})
 
-    def read(cursor, select: str, rest: str, period: int, start: int, folded_at: str) -> list:
-        """``select`` over the rows of ``period`` in [start, end) (``folded_at`` its
-        grouping key), plus, for hour and day rows, the minute rows' unfolded part as
-        rows keyed by their ``period`` bucket (``unfolded`` = 1)."""
+    # minute rows before this are all folded (read once: a fold meanwhile only moves it on)
+    since = unfolded_since() if window.period != MINUTE_MS else 0
+
+    def read(cursor, by_bin: bool, period: int, start: int, folded_at: str) -> list:
+        """The rows of ``period`` in [start, end) (counts, or the histogram bins with
+        ``by_bin``) grouped by ``folded_at``, plus, for hour and day rows, the minute rows'
+        unfolded part as rows keyed by their ``period`` bucket (``unfolded`` = 1)."""
+        select = f"name, {version}, measure" + (", bin" if by_bin else "")
+        rest = "bin >= 0" if by_bin else "bin = -1"
         sql = (f"SELECT {select}, 0, {folded_at}, SUM(count) FROM {ROLLUP_TABLE} WHERE period_ms = %s AND kind = %s"
                f" AND bucket >= %s AND bucket < %s AND {rest} GROUP BY {group}, measure, {folded_at}")
         params = [period, kind, start, window.end]
@@ -174,18 +179,16 @@ def _series(window: Window, kind: str, by_version: bool) -> dict:
             sql += (f" UNION ALL SELECT {select}, 1, bucket - bucket %% {int(period)}, SUM(count - folded)"
                     f" FROM {ROLLUP_TABLE} WHERE period_ms = %s AND kind = %s AND bucket >= %s AND bucket < %s"
                     f" AND count > folded AND bucket - bucket %% {int(period)} >= %s AND {rest}"
-                    f" GROUP BY {group}, measure, {'bin, ' if 'bin' in select else ''}bucket - bucket %% {int(period)}")
-            params += [MINUTE_MS, kind, max(start, unfolded_since()), window.end, start]
+                    f" GROUP BY {group}, measure, {'bin, ' if by_bin else ''}bucket - bucket %% {int(period)}")
+            params += [MINUTE_MS, kind, max(start, since), window.end, start]
         cursor.execute(sql, params)
         return cursor.fetchall()
 
     with connection.cursor() as cursor:
-        for name, v, measure, unfolded, at, n in read(cursor, f"name, {version}, measure", "bin = -1",
-                                                      window.period, window.start, interval):
+        for name, v, measure, unfolded, at, n in read(cursor, False, window.period, window.start, interval):
             i = (at - window.start) // window.step if unfolded or window.step == window.period else at
             entry(name, v)["counts"].setdefault(measure, [0] * size)[int(i)] += int(n)
-        for name, v, measure, b, _unfolded, _at, n in read(cursor, f"name, {version}, measure, bin", "bin >= 0",
-                                                          hist_period, hist_start, "bin"):
+        for name, v, measure, b, _unfolded, _at, n in read(cursor, True, hist_period, hist_start, "bin"):
             hist = entry(name, v)["hist"].setdefault(measure, {})
             hist[b] = hist.get(b, 0) + int(n)
     return out
