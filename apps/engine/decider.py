@@ -49,8 +49,11 @@ class Decider:
                  domain_selector: Callable[[str, list[str]], str | None] | None = None,
                  env: Mapping[str, str] | None = None, config: Mapping | None = None,
                  evaluated: Mapping[str, evaluation.Evaluated] | None = None, redispatch_evaluations: bool = False,
-                 speculative: bool = False):
+                 speculative: bool = False, keep_earlier_deadline: bool = False):
         self.wf = wf
+        # keep a stored ``next_decide_at`` that is earlier than the one this decide works
+        # out and still ahead (a worker's task update); see set_next_decide_at
+        self.keep_earlier_deadline = keep_earlier_deadline
         # a decide of a snapshot that is never saved (the evaluations' run-ahead): what
         # only a saved state needs (a DO_WHILE's whole output at its end) is left out
         self.speculative = speculative
@@ -707,7 +710,16 @@ class Decider:
                         due.extend(_timeout_deadlines(task, task_def, ttype.is_worker, self.now))
         # something due now was just decided: look again shortly, never in a hot loop
         next_at = max(min(due), self.now + 100) if due else None
-        if next_at != wf.next_decide_at:
+        stored = wf.next_decide_at
+        if (self.keep_earlier_deadline and next_at is not None and stored is not None
+                and self.now < stored < next_at):
+            # An earlier deadline still ahead stays: the sweeper decides then (a decide
+            # with nothing due changes nothing) and writes the exact one, as every decide
+            # but a task update's does. A task update that only pushes a response timeout
+            # later then writes no workflow row (one UPDATE fewer, and on PostgreSQL no
+            # new index entries for it).
+            return
+        if next_at != stored:
             wf.next_decide_at = next_at
             self.touch_workflow()
 

@@ -444,7 +444,8 @@ def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
 
 def new_decider(wf: WorkflowState, now: int, *, domains: bool = True,
                 evaluated: dict[str, evaluation.Evaluated] | None = None,
-                redispatch_evaluations: bool = False, speculative: bool = False) -> Decider:
+                redispatch_evaluations: bool = False, speculative: bool = False,
+                keep_earlier_deadline: bool = False) -> Decider:
     """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
     (UUID v4) for new tasks, a fresh random source for retry jitter, the environment
     (``${workflow.env.X}``: ``WorkflowEnvironment``), ``settings.CONDUCTOR``, registered
@@ -452,11 +453,13 @@ def new_decider(wf: WorkflowState, now: int, *, domains: bool = True,
     (operator actions schedule with the list's last domain, as before); ``evaluated``
     the results computed outside the lock; ``redispatch_evaluations`` asks again for
     every evaluation still waiting (an explicit decide); ``speculative`` a decide whose
-    state is thrown away (``Decider.speculative``)."""
+    state is thrown away (``Decider.speculative``); ``keep_earlier_deadline`` keeps a
+    stored ``next_decide_at`` that is earlier and still ahead (a worker's task update:
+    ``Decider.set_next_decide_at``)."""
     return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
                    domain_selector=active_domain if domains else None, env=WorkflowEnvironment(),
                    config=settings.CONDUCTOR, evaluated=evaluated, redispatch_evaluations=redispatch_evaluations,
-                   speculative=speculative)
+                   speculative=speculative, keep_earlier_deadline=keep_earlier_deadline)
 
 
 def decide(wf: WorkflowState, now: int, decider: Decider | None = None) -> DeciderOutcome:
@@ -647,7 +650,10 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
             store.save(loaded, DeciderOutcome(), workflow_changed=False, extra_task_ids={task_id})
             return task
         _apply_result(task, secrets.mask_result(task_result, given) if given else task_result, now)
-        decide_and_save(loaded, now, touched={task_id})
+        # a worker's update keeps an earlier deadline already stored (Decider.set_next_decide_at)
+        decider = new_decider(loaded.wf, now, keep_earlier_deadline=True)
+        decider.run()
+        decide_and_save(loaded, now, decider, touched={task_id})
         return task
 
     with log_context(workflowId=str(task_result.get("workflowInstanceId") or "") or None,

@@ -168,11 +168,15 @@ class TaskList:
     the status each row had when read (the compare-and-set of ``store.save``).
 
     More than ``LOOKUP_LIMIT`` references asked for one by one load everything instead
-    (one statement instead of many)."""
+    (one statement instead of many). ``store`` reads an execution whose highest seq is at
+    most ``LOAD_ALL_UP_TO`` whole when it locks it (a list with no source: complete from
+    the start); ``max_seq``, when given, is the stored tasks' highest seq (read with the
+    workflow row), so a decide that schedules a task needs no statement for it."""
 
     LOOKUP_LIMIT = 64
+    LOAD_ALL_UP_TO = 32
 
-    def __init__(self, active: list[TaskState], source: TaskSource | None):
+    def __init__(self, active: list[TaskState], source: TaskSource | None, max_seq: int | None = None):
         self._items = list(active)
         self._source = source
         self._complete = source is None
@@ -181,7 +185,7 @@ class TaskList:
         self._new: list[TaskState] = []
         self._removed: set[str] = set()
         self._index: dict[str, list[TaskState]] | None = None  # ref -> attempts (seq order)
-        self._db_max_seq: int | None = None
+        self._db_max_seq: int | None = max_seq  # the stored tasks' highest seq, when read with them
         self._looked_up = 0
 
     # --- loading ----------------------------------------------------------------------------

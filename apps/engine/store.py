@@ -169,6 +169,10 @@ def _sql(vendor: str) -> dict[str, str]:
         # (``NOT executed AND NOT retried``; ``executed = 0`` walked every task row)
         "active_tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
                         "AND NOT executed AND NOT retried AND status <> 'SKIPPED' ORDER BY seq",
+        # the workflow row with its tasks' highest seq (the index task_workflow_seq, read
+        # backwards): how many tasks there can be, so a small execution is read whole
+        "lock_sized": f"SELECT {wf_cols}, (SELECT MAX(seq) FROM {TASK_TABLE} WHERE workflow_id = %s) "
+                      f"FROM {WF_TABLE} WHERE workflow_id = %s{lock}",
         "tasks_by_ref": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
                         "AND reference_task_name IN ",
         "task_by_id": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE task_id = %s AND workflow_id = %s",
@@ -312,6 +316,18 @@ def _output_size(task: LoadedTask) -> int:
     return len(_dump(value)) if value else 0
 
 
+def _same_json(value, raw: _Raw) -> bool:
+    """Whether ``value`` is the JSON document ``raw`` holds, when their texts differ: a
+    column read back from PostgreSQL's ``jsonb`` has its keys reordered and ``", "``
+    separators, so a payload decoded and left as it was would otherwise be written again.
+    Compared as key-sorted JSON, so 1, 1.0 and true stay different values."""
+    option = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+    try:
+        return orjson.dumps(value, option=option) == orjson.dumps(loads(_raw_text(raw)), option=option)
+    except (TypeError, ValueError):
+        return False
+
+
 def _changed(obj, fields: tuple[str, ...], json_fields: frozenset, slots: dict,
              index: dict[str, int]) -> tuple[list[str], list]:
     """The columns of ``obj`` (a LoadedTask/LoadedWorkflow) that differ from the row it was
@@ -331,7 +347,7 @@ def _changed(obj, fields: tuple[str, ...], json_fields: frozenset, slots: dict,
             if type(current) is _Raw:
                 continue
             text = _dump(current)
-            if type(before) is _Raw and text == _raw_text(before):
+            if type(before) is _Raw and (text == _raw_text(before) or _same_json(current, before)):
                 continue
             names.append(f)
             values.append(text)
@@ -480,16 +496,34 @@ class _RowSource:
 def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True, lazy: bool = False) -> WorkflowState | None:
     sql = _s()
     with sql_cursor() as cursor:
+        if include_tasks and (lock or lazy):
+            # A decide reads the unsettled tasks now and the others when asked for (a
+            # TaskList); an execution of at most TaskList.LOAD_ALL_UP_TO tasks is read
+            # whole at once, one statement instead of the several look-ups a decide makes
+            # (the references its inputs name; at the end TERMINATE, the failed tasks, the
+            # last task).
+            statement = sql["lock_sized"]
+            cursor.execute(statement if lock else statement.replace(" FOR UPDATE", ""), [workflow_id, workflow_id])
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            wf = _workflow_from_row(row[:-1])
+            highest = int(row[-1] or 0)
+            if highest <= TaskList.LOAD_ALL_UP_TO:
+                cursor.execute(sql["tasks"], [workflow_id])
+                wf.tasks = TaskList([task_from_row(r) for r in cursor.fetchall()], None)
+            else:
+                cursor.execute(sql["active_tasks"], [workflow_id])
+                wf.tasks = TaskList([task_from_row(r) for r in cursor.fetchall()], _RowSource(workflow_id),
+                                    max_seq=highest)
+            _attach_sub_workflows(wf, cursor)
+            return wf
         cursor.execute(sql["lock"] if lock else sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])
         row = cursor.fetchone()
         if row is None:
             return None
         wf = _workflow_from_row(row)
-        if include_tasks and (lock or lazy):
-            cursor.execute(sql["active_tasks"], [workflow_id])
-            wf.tasks = TaskList([task_from_row(r) for r in cursor.fetchall()], _RowSource(workflow_id))
-            _attach_sub_workflows(wf, cursor)
-        elif include_tasks:
+        if include_tasks:
             cursor.execute(sql["tasks"], [workflow_id])
             wf.tasks = [task_from_row(r) for r in cursor.fetchall()]
             _attach_sub_workflows(wf, cursor)
@@ -502,7 +536,8 @@ def lock_workflow(workflow_id: str) -> WorkflowState | None:
     transaction already holds the write lock) and load it with the status of its running
     sub-workflows and its tasks as a ``state.TaskList``: the unsettled tasks are read now,
     the others when asked for (by reference, by id, or all of them when the list is
-    iterated), all within this transaction. Must run inside ``transaction.atomic()``.
+    iterated), all within this transaction; an execution of at most
+    ``TaskList.LOAD_ALL_UP_TO`` tasks (by its highest seq) is read whole at once. Must run inside ``transaction.atomic()``.
     Returns None if the workflow does not exist."""
     return _read(workflow_id, lock=True)
 
