@@ -442,12 +442,17 @@ def _merge(total: DeciderOutcome, part: DeciderOutcome) -> None:
     total.actions.extend(part.actions)
 
 
+# The random source of retry jitter (``backoffJitterMs``): one per process, seeded once
+# (a new ``random.Random()`` per decide read the OS's entropy on every task update).
+_JITTER = random.Random()
+
+
 def new_decider(wf: WorkflowState, now: int, *, domains: bool = True,
                 evaluated: dict[str, evaluation.Evaluated] | None = None,
                 redispatch_evaluations: bool = False, speculative: bool = False,
                 keep_earlier_deadline: bool = False) -> Decider:
     """A decider over ``wf`` at ``now`` (epoch ms) with the engine's inputs: random ids
-    (UUID v4) for new tasks, a fresh random source for retry jitter, the environment
+    (UUID v4) for new tasks, the process's random source for retry jitter, the environment
     (``${workflow.env.X}``: ``WorkflowEnvironment``), ``settings.CONDUCTOR``, registered
     TaskDefs and, with ``domains``, the active-worker choice among a ``taskToDomain`` list
     (operator actions schedule with the list's last domain, as before); ``evaluated``
@@ -456,7 +461,7 @@ def new_decider(wf: WorkflowState, now: int, *, domains: bool = True,
     state is thrown away (``Decider.speculative``); ``keep_earlier_deadline`` keeps a
     stored ``next_decide_at`` that is earlier and still ahead (a worker's task update:
     ``Decider.set_next_decide_at``)."""
-    return Decider(wf, now_ms=now, new_id=new_id, rng=random.Random(), task_def_lookup=task_def_lookup,
+    return Decider(wf, now_ms=now, new_id=new_id, rng=_JITTER, task_def_lookup=task_def_lookup,
                    domain_selector=active_domain if domains else None, env=WorkflowEnvironment(),
                    config=settings.CONDUCTOR, evaluated=evaluated, redispatch_evaluations=redispatch_evaluations,
                    speculative=speculative, keep_earlier_deadline=keep_earlier_deadline)

@@ -55,44 +55,45 @@ def _announce(tasks: list[TaskState]) -> None:
     transaction.on_commit(lambda: [notify.workflow_changed(wf_id) for wf_id in ids], robust=True)
 
 
+# The claim's statements, built once: the candidates (with what _CLAIM_RESTORED restores), and
+# on PostgreSQL the claim itself as a locking CTE, evaluated exactly once ("IN (SELECT ...
+# LIMIT n SKIP LOCKED)" may be re-run by the planner and claim more than n rows).
+_PICKED = ("SELECT task_id, " + ", ".join(_CLAIM_RESTORED) + " FROM engine_task_execution "
+           "WHERE queue_name = %s AND status = 'SCHEDULED' AND visible_at <= %s "
+           "ORDER BY workflow_priority DESC, visible_at LIMIT %s")
+_CLAIM_CTE = (
+    f"WITH picked AS ({_PICKED} FOR UPDATE SKIP LOCKED) "
+    "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
+    "start_time = CASE WHEN t.start_time = 0 THEN %s ELSE t.start_time END, "
+    "update_time = %s, worker_id = %s, poll_count = t.poll_count + 1, callback_after_seconds = 0 "
+    "FROM picked WHERE t.task_id = picked.task_id RETURNING "
+    + ", ".join(f"t.{c}" for c in TASK_FIELDS) + ", " + ", ".join(f"picked.{c}" for c in _CLAIM_RESTORED))
+
+
 def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = None) -> list[TaskState]:
     """Move up to ``count`` pollable tasks of ``queue_name`` to IN_PROGRESS for
     ``worker_id`` and return them (one statement, see module doc). Tasks over their
     TaskDef's ``concurrentExecLimit`` or rate limit go back to the queue unchanged and are
     postponed (``apps.engine.limits``), so a poll may return fewer tasks than it claimed."""
     now = now if now is not None else now_ms()
-    columns = ", ".join(f"t.{c}" for c in TASK_FIELDS)
-    old_columns = ", ".join(f"picked.{c}" for c in _CLAIM_RESTORED)
-    picked = ("SELECT task_id, " + ", ".join(_CLAIM_RESTORED) + " FROM engine_task_execution "
-              "WHERE queue_name = %s AND status = 'SCHEDULED' AND visible_at <= %s "
-              "ORDER BY workflow_priority DESC, visible_at LIMIT %s")
     nested = connection.in_atomic_block  # inside a caller's transaction (update-v2)
     # no savepoint inside a caller's transaction: a failed claim fails the caller anyway
     with transaction.atomic(savepoint=False):
         with sql_cursor() as cursor:
             if connection.vendor == "postgresql":
-                # A locking CTE is evaluated exactly once; "IN (SELECT ... LIMIT n SKIP LOCKED)"
-                # may be re-run by the planner and claim more than n rows.
-                sql = (
-                    f"WITH picked AS ({picked} FOR UPDATE SKIP LOCKED) "
-                    "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
-                    "start_time = CASE WHEN t.start_time = 0 THEN %s ELSE t.start_time END, "
-                    "update_time = %s, worker_id = %s, poll_count = t.poll_count + 1, callback_after_seconds = 0 "
-                    f"FROM picked WHERE t.task_id = picked.task_id RETURNING {columns}, {old_columns}"
-                )
                 # A claim lost in a database crash only means the task is handed out again
                 # (at-least-once delivery), so its commit need not wait for the WAL flush;
                 # not so inside a caller's transaction (a task update must be durable).
                 if not nested:
                     cursor.execute("SET LOCAL synchronous_commit = off")
-                cursor.execute(sql, [queue_name, now, count, now, now, worker_id])
+                cursor.execute(_CLAIM_CTE, [queue_name, now, count, now, now, worker_id])
                 rows = cursor.fetchall()
                 width = len(TASK_FIELDS)
                 tasks = [task_from_row(r[:width]) for r in rows]
                 before = {t.task_id: r[width:] for t, r in zip(tasks, rows)}
             else:
                 # the IMMEDIATE transaction admits one writer: read the candidates, then claim them
-                cursor.execute(picked, [queue_name, now, count])
+                cursor.execute(_PICKED, [queue_name, now, count])
                 found = cursor.fetchall()
                 if not found:
                     return []

@@ -46,3 +46,22 @@ def test_postgresql_binds_on_the_server_and_prepares_a_repeated_statement():
         django_cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
                               ["%$1::text || 'x'%"])
         assert django_cursor.fetchone()[0] == 1
+
+
+def test_sqlite_sends_the_driver_its_placeholders_and_djangos_recorder_still_sees_every_statement():
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's cursor")
+    import sqlite3
+
+    from django.test.utils import CaptureQueriesContext
+
+    with store.sql_cursor() as cursor:
+        assert isinstance(cursor._cursor, sqlite3.Cursor)  # the driver's, not Django's wrapper
+        cursor.execute("SELECT %s || '%%', 'x' LIKE 'x%%'", ["a"])
+        assert cursor.fetchone() == ("a%", 1)
+        cursor.execute("SELECT '%'")  # no parameters: sent as written, as Django does
+        assert cursor.fetchone() == ("%",)
+    with CaptureQueriesContext(connection) as captured, store.sql_cursor() as cursor:
+        cursor.execute("SELECT %s + 1", [41])
+        assert cursor.fetchone() == (42,)
+    assert [q["sql"] for q in captured.captured_queries] == ["SELECT 41 + 1"]
