@@ -232,10 +232,25 @@ def template_names(workflow_task: Any) -> set[str]:
     the only ones its inputData may be given. A ``${workflow.secrets.X}`` that reached the
     input from data (a workflow input, an upstream output, an HTTP response) names nothing
     the definition asked for and stays as written (Conductor resolves those too; here a
-    caller without the admin role could read any secret by planting one)."""
+    caller without the admin role could read any secret by planting one); an escaped
+    ``$${workflow.secrets.X}`` names nothing either."""
     if not isinstance(workflow_task, dict):
         return set()
-    return referenced_names(workflow_task.get("inputParameters"))
+    # ``$${workflow.secrets.X}`` is the escape of the literal text (a dynamic task made
+    # from data, e.g. an agent's tool call, writes a model's ``${`` so): it names nothing
+    return {name for name in referenced_names(workflow_task.get("inputParameters"))
+            if _written(workflow_task.get("inputParameters"), name)}
+
+
+def _written(value: Any, name: str) -> bool:
+    """Whether ``value`` holds ``${workflow.secrets.<name>`` not preceded by ``$``."""
+    if isinstance(value, str):
+        return re.search(r"(?<!\$)\$\{workflow\.secrets\." + re.escape(name) + r"[.}]", value) is not None
+    if isinstance(value, dict):
+        return any(_written(v, name) for v in value.values())
+    if isinstance(value, list):
+        return any(_written(v, name) for v in value)
+    return False
 
 
 def resolve(value: Any, *, allowed: set[str], missing_ok: bool = False) -> tuple[Any, dict[str, str]]:
