@@ -300,7 +300,8 @@ MCP_PREPARE_SCRIPT = (
 # each tool call of the model -> the task that runs it (Conductor's enrichToolsScript)
 ENRICH_SCRIPT = (
     "(function () {"
-    " var esc = function (v) { if (typeof v === 'string') { return v.split('${').join('$${'); }"
+    " var open = '$' + '{';"  # never written whole: the engine would read it as an expression
+    " var esc = function (v) { if (typeof v === 'string') { return v.split(open).join('$' + open); }"
     " if (Array.isArray(v)) { return v.map(esc); } if (v !== null && typeof v === 'object') { var o = {};"
     " for (var k in v) { o[k] = esc(v[k]); } return o; } return v; };"
     " var http = $.http || {}, mcp = $.mcp || {}, agents = $.agents || {}, rag = $.rag || {}, wmq = $.wmq || {};"

@@ -58,6 +58,7 @@ def enrich(wf: dict, tool_calls: list[dict], **extra) -> list[dict]:
     dispatch = next(t for t in loop_tasks(wf) if t["type"] == "SWITCH")
     task = dispatch["decisionCases"]["tools"][0]
     assert task["type"] == "INLINE" and task["taskReferenceName"].endswith("_enrich_tools")
+    assert "${" not in task["inputParameters"]["expression"]  # the engine would resolve it
     inputs = {**resolved({k: v for k, v in task["inputParameters"].items() if k != "expression"}),
               "toolCalls": tool_calls, "prompt": "the user's prompt", "sessionId": "", **extra}
     return evaluate("javascript", task["inputParameters"]["expression"], inputs)
@@ -123,6 +124,7 @@ def test_mcp_tools_are_discovered_in_the_run_before_the_loop():
     assert llm["inputParameters"]["tools"] == "${desk_mcp_prepare.output.result.tools}"
     found = [{"name": n, "description": n + "!", "inputSchema": {"type": "object"}}
              for n in ("get_weather", "echo", "broken", "lookup_stock", "lookup")]
+    assert "${" not in prepare["inputParameters"]["expression"]
     merged = evaluate("javascript", prepare["inputParameters"]["expression"],
                       {**resolved(prepare["inputParameters"]), "discovered_0": found})
     # tool_names of both mcp_tools; the agent's own lookup_stock keeps its name
