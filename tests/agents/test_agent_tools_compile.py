@@ -216,3 +216,29 @@ def test_an_agent_tools_agent_is_validated_with_its_path():
 def test_credential_placeholders_become_secret_references():
     assert agent_tools.secret_headers({"A": "Bearer ${KEY}", "B": "${workflow.secrets.X}", "C": 3}) == {
         "A": "Bearer ${workflow.secrets.KEY}", "B": "${workflow.secrets.X}", "C": "3"}
+
+
+# --- through the API (Django test client) ---------------------------------------------
+
+from tests.ai.conftest import api  # noqa: E402,F401 - fixtures
+from tests.auth.conftest import as_role, auth_on  # noqa: E402,F401 - fixtures
+
+
+def test_refused_tool_types_get_400_at_every_endpoint_and_nothing_is_registered(api):
+    cfg = config(Agent(name="e2e_painter", model=MODEL, tools=[
+        agent_defs.get_weather, image_tool(name="draw", description="Draw.", llm_provider="openai", model="m")]))
+    for path in ("/agent/compile", "/agent/deploy", "/agent/start"):
+        body = api.refused(api.post(path, {"agentConfig": cfg, "prompt": "hi"}), 400)
+        assert [e["path"] for e in body["validationErrors"]] == ["agentConfig.tools[1].toolType"], body
+    assert api.get("/metadata/workflow/e2e_painter").status_code == 404
+    assert api.get("/metadata/taskdefs/get_weather").status_code == 404
+
+
+def test_an_agent_whose_tool_names_a_secret_is_an_admins_to_start(as_role):
+    cfg = config(Agent(name="e2e_orders", model=MODEL, tools=[orders_tool()]))
+    operator = as_role("operator")
+    refused = operator.post("/agent/start", {"agentConfig": cfg, "prompt": "hi"})
+    assert refused.status_code == 400 and "only an admin may start it" in refused.json()["message"]
+    assert operator.post("/agent/compile", {"agentConfig": cfg}).status_code == 200
+    plain = config(Agent(name="e2e_stock", model=MODEL, tools=[stock_tool()]))
+    assert operator.post("/agent/start", {"agentConfig": plain, "prompt": "hi"}).status_code == 200
