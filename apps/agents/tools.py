@@ -38,12 +38,12 @@ does not have becomes an INLINE answering ``{error, is_error: true}`` (Conductor
 pull is ``optional`` (a failed call is an answer the model reads, as Conductor's).
 
 Rules the tasks keep: an MCP server's origin must be in ``CONDUCTOR_AI_ALLOWED_ORIGINS``
-(LIST_MCP_TOOLS and CALL_MCP_TOOL check it when they run); a header written
-``${NAME}`` (the SDK's credential placeholder) becomes ``${workflow.secrets.NAME}``, which
-an HTTP task resolves only for its call and masks in what it stores, and which the MCP
-tasks do not resolve. What the model writes never names a secret: the enrich script
+(LIST_MCP_TOOLS and CALL_MCP_TOOL check it when they run); a header written ``${NAME}``
+(the SDK's credential placeholder) becomes ``${workflow.secrets.NAME}``, which the HTTP and
+MCP tasks resolve only for their call (only in the header: the definition writes it there)
+and mask in what they store. What the model writes never names a secret: the enrich script
 escapes ``${`` in the model's arguments (``$${``), so they reach the task as the literal
-text and ``apps.metadata.secrets.template_names`` does not count them.
+text and ``apps.metadata.secrets`` neither counts nor resolves them.
 
 Media tools (``generate_image``, ``generate_audio``, ``generate_video``,
 ``generate_pdf``) and ``api`` (OpenAPI discovery, Conductor's LIST_API_TOOLS) are refused:

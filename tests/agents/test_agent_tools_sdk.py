@@ -28,6 +28,7 @@ from tests.support.http_stub import HttpStub, Reply
 pytestmark = pytest.mark.e2e
 API_KEY = "sk-agent-tools-" + secrets.token_hex(8)
 ORDERS_KEY = "orders-" + secrets.token_hex(8)
+MCP_TOKEN = "mcp-" + secrets.token_hex(8)
 WAIT_SECONDS = 60
 MODEL = agent_defs.MODEL
 EMBEDDER = {"vector_db": "pgvectordb", "index": "shop_notes", "embedding_model_provider": "openai",
@@ -98,7 +99,7 @@ def weather_tools() -> dict:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """The model, MCP (allowed and not allowed) and HTTP stubs, a server configured for
-    them, the secret ``ORDERS_KEY`` stored, and one AgentRuntime signed in as admin."""
+    them, the secrets ``ORDERS_KEY`` and ``MCP_TOKEN`` stored, and one AgentRuntime signed in as admin."""
     llm, mcp, outsider, shop = LLMStub(script), MCPStub(weather_tools()), MCPStub(weather_tools()), \
         HttpStub(orders_service)
     workdir = tmp_path_factory.mktemp("conductor-agent-tools")
@@ -109,9 +110,10 @@ def world(tmp_path_factory):
                        "CONDUCTOR_AI_TIMEOUT_SECONDS": "20", "CONDUCTOR_AI_ALLOWED_ORIGINS": mcp.origin})
     try:
         server.start()
-        r = httpx.put(f"{server.url}/secrets/ORDERS_KEY", content=ORDERS_KEY,
-                      headers={**server.auth_headers(), "Content-Type": "text/plain"}, timeout=10)
-        assert r.status_code == 200, r.text
+        for name, value in (("ORDERS_KEY", ORDERS_KEY), ("MCP_TOKEN", MCP_TOKEN)):
+            r = httpx.put(f"{server.url}/secrets/{name}", content=value,
+                          headers={**server.auth_headers(), "Content-Type": "text/plain"}, timeout=10)
+            assert r.status_code == 200, r.text
         with pytest.MonkeyPatch.context() as mp:
             for name, value in server.sdk_env().items():
                 mp.setenv(name, value)
@@ -143,18 +145,23 @@ def test_mcp_tools_are_discovered_in_the_run_and_called_by_the_server(world):
     server, runtime, stubs = world
     desk = Agent(name="e2e_mcp_desk", model=MODEL, instructions="MCPDESK: answer with the weather tools.",
                  tools=[mcp_tool(server_url=stubs["mcp"].origin + "/mcp", tool_names=["get_weather", "echo"],
-                                 headers={"X-Team": "blue"})])
+                                 headers={"X-Team": "blue", "Authorization": "Bearer ${MCP_TOKEN}"},
+                                 credentials=["MCP_TOKEN"])])
     result = runtime.run(desk, "Weather in Oslo?", timeout=WAIT_SECONDS)
     assert result.status == "COMPLETED", why(server, result)
     assert result.output["result"] == "MCP says 21C in Oslo"
     assert stubs["mcp"].calls == [("get_weather", {"city": "Oslo"})]
-    assert all(h.get("x-team") == "blue" for _p, h, _b in stubs["mcp"].requests)
+    # discovery and call both carry the headers, the credential as the stored secret
+    assert [(b.get("method"), h.get("x-team"), h.get("authorization")) for _p, h, b in stubs["mcp"].requests] == [
+        ("tools/list", "blue", f"Bearer {MCP_TOKEN}"), ("tools/call", "blue", f"Bearer {MCP_TOKEN}")]
     # the model saw the server's tools within tool_names, as the MCP server describes them
     first = next(c for c in stubs["llm"].chats() if _system(c["messages"]).startswith("MCPDESK"))
     assert [t["function"]["name"] for t in first["tools"]] == ["get_weather", "echo"]
     assert first["tools"][0]["function"]["parameters"] == {"type": "object", "properties": {"city": {"type": "string"}}}
-    types = [t["taskType"] for t in execution(server, result.execution_id)["tasks"]]
+    run = execution(server, result.execution_id)
+    types = [t["taskType"] for t in run["tasks"]]
     assert types.count("LIST_MCP_TOOLS") == 1 and types.count("CALL_MCP_TOOL") == 1
+    assert MCP_TOKEN not in json.dumps(run) and "Bearer ${workflow.secrets.MCP_TOKEN}" in json.dumps(run)
 
 
 def test_an_mcp_server_outside_the_allowed_origins_is_never_called(world):
