@@ -1,12 +1,12 @@
 """Server-side agent tools end to end through the Python SDK's agent runtime
 (``conductor.ai.agents``, conductor-python 2.0.0) against a real server (daphne +
 qcluster, API auth on, its own SQLite or PostgreSQL database): ``mcp_tool`` against a
-loopback MCP server, ``http_tool`` against a loopback HTTP service with a secret header,
-``agent_tool`` running a sub-agent whose ``@tool`` runs in the SDK's worker,
-``wait_for_message_tool`` answered by ``send_message``, and ``index_tool`` /
-``search_tool`` over the server's vector store. No worker serves a server-side tool: the
-server runs each as its system task. The model is a loopback OpenAI-compatible stub
-answering by the agent's instructions (``script``)."""
+loopback MCP server built with the official ``mcp`` package (``mcp_peer``), ``http_tool``
+against a loopback HTTP service with a secret header, ``agent_tool`` running a sub-agent
+whose ``@tool`` runs in the SDK's worker, ``wait_for_message_tool`` answered by
+``send_message``, and ``index_tool`` / ``search_tool`` over the server's vector store. No
+worker serves a server-side tool: the server runs each as its system task. The model is
+a loopback OpenAI-compatible stub answering by the agent's instructions (``script``)."""
 from __future__ import annotations
 
 import json
@@ -21,6 +21,7 @@ from conductor.ai.agents.tool import index_tool, search_tool
 
 from examples.agent_demo import text_result
 from tests.agents import agent_defs
+from tests.agents.mcp_peer import McpPeer
 from tests.ai.stubs import LLMStub, MCPStub
 from tests.e2e.conftest import ConductorServer, PostgresDatabase, _is_postgres
 from tests.support.http_stub import HttpStub, Reply
@@ -98,10 +99,10 @@ def weather_tools() -> dict:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """The model, MCP (allowed and not allowed) and HTTP stubs, a server configured for
+    """The model, an MCP server (the official ``mcp`` package's), an MCP stub outside
+    the allowed origins, the HTTP service, a server configured for
     them, the secrets ``ORDERS_KEY`` and ``MCP_TOKEN`` stored, and one AgentRuntime signed in as admin."""
-    llm, mcp, outsider, shop = LLMStub(script), MCPStub(weather_tools()), MCPStub(weather_tools()), \
-        HttpStub(orders_service)
+    llm, mcp, outsider, shop = LLMStub(script), McpPeer(), MCPStub(weather_tools()), HttpStub(orders_service)
     workdir = tmp_path_factory.mktemp("conductor-agent-tools")
     session_url = os.environ.get("DATABASE_URL", "")
     pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
@@ -151,13 +152,14 @@ def test_mcp_tools_are_discovered_in_the_run_and_called_by_the_server(world):
     assert result.status == "COMPLETED", why(server, result)
     assert result.output["result"] == "MCP says 21C in Oslo"
     assert stubs["mcp"].calls == [("get_weather", {"city": "Oslo"})]
-    # discovery and call both carry the headers, the credential as the stored secret
-    assert [(b.get("method"), h.get("x-team"), h.get("authorization")) for _p, h, b in stubs["mcp"].requests] == [
-        ("tools/list", "blue", f"Bearer {MCP_TOKEN}"), ("tools/call", "blue", f"Bearer {MCP_TOKEN}")]
+    # discovery and call (each a session of its own) carry the headers, the credential as the stored secret
+    assert len(stubs["mcp"].headers) >= 4
+    assert {(h.get("x-team"), h.get("authorization")) for h in stubs["mcp"].headers} == {("blue", f"Bearer {MCP_TOKEN}")}
     # the model saw the server's tools within tool_names, as the MCP server describes them
     first = next(c for c in stubs["llm"].chats() if _system(c["messages"]).startswith("MCPDESK"))
     assert [t["function"]["name"] for t in first["tools"]] == ["get_weather", "echo"]
-    assert first["tools"][0]["function"]["parameters"] == {"type": "object", "properties": {"city": {"type": "string"}}}
+    parameters = first["tools"][0]["function"]["parameters"]
+    assert parameters["properties"]["city"]["type"] == "string" and parameters["required"] == ["city"]
     run = execution(server, result.execution_id)
     types = [t["taskType"] for t in run["tasks"]]
     assert types.count("LIST_MCP_TOOLS") == 1 and types.count("CALL_MCP_TOOL") == 1
