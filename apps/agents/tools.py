@@ -213,12 +213,13 @@ class ServerTools:
         if not self.mcp:
             return specs or None
         servers: dict[str, dict] = {}
-        for tool in self.mcp:
+        for tool in self.mcp:  # one discovery a server; its tools: those any mcp_tool names, or all
             cfg = tool["config"]
-            entry = servers.setdefault(cfg["server_url"], {"mcpServer": cfg["server_url"], "toolNames": None,
+            entry = servers.setdefault(cfg["server_url"], {"mcpServer": cfg["server_url"], "toolNames": [],
                                                            "headers": secret_headers(cfg.get("headers"))})
-            if cfg.get("tool_names") is not None:
-                entry["toolNames"] = sorted(set(entry["toolNames"] or []) | set(cfg["tool_names"]))
+            names = cfg.get("tool_names")
+            entry["toolNames"] = None if names is None or entry["toolNames"] is None \
+                else sorted(set(entry["toolNames"]) | set(names))
         prepare = f"{self.r}_mcp_prepare"
         inputs = {"evaluatorType": "javascript", "expression": MCP_PREPARE_SCRIPT, "static": escape(specs),
                   "servers": escape(list(servers.values()))}

@@ -128,11 +128,17 @@ def test_mcp_tools_are_discovered_in_the_run_before_the_loop():
     merged = evaluate("javascript", prepare["inputParameters"]["expression"],
                       {**resolved(prepare["inputParameters"]), "discovered_0": found})
     # tool_names of both mcp_tools; the agent's own lookup_stock keeps its name
+    assert resolved(prepare["inputParameters"]["servers"])[0]["toolNames"] == ["echo", "get_weather", "lookup"]
     assert [(t["name"], t["type"]) for t in merged["tools"]] == [
         ("lookup_stock", "HTTP"), ("get_weather", "CALL_MCP_TOOL"), ("echo", "CALL_MCP_TOOL"),
         ("lookup", "CALL_MCP_TOOL")]
     assert merged["mcpConfig"]["echo"] == {"mcpServer": "http://127.0.0.1:9/mcp", "headers": {
         "X-Team": "blue", "Authorization": "Bearer ${workflow.secrets.MCP_TOKEN}"}}
+    one_without_names = config(Agent(name="desk", model=MODEL, tools=[
+        mcp_tool(server_url="http://127.0.0.1:9/mcp", tool_names=["echo"]),
+        mcp_tool(server_url="http://127.0.0.1:9/mcp", name="all_of_them")]))
+    prepared = by_ref(compile_agent(one_without_names).workflow_def["tasks"], "desk_mcp_prepare")
+    assert prepared["inputParameters"]["servers"][0]["toolNames"] is None  # every tool of the server
     (task,) = enrich(wf, [call("echo", text="hi")], mcp=merged["mcpConfig"])
     assert task["type"] == "CALL_MCP_TOOL" and task["inputParameters"] == {
         "mcpServer": "http://127.0.0.1:9/mcp", "method": "echo", "arguments": {"text": "hi"},
