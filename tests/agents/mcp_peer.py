@@ -6,24 +6,16 @@ for the agent tool tests. Tools: ``get_weather(city)`` -> ``{"city", "tempC": 21
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.asgi_server import AsgiServer
 
 
 class McpPeer:
     def __init__(self):
-        import uvicorn
         from mcp.server.mcpserver import MCPServer
 
-        self.port = _free_port()
-        self.origin = f"http://127.0.0.1:{self.port}"
+        self.asgi = AsgiServer()
+        self.origin = self.asgi.url
         self.calls: list[tuple[str, dict]] = []
         self.headers: list[dict[str, str]] = []
         server = MCPServer("weather-peer")
@@ -51,15 +43,7 @@ class McpPeer:
                 seen.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
             await app(scope, receive, send)
 
-        self.server = uvicorn.Server(uvicorn.Config(recorded, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert self.server.started, "the MCP peer did not start"
+        self.asgi.start(recorded, lifespan="on", name="the MCP peer")
 
     def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.asgi.close()

@@ -10,20 +10,19 @@ a loopback OpenAI-compatible stub answering by the agent's instructions (``scrip
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 
 import httpx
 import pytest
-from conductor.ai.agents import Agent, AgentRuntime, agent_tool, http_tool, mcp_tool, wait_for_message_tool
+from conductor.ai.agents import Agent, agent_tool, http_tool, mcp_tool, wait_for_message_tool
 from conductor.ai.agents.tool import index_tool, search_tool
 
 from examples.agent_demo import text_result
 from tests.agents import agent_defs
 from tests.agents.mcp_peer import McpPeer
+from tests.agents.sdk_server import agent_server
 from tests.ai.stubs import LLMStub, MCPStub
-from tests.e2e.conftest import ConductorServer, PostgresDatabase, _is_postgres
 from tests.support.http_stub import HttpStub, Reply
 
 pytestmark = pytest.mark.e2e
@@ -103,29 +102,21 @@ def world(tmp_path_factory):
     the allowed origins, the HTTP service, a server configured for
     them, the secrets ``ORDERS_KEY`` and ``MCP_TOKEN`` stored, and one AgentRuntime signed in as admin."""
     llm, mcp, outsider, shop = LLMStub(script), McpPeer(), MCPStub(weather_tools()), HttpStub(orders_service)
-    workdir = tmp_path_factory.mktemp("conductor-agent-tools")
-    session_url = os.environ.get("DATABASE_URL", "")
-    pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
-    server = ConductorServer(workdir, pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}")
-    server.env.update({"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": API_KEY,
-                       "CONDUCTOR_AI_TIMEOUT_SECONDS": "20", "CONDUCTOR_AI_ALLOWED_ORIGINS": mcp.origin})
-    try:
-        server.start()
+    env = {"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": API_KEY,
+           "CONDUCTOR_AI_TIMEOUT_SECONDS": "20", "CONDUCTOR_AI_ALLOWED_ORIGINS": mcp.origin}
+
+    def store_secrets(server):
         for name, value in (("ORDERS_KEY", ORDERS_KEY), ("MCP_TOKEN", MCP_TOKEN)):
             r = httpx.put(f"{server.url}/secrets/{name}", content=value,
                           headers={**server.auth_headers(), "Content-Type": "text/plain"}, timeout=10)
             assert r.status_code == 200, r.text
-        with pytest.MonkeyPatch.context() as mp:
-            for name, value in server.sdk_env().items():
-                mp.setenv(name, value)
-            with AgentRuntime() as runtime:
-                yield server, runtime, {"llm": llm, "mcp": mcp, "outsider": outsider, "shop": shop}
+
+    try:
+        with agent_server(tmp_path_factory.mktemp("conductor-agent-tools"), env, store_secrets) as (server, runtime):
+            yield server, runtime, {"llm": llm, "mcp": mcp, "outsider": outsider, "shop": shop}
     finally:
-        server.stop()
         for stub in (llm, mcp, outsider, shop):
             stub.close()
-        if pg is not None:
-            pg.drop()
 
 
 def execution(server, execution_id: str) -> dict:
