@@ -5,6 +5,8 @@ the enrich script run by the engine's own JavaScript evaluator, the MCP discover
 the loop, and the refusals (400 naming the field, nothing registered)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from conductor.ai.agents import Agent, agent_tool, http_tool, image_tool, mcp_tool, wait_for_message_tool
 from conductor.ai.agents.config_serializer import AgentConfigSerializer
@@ -248,3 +250,13 @@ def test_an_agent_whose_tool_names_a_secret_is_an_admins_to_start(as_role):
     assert operator.post("/agent/compile", {"agentConfig": cfg}).status_code == 200
     plain = config(Agent(name="e2e_stock", model=MODEL, tools=[stock_tool()]))
     assert operator.post("/agent/start", {"agentConfig": plain, "prompt": "hi"}).status_code == 200
+
+
+def test_an_agent_tool_within_an_agent_tool_gets_its_definition_as_compiled():
+    boss = Agent(name="boss", model=MODEL, tools=[agent_tool(agent_defs.weather_agent())])
+    top = Agent(name="top", model=MODEL, tools=[agent_tool(boss)])
+    wf = compile_agent(config(top)).workflow_def
+    kept = by_ref(wf["tasks"], "top_agent_tools")["inputParameters"]["_agent_tool_defs"]["t0"]
+    assert "${" not in json.dumps(kept).replace("$${", "")  # every expression escaped: nothing resolves here
+    expected = {**compile_agent(config(boss)).workflow_def, "metadata": {"agent_sdk": "conductor", "classifier": "agent"}}
+    assert resolved(kept) == expected  # what the SET_VARIABLE stores: the boss as compiled, its own escapes kept
