@@ -69,6 +69,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from apps.agents import tools as agent_tools
 from apps.core.errors import validation_failed
 
 MAX_TURNS_DEFAULT = 25
@@ -170,9 +171,10 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
             errors.add(f"{tpath}.name", f"tool {tname} is declared twice", tname)
         seen.add(tname)
         ttype = tool.get("toolType") or "worker"
-        if ttype not in TOOL_TYPES:
-            errors.add(f"{tpath}.toolType", f"toolType {ttype!r} is not supported by this server "
-                                            f"(supported: {', '.join(TOOL_TYPES)})", ttype)
+        if ttype in agent_tools.SERVER_TOOL_TYPES:  # http, mcp, agent_tool, ... (apps.agents.tools)
+            agent_tools.validate_tool(tool, tpath, errors, lambda sub, p: validate(sub, p, errors, model))
+        elif ttype not in TOOL_TYPES:
+            errors.add(f"{tpath}.toolType", agent_tools.refusal(ttype), ttype)
         schema = tool.get("inputSchema")
         if schema is not None and not isinstance(schema, dict):
             errors.add(f"{tpath}.inputSchema", "inputSchema must be a JSON Schema object", schema)
@@ -757,7 +759,8 @@ OUTPUT_SCRIPT = (
 
 
 def _tool_spec(tool: dict) -> dict:
-    return {"name": tool["name"], "type": TOOL_TYPES[tool.get("toolType") or "worker"],
+    ttype = tool.get("toolType") or "worker"
+    return {"name": tool["name"], "type": TOOL_TYPES.get(ttype) or agent_tools.task_type(ttype),
             "description": tool.get("description") or "",
             "inputSchema": tool.get("inputSchema") or {"type": "object", "properties": {}}}
 
@@ -772,7 +775,7 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
     provider, model = parse_model(config.get("model") or parent_model)
     loop_ref, llm_ref, route_ref = f"{r}_loop", f"{r}_llm", f"{r}_route"
     tools = config.get("tools") or []
-    specs = [_tool_spec(t) for t in tools]
+    specs = [_tool_spec(t) for t in tools if agent_tools.listed(t)]
     for t in tools:
         if (t.get("toolType") or "worker") == "worker":
             _task_def(t["name"], task_defs, t.get("timeoutSeconds"))
@@ -796,9 +799,12 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
         noop = f"{r}_transfer_{to_ref(peer)}"
         handoff_cases[tool_name] = [{"name": noop, "taskReferenceName": noop, "type": "NOOP"}]
 
+    server_tools = agent_tools.ServerTools(r, tools, lambda sub: _compile(sub, config.get("model") or parent_model,
+                                                                           task_defs))
     llm_input = {"llmProvider": provider, "model": model, "messages": f"${{{r}_context.output.result}}"}
-    if specs:
-        llm_input["tools"] = specs
+    llm_tools = server_tools.llm_tools(specs)
+    if llm_tools:
+        llm_input["tools"] = llm_tools
     for key in ("temperature", "maxTokens"):
         if config.get(key) is not None:
             llm_input[key] = config[key]
@@ -870,6 +876,9 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
              **handoff_cases},
          "defaultCase": []},
     ]
+    tool_case = server_tools.call_tasks(llm_ref)
+    if tool_case:  # server-side tools: each call made into its task first (apps.agents.tools)
+        loop_tasks[-1]["decisionCases"]["tools"] = tool_case
     loop_inputs = {"_stop_requested": "${workflow.variables._stop_requested}"}
     cond = [f"$.{loop_ref}['iteration'] < {int(config.get('maxTurns') or MAX_TURNS_DEFAULT)}",
             "$._stop_requested != true"]
@@ -897,6 +906,7 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
     tasks = [
         {"name": f"{r}_init_state", "taskReferenceName": f"{r}_init_state", "type": "SET_VARIABLE",
          "inputParameters": {"_stop_requested": False, "_signal_injection": "", "_fixed_output": None}},
+        *server_tools.pre_tasks,
         {"name": loop_ref, "taskReferenceName": loop_ref, "type": "DO_WHILE", "inputParameters": loop_inputs,
          "loopCondition": "if (" + " && ".join(cond) + ") { true; } else { false; }", "loopOver": loop_tasks},
         {"name": f"{r}_output", "taskReferenceName": f"{r}_output", "type": "INLINE", "inputParameters": {

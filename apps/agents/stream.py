@@ -12,7 +12,7 @@ Event kinds (the SDK's ``EventType``), each ``data`` ``{type, executionId, ...}`
 
 * ``thinking`` ``{content: taskReferenceName}``: an LLM turn was scheduled;
 * ``tool_call`` ``{toolName, args}`` + ``tool_result`` ``{toolName, result}``: a tool
-  task (worker or HUMAN) completed;
+  task (worker, HUMAN, or a server-side tool's task) completed;
 * ``waiting`` ``{pendingTool}``: a HUMAN task waits for ``/respond``;
 * ``handoff`` ``{target}``: a sub-agent was started (a handoff, a team's turn or branch);
 * ``guardrail_pass`` / ``guardrail_fail`` ``{guardrailName, content}``: an output
@@ -92,11 +92,15 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
             return [_event("message", execution_id, guardrailName=name,
                            content=f"guardrail {name} asked for another answer: {output.get('message')}")]
         return [_event("guardrail_fail", execution_id, guardrailName=name, content=output.get("message"))]
-    if "_stop_when" in ref or task.task_type not in TOOL_TYPES:
+    # a server-side tool's task (HTTP, CALL_MCP_TOOL, an agent_tool's SUB_WORKFLOW...,
+    # apps.agents.tools) carries the tool's name
+    tool_name = (task.input_data or {}).get("_agent_tool_name")
+    if "_stop_when" in ref or (task.task_type not in TOOL_TYPES and not isinstance(tool_name, str)):
         return []
-    args = {k: v for k, v in (task.input_data or {}).items() if k not in ("method", "_createdBy")}
-    return [_event("tool_call", execution_id, toolName=task.task_def_name, args=args),
-            _event("tool_result", execution_id, toolName=task.task_def_name, result=output)]
+    args = {k: v for k, v in (task.input_data or {}).items() if k not in ("method", "_createdBy", "_agent_tool_name")}
+    name = tool_name if isinstance(tool_name, str) else task.task_def_name
+    return [_event("tool_call", execution_id, toolName=name, args=args),
+            _event("tool_result", execution_id, toolName=name, result=output)]
 
 
 def _end_event(execution_id: str, wf, status: str, reason: str | None = None) -> dict:

@@ -756,8 +756,9 @@ def tasks_for_worker(tasks: list[TaskState]) -> list[TaskState]:
             out.append(task)
             continue
         try:
-            resolved, _values = secrets.resolve(
-                task.input_data, allowed=secrets.template_names(store.workflow_task_of(task)))
+            workflow_task = store.workflow_task_of(task)
+            resolved, _values = secrets.resolve(task.input_data, allowed=secrets.template_names(workflow_task),
+                                                template=workflow_task.get("inputParameters"))
         except (secrets.MissingSecret, secrets.SecretUnreadable) as exc:
             reason = str(exc)
         except Exception as exc:  # noqa: BLE001 - the rest of the batch is still handed out

@@ -226,19 +226,54 @@ class _Substitution:
             return [self.apply(v) for v in value]
         return value
 
+    def apply_where(self, value: Any, template: Any) -> Any:
+        """``apply`` on the strings of ``value`` whose place in ``template`` is a string
+        writing a reference (not the ``$${`` escape)."""
+        if isinstance(value, str):
+            return self.apply(value) if isinstance(template, str) and _UNESCAPED.search(template) else value
+        if isinstance(value, dict):
+            return {k: self.apply_where(v, template.get(k) if isinstance(template, dict) else None)
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.apply_where(v, template[i] if isinstance(template, list) and i < len(template) else None)
+                    for i, v in enumerate(value)]
+        return value
+
 
 def template_names(workflow_task: Any) -> set[str]:
     """The secret names a task's WorkflowTask (its definition's ``inputParameters``) writes:
     the only ones its inputData may be given. A ``${workflow.secrets.X}`` that reached the
     input from data (a workflow input, an upstream output, an HTTP response) names nothing
     the definition asked for and stays as written (Conductor resolves those too; here a
-    caller without the admin role could read any secret by planting one)."""
+    caller without the admin role could read any secret by planting one); an escaped
+    ``$${workflow.secrets.X}`` names nothing either."""
     if not isinstance(workflow_task, dict):
         return set()
-    return referenced_names(workflow_task.get("inputParameters"))
+    # ``$${workflow.secrets.X}`` is the escape of the literal text (a dynamic task made
+    # from data, e.g. an agent's tool call, writes a model's ``${`` so): it names nothing
+    return {name for name in referenced_names(workflow_task.get("inputParameters"))
+            if _written(workflow_task.get("inputParameters"), name)}
 
 
-def resolve(value: Any, *, allowed: set[str], missing_ok: bool = False) -> tuple[Any, dict[str, str]]:
+_UNESCAPED = re.compile(r"(?<!\$)\$\{workflow\.secrets\.")
+
+
+def _written(value: Any, name: str) -> bool:
+    """Whether ``value`` holds ``${workflow.secrets.<name>`` not preceded by ``$``."""
+    if isinstance(value, str):
+        return re.search(r"(?<!\$)\$\{workflow\.secrets\." + re.escape(name) + r"[.}]", value) is not None
+    if isinstance(value, dict):
+        return any(_written(v, name) for v in value.values())
+    if isinstance(value, list):
+        return any(_written(v, name) for v in value)
+    return False
+
+
+_ANY = object()
+
+
+def resolve(value: Any, *, allowed: set[str], missing_ok: bool = False,
+            template: Any = _ANY) -> tuple[Any, dict[str, str]]:
     """``(value with every ${workflow.secrets.NAME[.path]} of a name in ``allowed`` replaced,
     {reference: text put in})`` (``allowed``: ``template_names`` of the task's WorkflowTask;
     other references stay as written). A string that is one whole reference takes the
@@ -248,13 +283,19 @@ def resolve(value: Any, *, allowed: set[str], missing_ok: bool = False) -> tuple
     references is returned as it is, without a query. Raises MissingSecret for the first
     name with no stored secret, and SecretUnreadable when no key of
     ``CONDUCTOR_SECRETS_KEYS`` decrypts a stored value (``missing_ok``: either resolves to
-    null instead: what masking needs, since such a value was never given).""" 
+    null instead: what masking needs, since such a value was never given). ``template``
+    (the WorkflowTask's ``inputParameters``): only a string whose counterpart there (same
+    keys and indexes) writes a reference itself is resolved, so data that reached another
+    place of the input (a model's tool arguments beside a header the definition writes)
+    is never given a secret, even one the task may use."""
     if not allowed or not references(value):
         return value, {}
     names = referenced_names(value) & allowed
     if not names:
         return value, {}
     substitution = _Substitution(secret_values(names, readable_only=missing_ok), missing_ok, allowed)
+    if template is not _ANY:
+        return substitution.apply_where(value, template), substitution.used
     return substitution.apply(value), substitution.used
 
 

@@ -12,22 +12,14 @@ What it does with the user's text:
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
+
+from tests.support.asgi_server import AsgiServer
 
 SLOW_SECONDS = 2.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Peer:
     def __init__(self):
-        import uvicorn
         from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_artifact, new_text_message
         from a2a.server.agent_execution import AgentExecutor
         from a2a.server.request_handlers import DefaultRequestHandler
@@ -36,8 +28,8 @@ class Peer:
         from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
         from starlette.applications import Starlette
 
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.asgi = AsgiServer()
+        self.port, self.url = self.asgi.port, self.asgi.url
         self.sent: list[str] = []
         peer = self
 
@@ -73,15 +65,7 @@ class Peer:
         handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card)
         app = Starlette(routes=[*create_agent_card_routes(card),
                                 *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)])
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert self.server.started, "the A2A peer did not start"
+        self.asgi.start(app, name="the A2A peer")
 
     def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.asgi.close()

@@ -16,12 +16,12 @@ import time
 
 import httpx
 import pytest
-from conductor.ai.agents import AgentRuntime
 from conductor.ai.agents.testing import validate_strategy
 
 from tests.agents import agent_defs
+from tests.agents.sdk_server import agent_server
 from tests.ai.stubs import LLMStub
-from tests.e2e.conftest import REPO_ROOT, ConductorServer, PostgresDatabase, _is_postgres
+from tests.e2e.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 API_KEY = "sk-agents-" + secrets.token_hex(8)
@@ -33,24 +33,13 @@ def world(tmp_path_factory):
     """The LLM stub, a server configured for it, and one AgentRuntime signed in with the
     suite's admin key through the environment (as a user configures the SDK)."""
     llm = LLMStub(agent_defs.script)
-    workdir = tmp_path_factory.mktemp("conductor-agents-e2e")
-    session_url = os.environ.get("DATABASE_URL", "")
-    pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
-    server = ConductorServer(workdir, pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}")
-    server.env.update({"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": API_KEY,
-                       "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"})
+    env = {"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": API_KEY,
+           "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"}
     try:
-        server.start()
-        with pytest.MonkeyPatch.context() as mp:
-            for name, value in server.sdk_env().items():
-                mp.setenv(name, value)
-            with AgentRuntime() as runtime:
-                yield server, runtime, llm
+        with agent_server(tmp_path_factory.mktemp("conductor-agents-e2e"), env) as (server, runtime):
+            yield server, runtime, llm
     finally:
-        server.stop()
         llm.close()
-        if pg is not None:
-            pg.drop()
 
 
 def api_get(server, path: str) -> dict:

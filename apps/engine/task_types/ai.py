@@ -20,10 +20,12 @@ from apps.engine import params
 from apps.engine.state import TaskState
 from apps.engine.task_types import register
 from apps.engine.task_types.base import TaskType
+from apps.metadata import secrets
 
 AI_TASK_TYPES = ("LLM_CHAT_COMPLETE", "LLM_TEXT_COMPLETE", "LLM_GENERATE_EMBEDDINGS", "LLM_INDEX_TEXT",
                  "LLM_STORE_EMBEDDINGS", "LLM_SEARCH_INDEX", "LLM_SEARCH_EMBEDDINGS", "LLM_GET_EMBEDDINGS",
                  "LIST_MCP_TOOLS", "CALL_MCP_TOOL")
+MCP_TASK_TYPES = ("LIST_MCP_TOOLS", "CALL_MCP_TOOL")
 
 
 class AiTask(TaskType):
@@ -65,9 +67,21 @@ class AiTask(TaskType):
         return max(task.update_time, task.scheduled_time) + budget_ms + grace_ms
 
     def run_async(self, task: TaskState) -> dict:
+        """Run the task (``apps.ai.tasks.run``). An MCP task gets the
+        ``${workflow.secrets.NAME}`` its definition writes (a server's ``Authorization``
+        header, say) put in for the call only, as an HTTP task does, and the values masked
+        in what it stores; a missing secret fails it naming the secret."""
         from apps.ai.tasks import run
 
-        return run(self.type_name, task.input_data)
+        if self.type_name not in MCP_TASK_TYPES or not secrets.references(task.input_data):
+            return run(self.type_name, task.input_data)
+        try:
+            given_input, given = secrets.resolve(task.input_data, allowed=secrets.template_names(task.workflow_task),
+                                                 template=(task.workflow_task or {}).get("inputParameters"))
+        except (secrets.MissingSecret, secrets.SecretUnreadable) as exc:
+            return {"status": "FAILED", "reasonForIncompletion": str(exc), "outputData": {}}
+        result = run(self.type_name, given_input)
+        return secrets.mask_result(result, given) if given else result
 
 
 def _add_loop_history(d, task: TaskState) -> None:

@@ -74,7 +74,8 @@ class Http(TaskType):
         those values masked (``***``) before it is stored."""
         try:
             request_input, given = secrets.resolve(task.input_data,
-                                                   allowed=secrets.template_names(task.workflow_task))
+                                                   allowed=secrets.template_names(task.workflow_task),
+                                                   template=(task.workflow_task or {}).get("inputParameters"))
         except (secrets.MissingSecret, secrets.SecretUnreadable) as exc:
             return {"status": "FAILED", "reasonForIncompletion": str(exc)}
         result = self._call(task, request_input)
