@@ -69,11 +69,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from apps.agents import guardrails, options
 from apps.core.errors import validation_failed
 
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
-GUARDRAIL_TYPES = ("custom", "external", "regex")
+GUARDRAIL_TYPES = guardrails.GUARDRAIL_TYPES
 STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm")
 ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
@@ -176,41 +177,15 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         schema = tool.get("inputSchema")
         if schema is not None and not isinstance(schema, dict):
             errors.add(f"{tpath}.inputSchema", "inputSchema must be a JSON Schema object", schema)
-        if tool.get("guardrails"):
-            errors.add(f"{tpath}.guardrails", "tool guardrails are not supported by this server")
-    for i, g in enumerate(config.get("guardrails") or []):
-        gpath = f"{path}.guardrails[{i}]"
-        if not isinstance(g, dict):
-            errors.add(gpath, "a guardrail must be an object", g)
-            continue
-        gtype = g.get("guardrailType") or "custom"
-        if gtype not in GUARDRAIL_TYPES:
-            errors.add(f"{gpath}.guardrailType", f"guardrailType {gtype!r} is not supported by this server "
-                                                 f"(supported: custom, external, regex)", gtype)
-        task_name = g.get("taskName") or g.get("name")
-        if gtype == "regex":
-            patterns = g.get("patterns")
-            if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
-                errors.add(f"{gpath}.patterns", "a regex guardrail needs a list of patterns", patterns)
-            if (g.get("mode") or "block") not in ("block", "allow"):
-                errors.add(f"{gpath}.mode", "mode must be block or allow", g.get("mode"))
-        elif not isinstance(task_name, str) or not NAME.match(task_name):
-            errors.add(f"{gpath}.taskName", "a guardrail needs a worker task name", task_name)
-        if (g.get("position") or "output") != "output":
-            errors.add(f"{gpath}.position", "only output guardrails run on the server "
-                                            "(input guardrails run in the SDK)", g.get("position"))
-        if g.get("maxRetries") is not None and not _whole(g["maxRetries"]):
-            errors.add(f"{gpath}.maxRetries", "maxRetries must be an integer", g["maxRetries"])
-        if (g.get("onFail") or "retry") not in ("retry", "raise", "fix"):
-            errors.add(f"{gpath}.onFail", "onFail must be retry, raise or fix (human is not supported by "
-                                          "this server)", g.get("onFail"))
+    guardrails.validate(config, path, errors, model)
+    options.validate(config, path, errors)
     stop_when = config.get("stopWhen")
     if stop_when is not None and not (isinstance(stop_when, dict) and isinstance(stop_when.get("taskName"), str)):
         errors.add(f"{path}.stopWhen", "stopWhen must be {taskName}", stop_when)
     if config.get("termination") is not None:
         _validate_termination(config["termination"], f"{path}.termination", errors)
     for key in ("router", "allowedTransitions", "handoffs", "callbacks", "planner", "gate", "codeExecution",
-                "cliConfig", "memory", "outputType", "prefillTools", "requiredTools"):
+                "cliConfig", "outputType", "prefillTools", "requiredTools"):
         if config.get(key) and not (key == "router" and strategy == "router") \
                 and not (key == "allowedTransitions" and strategy in (*ROTATIONS, "swarm")):
             errors.add(f"{path}.{key}", f"{key} is not supported by this server"
@@ -259,9 +234,6 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
         if strategy == "router" and sub_name.lower() == "done":
             errors.add(f"{path}.agents[{i}].name", "DONE is the router's answer when the work is done: "
                                                    "rename the sub-agent", sub_name)
-    if strategy != "handoff" and config.get("guardrails"):
-        errors.add(f"{path}.guardrails", f"output guardrails on a {strategy} team are not supported by this "
-                                         "server: put them on its sub-agents")
     if strategy in ("sequential", "parallel", "router", "swarm"):
         for key in ("stopWhen", "termination"):
             if config.get(key) is not None:
@@ -353,6 +325,8 @@ def _workflow(config: dict, tasks: list, output: dict) -> dict:
 
 
 def _compile(config: dict, parent_model, task_defs: dict) -> dict:
+    if guardrails.wraps_team(config):
+        return guardrails.wrap_team(config, parent_model, task_defs)
     strategy = config.get("strategy")
     if strategy == "sequential":
         return _compile_sequential(config, parent_model, task_defs)
@@ -725,6 +699,7 @@ SYNTHESIS_PROMPT = (
 
 CONTEXT_SCRIPT = (
     "(function () { var m = []; if ($.instructions) { m.push({role: 'system', message: $.instructions}); }"
+    " if ($.memory) { for (var k = 0; k < $.memory.length; k++) { m.push($.memory[k]); } }"
     " if ($.signals) { m.push({role: 'system', message: '[SIGNALS]\\n' + $.signals + '\\n[/SIGNALS]'}); }"
     " var p = $.prompt; m.push({role: 'user', message: (typeof p === 'string') ? p : JSON.stringify(p)});"
     " return m; })();")
@@ -734,21 +709,6 @@ ROUTE_SCRIPT = (
     " for (var i = 0; i < c.length; i++) { var n = (c[i].inputParameters && c[i].inputParameters.method) || c[i].name;"
     " if (typeof n === 'string' && $.targets.indexOf(n) >= 0) { return n; } }"
     " return 'tools'; } return 'final'; })();")
-
-GUARDRAIL_ROUTE_SCRIPT = "(function () { return ($.passed === false) ? String($.on_fail || 'raise') : 'pass'; })();"
-
-REGEX_SCRIPT = (
-    "(function () { var c = $.content; var text = (c === null || c === undefined) ? '' :"
-    " (typeof c === 'string' ? c : JSON.stringify(c)); var hit = false;"
-    " for (var i = 0; i < $.patterns.length; i++) { if (new RegExp($.patterns[i]).test(text)) { hit = true; break; } }"
-    " var failed = ($.mode === 'allow') ? !hit : hit;"
-    " if (!failed) { return {passed: true, message: '', on_fail: 'pass', fixed_output: null,"
-    " guardrail_name: $.name, should_continue: false}; }"
-    " var onFail = $.onFail || 'raise'; if (onFail === 'retry' && ($.iteration || 0) >= $.maxRetries) { onFail = 'raise'; }"
-    " var msg = $.message || (($.mode === 'allow') ? 'Content did not match any allowed pattern.'"
-    " : 'Content matched a blocked pattern.');"
-    " return {passed: false, message: msg, on_fail: onFail, fixed_output: null, guardrail_name: $.name,"
-    " should_continue: onFail === 'retry'}; })();")
 
 OUTPUT_SCRIPT = (
     "(function () { var h = $.handoffs || {}; for (var k in h) { if (h[k] !== null && h[k] !== undefined) {"
@@ -803,49 +763,10 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
         if config.get(key) is not None:
             llm_input[key] = config[key]
 
-    guard_tasks, guard_refs, retry_refs = [], [], []
-    fixed = None
-    for i, g in enumerate(config.get("guardrails") or []):
-        task_name = g.get("taskName") or g.get("name") or f"{r}_regex_{i}"
-        gref = f"{r}_guardrail_{i}"
-        retry_ref = f"{r}_guardrail_{i}_retry"
-        retry_refs.append(retry_ref)
-        verdict_input = {"content": f"${{{llm_ref}.output.result}}", "iteration": f"${{{loop_ref}.output.iteration}}"}
-        if (g.get("guardrailType") or "custom") == "regex":
-            out = f"{gref}.output.result"  # an INLINE's answer is under result
-            guard_refs.append(f"{gref}['result']")
-            guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "INLINE", "inputParameters": {
-                "evaluatorType": "javascript", "expression": REGEX_SCRIPT, **verdict_input, "name": task_name,
-                "patterns": g["patterns"], "mode": g.get("mode") or "block", "message": g.get("message") or "",
-                "onFail": g.get("onFail") or "raise", "maxRetries": int(g.get("maxRetries") or 3)}})
-        else:
-            _task_def(task_name, task_defs)
-            out = f"{gref}.output"
-            guard_refs.append(gref)
-            guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "SIMPLE",
-                                "inputParameters": verdict_input})
-        guard_tasks.append({
-            "name": f"{r}_guardrail_{i}_route", "taskReferenceName": f"{r}_guardrail_{i}_route", "type": "SWITCH",
-            "evaluatorType": "javascript", "expression": GUARDRAIL_ROUTE_SCRIPT,
-            "inputParameters": {"passed": f"${{{out}.passed}}", "on_fail": f"${{{out}.on_fail}}"},
-            "decisionCases": {
-                "retry": [{"name": retry_ref, "taskReferenceName": retry_ref, "type": "INLINE", "inputParameters": {
-                    "evaluatorType": "javascript", "name": g.get("name") or task_name,
-                    "message": f"${{{out}.message}}",
-                    "expression": "(function () { return 'Your previous answer was rejected by the guardrail '"
-                                  " + $.name + ': ' + $.message + '. Answer again, following it.'; })();"}}],
-                "raise": [{"name": f"{r}_guardrail_{i}_fail", "taskReferenceName": f"{r}_guardrail_{i}_fail",
-                           "type": "TERMINATE", "inputParameters": {
-                               "terminationStatus": "FAILED",
-                               "terminationReason": f"Guardrail {g.get('name') or task_name} failed: "
-                                                    f"${{{out}.message}}"}}],
-                "fix": [{"name": f"{r}_guardrail_{i}_fix", "taskReferenceName": f"{r}_guardrail_{i}_fix",
-                         "type": "SET_VARIABLE", "inputParameters": {"_fixed_output": f"${{{out}.fixed_output}}"}}],
-            },
-            "defaultCase": []})
-        fixed = "${workflow.variables._fixed_output}"
-    if retry_refs:
-        llm_input["participants"] = {ref: "user" for ref in retry_refs}
+    guards = guardrails.compile_output(config, r, f"${{{llm_ref}.output.result}}",
+                                       f"${{{loop_ref}.output.iteration}}", config.get("model") or parent_model,
+                                       task_defs)
+    guard_tasks, fixed = guards.tasks, guards.fixed
 
     loop_tasks = [
         {"name": f"{r}_context", "taskReferenceName": f"{r}_context", "type": "INLINE", "inputParameters": {
@@ -870,13 +791,16 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
              **handoff_cases},
          "defaultCase": []},
     ]
+    retry_refs = guards.retry_refs + guardrails.gate_tools(config, r, llm_ref, loop_ref, config.get("model") or parent_model,
+                                                           loop_tasks[-1], task_defs)
+    if retry_refs:
+        llm_input["participants"] = {ref: "user" for ref in retry_refs}
     loop_inputs = {"_stop_requested": "${workflow.variables._stop_requested}"}
     cond = [f"$.{loop_ref}['iteration'] < {int(config.get('maxTurns') or MAX_TURNS_DEFAULT)}",
             "$._stop_requested != true"]
     # an answer cut at the token limit goes on in the next turn, as Conductor's AgentCompiler
     go_on = [f"$.{llm_ref}['finishReason'] == 'LENGTH'", f"$.{llm_ref}['finishReason'] == 'MAX_TOKENS'",
-             f"$.{route_ref}['result'] == 'tools'"] + [f"$.{g}['on_fail'] == 'retry' && $.{g}['passed'] === false"
-                                                       for g in guard_refs]
+             f"$.{route_ref}['result'] == 'tools'"] + guards.go_on()
     cond.append("(" + " || ".join(go_on) + ")")
     if config.get("stopWhen"):
         sw = config["stopWhen"]["taskName"]
@@ -911,6 +835,7 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
             "route": f"${{{route_ref}.output.result}}", "toolCalls": f"${{{llm_ref}.output.toolCalls}}"}})
         output.update({key: f"${{{check}.output.result.{key}}}" for key in ("is_transfer", "transfer_to",
                                                                           "transfer_message")})
+    options.extend_loop(config, r, tasks)
     return _workflow(config, tasks, output)
 
 

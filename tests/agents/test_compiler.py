@@ -243,7 +243,7 @@ def test_swarm_agents_pass_the_conversation_with_transfer_tools():
     (team("router", router={"name": "r", "model": "no-provider"}), "agentConfig.router.model"),
     ({**team("router", router={"taskName": "f"}), "model": None}, "agentConfig.model"),
     (team("parallel", router={"taskName": "f"}), "agentConfig.router"),
-    (team("parallel", guardrails=[{"name": "g"}]), "agentConfig.guardrails"),
+    (team("parallel", guardrails=[{"name": "g", "guardrailType": "moderation"}]), "agentConfig.guardrails[0].guardrailType"),
     (team("router", termination={"type": "text_mention", "text": "x"}), "agentConfig.termination"),
     (team("round_robin", allowedTransitions={"x": ["nobody"]}), "agentConfig.allowedTransitions.x"),
     (team("handoff", allowedTransitions={"x": ["y"]}), "agentConfig.allowedTransitions"),
@@ -255,13 +255,13 @@ def test_team_refusals_name_the_field(config, field):
 
 
 @pytest.mark.parametrize("config,field", [
-    (agent(guardrails=[{"name": "g", "guardrailType": "llm", "policy": "x"}]), "agentConfig.guardrails[0].guardrailType"),
+    (agent(guardrails=[{"name": "g", "guardrailType": "llm", "policy": "x"}]), "agentConfig.guardrails[0].model"),
     (agent(guardrails=[{"name": "g", "guardrailType": "regex", "patterns": []}]), "agentConfig.guardrails[0].patterns"),
-    (agent(guardrails=[{"name": "g", "onFail": "human"}]), "agentConfig.guardrails[0].onFail"),
-    (agent(guardrails=[{"name": "g", "position": "input"}]), "agentConfig.guardrails[0].position"),
+    (agent(guardrails=[{"name": "g", "onFail": "ask"}]), "agentConfig.guardrails[0].onFail"),
+    (agent(guardrails=[{"name": "g", "position": "before"}]), "agentConfig.guardrails[0].position"),
     (agent(router={"taskName": "r"}), "agentConfig.router"),
-    (agent(strategy="router", agents=[agent("x")], router={"taskName": "r"}, guardrails=[{"name": "g"}]),
-     "agentConfig.guardrails"),
+    (agent(strategy="router", agents=[agent("x")], router={"taskName": "r"}, guardrails=[{"name": "g", "onFail": "ask"}]),
+     "agentConfig.guardrails[0].onFail"),
     (agent(instructions={"type": "prompt_template", "name": "p"}), "agentConfig.instructions"),
     (agent(termination={"type": "never"}), "agentConfig.termination.type"),
     (agent(termination={"type": "or", "conditions": [{"type": "max_message", "maxMessages": "ten"}]}),

@@ -1,0 +1,141 @@
+"""Guardrails and memory of ``conductor.ai.agents`` agents end to end through the Python
+SDK's AgentRuntime (conductor-python 2.0.0) against a real server (daphne + qcluster, API
+auth on, SQLite or the session's PostgreSQL), its ``openai`` provider a loopback stub
+answering from ``guard_defs.script``: an LLM judge that asks for a retry, a tool guardrail
+that stops a call before the tool runs, a team's output guardrail, a human review answered
+through ``/respond`` (edit, free text, rejection), and conversation memory."""
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+from conductor.ai.agents import AgentRuntime
+
+from tests.agents import guard_defs
+from tests.agents.test_agents_sdk import WAIT_SECONDS, api_get, chats_of
+from tests.ai.stubs import LLMStub
+from tests.e2e.conftest import ConductorServer, PostgresDatabase, _is_postgres
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The LLM stub, a server configured for it, and an AgentRuntime signed in through
+    the environment (as tests/agents/test_agents_sdk.py's)."""
+    import os
+
+    llm = LLMStub(guard_defs.script)
+    workdir = tmp_path_factory.mktemp("conductor-guardrails-e2e")
+    session_url = os.environ.get("DATABASE_URL", "")
+    pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
+    server = ConductorServer(workdir, pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}")
+    server.env.update({"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": "sk-guard",
+                       "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"})
+    try:
+        server.start()
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in server.sdk_env().items():
+                mp.setenv(name, value)
+            with AgentRuntime() as runtime:
+                yield server, runtime, llm
+    finally:
+        server.stop()
+        llm.close()
+        if pg is not None:
+            pg.drop()
+
+
+def tasks_of(server, execution_id: str) -> list[dict]:
+    return api_get(server, f"/agent/execution/{execution_id}")["tasks"]
+
+
+def test_an_llm_judge_rejects_and_the_retry_passes(world):
+    server, runtime, llm = world
+    result = runtime.run(guard_defs.advisor_agent(), "How do I get rich?", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "save a little every month"
+    # the judge read each answer under Conductor's judge prompt, in a workflow of its own
+    judged = [c["messages"][-1]["content"] for c in chats_of(llm, "You are a content safety evaluator")]
+    assert judged[-2:] == ["buy crypto now", "save a little every month"]
+    assert "POLICY: No investment advice about crypto." in chats_of(llm, "You are a")[-1]["messages"][0]["content"]
+    tasks = tasks_of(server, result.execution_id)
+    verdicts = [t["outputData"]["result"] for t in tasks if t["referenceTaskName"].startswith("g2e_advisor_guardrail_0__")]
+    assert [(v["passed"], v["message"]) for v in verdicts] == [(False, "no crypto advice"), (True, "")]
+    judges = [t for t in tasks if t["taskType"] == "SUB_WORKFLOW"]
+    assert len(judges) == 2 and all(t["status"] == "COMPLETED" for t in judges)
+    # the model saw the judge's reason as a user message, not the judge's own turns
+    second = chats_of(llm, "ADVISOR")[-1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert "no crypto advice" in second[-1]["content"]
+
+
+def test_a_tool_guardrail_stops_the_call_before_the_tool_runs(world):
+    server, runtime, llm = world
+    result = runtime.run(guard_defs.shell_agent(), "Clean up the disk", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "done: ran ls"
+    tasks = tasks_of(server, result.execution_id)
+    # only the allowed call ran in the SDK's tool worker; the guardrail ran in its own worker
+    assert [t["outputData"] for t in tasks if t["taskType"] == "run_command"] == [{"result": "ran ls"}]
+    verdicts = [t["outputData"] for t in tasks if t["taskType"] == "no_destruction"]
+    assert [v["passed"] for v in verdicts] == [False, True]
+    assert "destructive commands are not allowed" in chats_of(llm, "SHELL")[-2]["messages"][-1]["content"]
+
+
+def test_a_team_output_guardrail_runs_the_team_again_with_its_message(world):
+    server, runtime, llm = world
+    result = runtime.run(guard_defs.scribe_team(), "Write the release notes", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "final draft"
+    tasks = tasks_of(server, result.execution_id)
+    teams = [t for t in tasks if t["taskType"] == "SUB_WORKFLOW"]
+    assert [t["status"] for t in teams] == ["COMPLETED", "COMPLETED"]
+    retried = chats_of(llm, "SCRIBE")[-1]["messages"][-1]["content"]
+    assert retried.startswith("Write the release notes\n\n") and "no numbered drafts" in retried
+
+
+def wait_for_review(handle):
+    deadline = time.monotonic() + WAIT_SECONDS
+    status = handle.get_status()
+    while not status.is_waiting and time.monotonic() < deadline:
+        time.sleep(0.3)
+        status = handle.get_status()
+    assert status.is_waiting, status
+    return status
+
+
+@pytest.mark.parametrize("answer, status, output", [
+    ({"approved": False, "edited_output": "there are some roses"}, "COMPLETED", "there are some roses"),
+    ({"message": "looks good to me"}, "COMPLETED", "there are 3 roses"),
+    ({"approved": False, "reason": "numbers are not allowed"}, "FAILED", None),
+], ids=["edit", "free-text-approval", "reject"])
+def test_a_human_reviews_a_failed_guardrail_through_respond(world, answer, status, output):
+    server, runtime, llm = world
+    handle = runtime.start(guard_defs.counter_agent(), "How many roses?")
+    waiting = wait_for_review(handle)
+    assert waiting.pending_tool["tool_name"] == "g2e_counter_guardrail_0_human"
+    assert waiting.pending_tool["parameters"]["guardrail_message"] == "the answer must not contain digits"
+    assert waiting.pending_tool["parameters"]["llm_output"] == "there are 3 roses"
+    handle.respond(answer)
+    result = handle.join(timeout=WAIT_SECONDS)
+    assert result.status == status, result.error
+    if output is not None:
+        assert result.output["result"] == output
+    else:
+        assert "numbers are not allowed" in (api_get(server, f"/agent/{handle.execution_id}/status")
+                                             ["reasonForIncompletion"] or "")
+    r = httpx.post(f"{server.url}/agent/{handle.execution_id}/respond", json={"approved": True},
+                   headers=server.auth_headers(), timeout=10)
+    assert r.status_code == 409
+
+
+def test_memory_is_given_to_the_model_before_the_prompt(world):
+    server, runtime, llm = world
+    result = runtime.run(guard_defs.recall_agent(), "What is my name?", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "remembered: user: My name is Ada. | assistant: Nice to meet you, Ada."
+    messages = chats_of(llm, "RECALL")[-1]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[-1]["content"] == "What is my name?"
