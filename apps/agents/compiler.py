@@ -184,8 +184,7 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         errors.add(f"{path}.stopWhen", "stopWhen must be {taskName}", stop_when)
     if config.get("termination") is not None:
         _validate_termination(config["termination"], f"{path}.termination", errors)
-    for key in ("router", "allowedTransitions", "handoffs", "callbacks", "planner", "gate", "codeExecution",
-                "cliConfig", "outputType", "prefillTools", "requiredTools"):
+    for key in ("router", "allowedTransitions", "handoffs", "planner", "codeExecution", "cliConfig"):
         if config.get(key) and not (key == "router" and strategy == "router") \
                 and not (key == "allowedTransitions" and strategy in (*ROTATIONS, "swarm")):
             errors.add(f"{path}.{key}", f"{key} is not supported by this server"
@@ -329,7 +328,7 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
         return guardrails.wrap_team(config, parent_model, task_defs)
     strategy = config.get("strategy")
     if strategy == "sequential":
-        return _compile_sequential(config, parent_model, task_defs)
+        return options.gate_pipeline(config, _compile_sequential(config, parent_model, task_defs), task_defs)
     if strategy == "parallel":
         return _compile_parallel(config, parent_model, task_defs)
     if strategy == "router":
@@ -835,7 +834,7 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
             "route": f"${{{route_ref}.output.result}}", "toolCalls": f"${{{llm_ref}.output.toolCalls}}"}})
         output.update({key: f"${{{check}.output.result.{key}}}" for key in ("is_transfer", "transfer_to",
                                                                           "transfer_message")})
-    options.extend_loop(config, r, tasks)
+    options.extend_loop(config, r, tasks, task_defs)
     return _workflow(config, tasks, output)
 
 

@@ -12,14 +12,23 @@ message, as ``agent_defs``). A module of its own: the SDK's worker processes imp
 * COUNTER: "there are 3 roses" (a human reviews it); the REVIEW READER (Conductor's
   normalizer prompt) reads "looks good" as an approval;
 * RECALL: answers with the memory it was given (the messages between its instructions
-  and the prompt).
+  and the prompt);
+* REPORTER: structured output: a JSON weather report;
+* AUDITOR: answers at once ("all fine") until told it MUST call a tool, then calls
+  ``file_report`` with the pre-loaded balance it was given, then reports;
+* CHECKER: "STOP: nothing to do" (its gate ends the pipeline); WRITER: never reached.
 """
 from __future__ import annotations
 
 import json
 
+import re
+
 from conductor.ai.agents import Agent, Guardrail, GuardrailResult, LLMGuardrail, RegexGuardrail, guardrail, tool
+from conductor.ai.agents.callback import CallbackHandler
+from conductor.ai.agents.gate import TextGate
 from conductor.ai.agents.memory import ConversationMemory
+from pydantic import BaseModel
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -75,6 +84,47 @@ def recall_agent() -> Agent:
     return Agent(name="g2e_recall", model=MODEL, instructions="RECALL: use what you remember.", memory=memory)
 
 
+class WeatherReport(BaseModel):
+    city: str
+    temperature: float
+
+
+def reporter_agent() -> Agent:
+    return Agent(name="g2e_reporter", model=MODEL, instructions="REPORTER: report the weather.",
+                 output_type=WeatherReport)
+
+
+@tool
+def get_balance(account: str) -> str:
+    """The balance of an account."""
+    return f"{account}: 120 EUR"
+
+
+@tool
+def file_report(summary: str) -> str:
+    """File the audit report."""
+    return f"filed: {summary}"
+
+
+class Quiet(CallbackHandler):
+    """Runs around each model call (in the SDK's callback worker); changes nothing."""
+
+    def on_model_start(self, **kwargs):
+        return None
+
+
+def auditor_agent() -> Agent:
+    return Agent(name="g2e_auditor", model=MODEL, instructions="AUDITOR: audit the account.",
+                 tools=[get_balance, file_report], prefill_tools=[get_balance.call(account="A1")],
+                 required_tools=["file_report"], callbacks=[Quiet()])
+
+
+def pipeline_agent() -> Agent:
+    checker = Agent(name="g2e_checker", model=MODEL, instructions="CHECKER: decide.", gate=TextGate("STOP"))
+    writer = Agent(name="g2e_writer", model=MODEL, instructions="WRITER: write.")
+    return checker >> writer
+
+
 def _system(messages: list) -> str:
     return next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
 
@@ -107,4 +157,18 @@ def script(request: dict) -> dict:
         return {"text": "there are 3 roses"}
     if system.startswith("RECALL"):
         return {"text": "remembered: " + " | ".join(f"{m['role']}: {m.get('content')}" for m in messages[1:-1])}
+    if system.startswith("REPORTER"):
+        return {"text": json.dumps({"city": "Paris", "temperature": 18.5})}
+    if system.startswith("AUDITOR"):
+        results = [m for m in messages if m.get("role") == "tool"]
+        if results:
+            return {"text": "report " + json.loads(results[-1]["content"]).get("result", "")}
+        if any("You MUST call these tools" in str(m.get("content")) for m in messages):
+            balance = re.search(r"A1: \d+ EUR", "".join(str(m.get("content")) for m in messages))
+            return {"tool_calls": [{"name": "file_report", "arguments": {"summary": balance.group(0) if balance else "?"}}]}
+        return {"text": "all fine"}
+    if system.startswith("CHECKER"):
+        return {"text": "STOP: nothing to do"}
+    if system.startswith("WRITER"):
+        return {"text": "written"}
     return {"text": "ok"}

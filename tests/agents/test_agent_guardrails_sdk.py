@@ -139,3 +139,46 @@ def test_memory_is_given_to_the_model_before_the_prompt(world):
     messages = chats_of(llm, "RECALL")[-1]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[-1]["content"] == "What is my name?"
+
+
+def test_structured_output_asks_the_model_for_json_of_the_schema(world):
+    server, runtime, llm = world
+    result = runtime.run(guard_defs.reporter_agent(), "Weather in Paris?", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == {"city": "Paris", "temperature": 18.5}
+    chat = chats_of(llm, "REPORTER")[-1]
+    assert chat["messages"][0]["content"].endswith(
+        "Respond with a JSON object matching this schema: {'city': str, 'temperature': float}. "
+        "Output only valid JSON, no other text.")
+    assert chat.get("response_format", {}).get("type") == "json_object"
+
+
+def test_prefill_required_tools_and_callbacks(world):
+    server, runtime, llm = world
+    result = runtime.run(guard_defs.auditor_agent(), "Audit A1", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "report filed: A1: 120 EUR"
+    tasks = tasks_of(server, result.execution_id)
+    # the prefill ran once before the loop, in the SDK's worker, and was never a tool call
+    assert [t["outputData"] for t in tasks if t["taskType"] == "get_balance"] == [{"result": "A1: 120 EUR"}]
+    first = chats_of(llm, "AUDITOR")[-3]["messages"]
+    assert [m["role"] for m in first] == ["system", "system", "user"]
+    assert first[1]["content"].startswith("# Pre-loaded context") and "## get_balance(account=A1)" in first[1]["content"]
+    # the answer without file_report was not final: the model was told to call it
+    second = chats_of(llm, "AUDITOR")[-2]["messages"]
+    assert second[-1] == {"role": "user", "content": "You MUST call these tools before completing: file_report"}
+    assert [t["status"] for t in tasks if t["taskType"] == "file_report"] == ["COMPLETED"]
+    # the before_model callback ran in the SDK's worker around each of the 3 model calls
+    callbacks = [t for t in tasks if t["taskType"] == "g2e_auditor_before_model"]
+    assert len(callbacks) == 3 and all(t["status"] == "COMPLETED" for t in callbacks)
+
+
+def test_a_gate_ends_a_sequential_pipeline(world):
+    server, runtime, llm = world
+    writes = len(chats_of(llm, "WRITER"))
+    result = runtime.run(guard_defs.pipeline_agent(), "Anything to do?", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "STOP: nothing to do"
+    assert len(chats_of(llm, "WRITER")) == writes
+    steps = [t for t in tasks_of(server, result.execution_id) if t["taskType"] == "SUB_WORKFLOW"]
+    assert len(steps) == 1
