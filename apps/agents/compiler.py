@@ -16,9 +16,9 @@ the shape of Conductor's ``AgentCompiler`` (``agentspan/.../compiler/``):
   - ``tools``: the model's tool calls as a FORK_JOIN_DYNAMIC (``{ref}_tools``) + JOIN:
     a ``worker`` tool is a SIMPLE task named after the tool (the SDK's ``@tool`` worker
     polls it), a ``human`` tool (``human_tool``) a HUMAN task answered by ``/respond``;
-  - ``final``: each output guardrail (a SIMPLE task named after the guardrail, the SDK's
-    ``@guardrail`` worker, input ``{content, iteration}``; a ``RegexGuardrail`` is an
-    INLINE script with the same answer) and its routing SWITCH:
+  - ``final``: each output guardrail (``apps.agents.guardrails``: a SIMPLE task named
+    after the guardrail, the SDK's ``@guardrail`` worker, input ``{content, iteration}``;
+    a ``RegexGuardrail`` an INLINE script; an ``LLMGuardrail`` a judge) and its routing SWITCH:
     ``retry`` feeds the guardrail's message back to the model as a user message (the LLM
     task's ``participants``) and loops again, ``raise`` fails the workflow (TERMINATE),
     ``fix`` replaces the answer with the guardrail's ``fixed_output``;
@@ -55,10 +55,12 @@ shows each one started as a ``handoff``:
   nobody; then a synthesis (``_compile_swarm``).
 
 A team's own tools are ignored (as Conductor's compiler does; a swarm's own agent uses
-them); its output guardrails, and ``stopWhen``/``termination`` outside a rotation, are
-refused. Strategies ``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions,
-other tool types and guardrail types are refused with a 400 naming the field, never
-compiled half.
+them); ``stopWhen``/``termination`` outside a rotation are refused. Strategies
+``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions, other tool types,
+``codeExecution`` and ``cliConfig`` are refused with a 400 naming the field, never
+compiled half. Guardrails (every type, tool guardrails, a team's, ``onFail: human``) are
+compiled by ``apps.agents.guardrails``; ``memory``, ``outputType``, ``requiredTools``,
+``prefillTools``, ``callbacks`` and a sequential team's ``gate`` by ``apps.agents.options``.
 
 The model is ``provider/model``: the provider is a configured LLM provider
 (``CONDUCTOR_AI_<NAME>_BASE_URL``, docs/ai.md).
@@ -66,10 +68,12 @@ The model is ``provider/model``: the provider is a configured LLM provider
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
 from apps.agents import guardrails, options
+from apps.agents.base import NAME, TASK_DEF_DEFAULTS, parse_model, to_ref
+from apps.agents.base import task_def as _task_def
+from apps.agents.base import whole as _whole
 from apps.core.errors import validation_failed
 
 MAX_TURNS_DEFAULT = 25
@@ -78,11 +82,7 @@ GUARDRAIL_TYPES = guardrails.GUARDRAIL_TYPES
 STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm")
 ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
-NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 WORKFLOW_INPUTS = ["prompt", "media", "session_id", "context"]
-TASK_DEF_DEFAULTS = {"retryCount": 2, "retryLogic": "FIXED", "retryDelaySeconds": 2, "timeoutSeconds": 0,
-                     "responseTimeoutSeconds": 3600, "timeoutPolicy": "TIME_OUT_WF",
-                     "ownerEmail": "agents@conductor-web.local"}
 
 
 @dataclass
@@ -105,20 +105,6 @@ class _Errors:
         if value is not None:
             item["invalidValue"] = value if isinstance(value, (str, int, float, bool)) else json.dumps(value)[:200]
         self.items.append(item)
-
-
-def to_ref(name: str) -> str:
-    """A task reference made from an agent name (Conductor's toRef: non-word characters
-    become ``_``)."""
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-
-def parse_model(model) -> tuple[str, str] | None:
-    """``"provider/model"`` -> ``(provider, model)``; None when not of that form."""
-    if not isinstance(model, str) or "/" not in model:
-        return None
-    provider, _, name = model.partition("/")
-    return (provider, name) if provider and name else None
 
 
 def validate(config, path: str = "agentConfig", errors: _Errors | None = None, parent_model=None) -> list[dict]:
@@ -213,8 +199,8 @@ def _needs_model(config: dict, strategy) -> bool:
 def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agents: list, model) -> None:
     """The multi-agent part of an AgentConfig: at least one sub-agent, unique names (and
     task references), ``DONE`` reserved by a router, a swarm's sub-agents single agents,
-    the router itself, the allowed transitions of a rotation or swarm; output guardrails are refused on a team (Conductor wraps
-    the team's workflow in them; this server does not)."""
+    the router itself, the allowed transitions of a rotation or swarm (a team's output
+    guardrails wrap it: ``apps.agents.guardrails.wrap_team``)."""
     if not agents:
         errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
     seen: dict[str, str] = {}
@@ -277,11 +263,6 @@ def _refuse_token_usage(t: dict, path: str, errors: _Errors) -> None:
             _refuse_token_usage(c, f"{path}.conditions[{i}]", errors)
 
 
-def _whole(value) -> bool:
-    """An integer (not a boolean), as the compiled scripts write it."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _validate_termination(t, path: str, errors: _Errors) -> None:
     if not isinstance(t, dict) or t.get("type") not in TERMINATION_TYPES:
         errors.add(f"{path}.type", f"termination type must be one of {', '.join(TERMINATION_TYPES)}",
@@ -308,13 +289,6 @@ def compile_agent(config: dict) -> Compiled:
     return Compiled(wf, [task_defs[n] for n in workers], workers)
 
 
-def _task_def(name: str, task_defs: dict, timeout=None) -> None:
-    d = {"name": name, **TASK_DEF_DEFAULTS}
-    if isinstance(timeout, int) and timeout > 0:
-        d["responseTimeoutSeconds"] = timeout
-    task_defs.setdefault(name, d)
-
-
 def _workflow(config: dict, tasks: list, output: dict) -> dict:
     return {"name": config["name"], "version": 1, "schemaVersion": 2,
             "description": (config.get("description") or f"Agent {config['name']} (compiled agent)")[:500],
@@ -325,7 +299,7 @@ def _workflow(config: dict, tasks: list, output: dict) -> dict:
 
 def _compile(config: dict, parent_model, task_defs: dict) -> dict:
     if guardrails.wraps_team(config):
-        return guardrails.wrap_team(config, parent_model, task_defs)
+        return _compile_guarded_team(config, parent_model, task_defs)
     strategy = config.get("strategy")
     if strategy == "sequential":
         return options.gate_pipeline(config, _compile_sequential(config, parent_model, task_defs), task_defs)
@@ -338,6 +312,18 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
     if strategy == "swarm":
         return _compile_swarm(config, parent_model, task_defs)
     return _compile_loop(config, parent_model, task_defs)
+
+
+def _compile_guarded_team(config: dict, parent_model, task_defs: dict) -> dict:
+    """A team with output guardrails: the team compiled without them runs as the
+    SUB_WORKFLOW ``{ref}_strategy`` that ``guardrails.wrap_team`` judges."""
+    r = to_ref(config["name"])
+    team = _compile(guardrails.unguarded(config), parent_model, task_defs)
+    sub = _sub_workflow_task(f"{r}_strategy", {**team, "name": f"{config['name']}_strategy"},
+                             f"${{{r}_strategy_prompt.output.result}}")
+    tasks, output = guardrails.wrap_team(config, sub, config.get("model") or parent_model, task_defs,
+                                         int(config.get("maxTurns") or MAX_TURNS_DEFAULT))
+    return _workflow(config, tasks, output)
 
 
 def _sub_workflow_task(ref: str, sub_def: dict, prompt: str) -> dict:
@@ -834,7 +820,7 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
             "route": f"${{{route_ref}.output.result}}", "toolCalls": f"${{{llm_ref}.output.toolCalls}}"}})
         output.update({key: f"${{{check}.output.result.{key}}}" for key in ("is_transfer", "transfer_to",
                                                                           "transfer_message")})
-    options.extend_loop(config, r, tasks, task_defs)
+    options.extend_loop(config, r, tasks, task_defs, int(config.get('maxTurns') or MAX_TURNS_DEFAULT))
     return _workflow(config, tasks, output)
 
 

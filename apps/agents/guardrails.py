@@ -56,6 +56,8 @@ Where guardrails run:
 """
 from __future__ import annotations
 
+from apps.agents import base
+
 GUARDRAIL_TYPES = ("custom", "external", "regex", "llm")
 ON_FAIL = ("retry", "raise", "fix", "human")
 POSITIONS = ("input", "output")
@@ -159,13 +161,6 @@ TEAM_OUTPUT_SCRIPT = (
     " return ($.result === null || $.result === undefined) ? '' : $.result; })();")
 
 
-def _c():
-    # the compiler module, read at call time (it imports this module)
-    from apps.agents import compiler
-
-    return compiler
-
-
 # --- validation -----------------------------------------------------------------------
 
 def validate(config: dict, path: str, errors, model) -> None:
@@ -181,7 +176,6 @@ def validate(config: dict, path: str, errors, model) -> None:
 
 
 def _validate_list(guardrails, path: str, errors, *, tool: bool) -> None:
-    c = _c()
     if guardrails is None:
         return
     if not isinstance(guardrails, list):
@@ -211,7 +205,7 @@ def _validate_list(guardrails, path: str, errors, *, tool: bool) -> None:
         name = g.get("name")
         if name is not None and not isinstance(name, str):
             errors.add(f"{gpath}.name", "name must be a string", name)
-        if g.get("maxRetries") is not None and not c._whole(g["maxRetries"]):
+        if g.get("maxRetries") is not None and not base.whole(g["maxRetries"]):
             errors.add(f"{gpath}.maxRetries", "maxRetries must be an integer", g["maxRetries"])
         if gtype == "regex":
             patterns = g.get("patterns")
@@ -220,16 +214,16 @@ def _validate_list(guardrails, path: str, errors, *, tool: bool) -> None:
             if (g.get("mode") or "block") not in ("block", "allow"):
                 errors.add(f"{gpath}.mode", "mode must be block or allow", g.get("mode"))
         elif gtype == "llm":
-            if c.parse_model(g.get("model")) is None:
+            if base.parse_model(g.get("model")) is None:
                 errors.add(f"{gpath}.model", "an llm guardrail needs its model as 'provider/model'", g.get("model"))
             if not isinstance(g.get("policy"), str) or not g["policy"].strip():
                 errors.add(f"{gpath}.policy", "an llm guardrail needs its policy (text)", g.get("policy"))
             tokens = g.get("maxTokens")
-            if tokens is not None and not (c._whole(tokens) and tokens > 0):
+            if tokens is not None and not (base.whole(tokens) and tokens > 0):
                 errors.add(f"{gpath}.maxTokens", "maxTokens must be a positive integer", tokens)
         elif gtype in ("custom", "external"):
             task_name = g.get("taskName") or name
-            if not isinstance(task_name, str) or not c.NAME.match(task_name):
+            if not isinstance(task_name, str) or not base.NAME.match(task_name):
                 errors.add(f"{gpath}.taskName", "a guardrail needs a worker task name", task_name)
 
 
@@ -271,8 +265,7 @@ def _judge_workflow(ref: str, model: str, system: str, content: str, max_tokens:
                     description: str) -> dict:
     """A SUB_WORKFLOW task ``ref`` running one LLM_CHAT_COMPLETE (temperature 0) on
     ``[system, user: content]``; its output ``result`` is the model's answer."""
-    c = _c()
-    provider, name = c.parse_model(model)
+    provider, name = base.parse_model(model)
     llm_ref = f"{ref}_llm"
     llm_input = {"llmProvider": provider, "model": name, "temperature": 0,
                  "messages": [{"role": "system", "message": system},
@@ -281,7 +274,7 @@ def _judge_workflow(ref: str, model: str, system: str, content: str, max_tokens:
         llm_input["maxTokens"] = max_tokens
     definition = {"name": ref, "version": 1, "schemaVersion": 2, "description": description,
                   "inputParameters": ["content"], "outputParameters": {"result": f"${{{llm_ref}.output.result}}"},
-                  "ownerEmail": c.TASK_DEF_DEFAULTS["ownerEmail"],
+                  "ownerEmail": base.TASK_DEF_DEFAULTS["ownerEmail"],
                   "tasks": [{"name": "LLM_CHAT_COMPLETE", "taskReferenceName": llm_ref, "type": "LLM_CHAT_COMPLETE",
                              "inputParameters": llm_input}],
                   "metadata": {"agent_sdk": "conductor", "classifier": "agent"}}
@@ -292,7 +285,6 @@ def _judge_workflow(ref: str, model: str, system: str, content: str, max_tokens:
 
 def _verdict(g: dict, gref: str, content: str, iteration: str, task_defs: dict) -> tuple[list, str, str]:
     """The tasks of one guardrail's verdict: ``(tasks, output path, loop-condition ref)``."""
-    c = _c()
     gtype = g.get("guardrailType") or "custom"
     on_fail = g.get("onFail") or ("raise" if gtype == "llm" else "retry")
     name = _name(g, gref)
@@ -312,7 +304,7 @@ def _verdict(g: dict, gref: str, content: str, iteration: str, task_defs: dict) 
             "onFail": on_fail, "maxRetries": max_retries}}
         return [judge, parse], f"{gref}.output.result", f"{gref}['result']"
     task_name = g.get("taskName") or g.get("name")
-    c._task_def(task_name, task_defs)
+    base.task_def(task_name, task_defs)
     return [{"name": task_name, "taskReferenceName": gref, "type": "SIMPLE",
              "inputParameters": {"content": content, "iteration": iteration}}], f"{gref}.output", gref
 
@@ -334,7 +326,7 @@ def _review(g: dict, gref: str, content: str, out: str, model, *, tool: bool) ->
             "evaluatorType": "javascript", "expression": REVIEW_VALIDATE_SCRIPT, "human_output": f"${{{human}.output}}"}},
     ]
     review_model = g.get("model") or model
-    if _c().parse_model(review_model) is not None:
+    if base.parse_model(review_model) is not None:
         tasks.append({"name": f"{human}_normalize_switch", "taskReferenceName": f"{human}_normalize_switch",
                       "type": "SWITCH", "evaluatorType": "value-param", "expression": "switchCaseValue",
                       "inputParameters": {"switchCaseValue": f"${{{validate_ref}.output.result.needs_normalize}}"},
@@ -450,20 +442,22 @@ def gate_tools(config: dict, r: str, llm_ref: str, loop_ref: str, model, dispatc
     return retry_refs
 
 
-def wrap_team(config: dict, parent_model, task_defs: dict) -> dict:
+def unguarded(config: dict) -> dict:
+    """``config`` without its output guardrails: the team ``wrap_team`` runs."""
+    return {**config, "guardrails": [g for g in config.get("guardrails") or []
+                                     if (g.get("position") or "output") != "output"]}
+
+
+def wrap_team(config: dict, strategy_task: dict, model, task_defs: dict, max_turns: int) -> tuple[list, dict]:
     """A team with output guardrails (Conductor's ``wrapWithGuardrails``): the team
-    compiled without them runs as the SUB_WORKFLOW ``{ref}_strategy`` inside the DO_WHILE
-    ``{ref}_guardrail_loop`` (at most ``maxTurns`` passes, 25 by default), its prompt the
+    (``unguarded(config)``, compiled) runs as ``strategy_task``, the SUB_WORKFLOW
+    ``{ref}_strategy`` whose prompt is ``${{ref}_strategy_prompt.output.result}``, inside
+    the DO_WHILE ``{ref}_guardrail_loop`` (at most ``max_turns`` passes); its prompt is the
     user's prompt followed by the last retry message; the guardrails judge its ``result``.
-    Output ``{result, finishReason, subResults?}``: the result (or the fixed / edited one)."""
-    c = _c()
-    r = c.to_ref(config["name"])
-    model = config.get("model") or parent_model
-    inner = {**config, "guardrails": [g for g in config.get("guardrails") or []
-                                      if (g.get("position") or "output") != "output"]}
-    team_def = c._compile(inner, parent_model, task_defs)
-    team_def = {**team_def, "name": f"{config['name']}_strategy"}
-    loop_ref, strategy, prompt = f"{r}_guardrail_loop", f"{r}_strategy", f"{r}_strategy_prompt"
+    Returns the WorkflowDef's ``(tasks, outputParameters)``: ``{result, finishReason,
+    subResults?}``, the result the fixed or human-edited one when there is one."""
+    r = base.to_ref(config["name"])
+    loop_ref, strategy, prompt = f"{r}_guardrail_loop", strategy_task["taskReferenceName"], f"{r}_strategy_prompt"
     content = f"${{{strategy}.output.result}}"
 
     def feedback(gref):
@@ -472,14 +466,12 @@ def wrap_team(config: dict, parent_model, task_defs: dict) -> dict:
 
     guards = compile_output(config, r, content, f"${{{loop_ref}.output.iteration}}", model, task_defs,
                             retry_extra=feedback)
-    sub = c._sub_workflow_task(strategy, team_def, f"${{{prompt}.output.result}}")
     body = [{"name": prompt, "taskReferenceName": prompt, "type": "INLINE", "inputParameters": {
                 "evaluatorType": "javascript", "expression": TEAM_PROMPT_SCRIPT, "prompt": "${workflow.input.prompt}",
                 "feedback": "${workflow.variables._guardrail_feedback}"}},
             {"name": f"{r}_guardrail_reset", "taskReferenceName": f"{r}_guardrail_reset", "type": "SET_VARIABLE",
              "inputParameters": {"_guardrail_feedback": ""}},
-            sub] + guards.tasks
-    max_turns = int(config.get("maxTurns") or c.MAX_TURNS_DEFAULT)
+            strategy_task] + guards.tasks
     cond = f"$.{loop_ref}['iteration'] < {max_turns} && (" + " || ".join(guards.go_on()) + ")"
     output_ref = f"{r}_output"
     tasks = [{"name": f"{r}_guardrail_init", "taskReferenceName": f"{r}_guardrail_init", "type": "SET_VARIABLE",
@@ -492,5 +484,4 @@ def wrap_team(config: dict, parent_model, task_defs: dict) -> dict:
     output = {"result": f"${{{output_ref}.output.result}}", "finishReason": f"${{{strategy}.output.finishReason}}"}
     if config.get("strategy") == "parallel":
         output["subResults"] = f"${{{strategy}.output.subResults}}"
-    return c._workflow(config, tasks, output)
-
+    return tasks, output

@@ -43,13 +43,9 @@ changes one compiled agent loop in place, ``gate_pipeline`` a compiled ``sequent
 """
 from __future__ import annotations
 
+from apps.agents import base
+
 MEMORY_ROLES = ("system", "user", "assistant", "tool_call", "tool")
-
-
-def _c():
-    from apps.agents import compiler
-
-    return compiler
 
 
 CALLBACK_POSITIONS = ("before_agent", "after_agent", "before_model", "after_model", "before_tool", "after_tool")
@@ -91,7 +87,6 @@ def validate(config: dict, path: str, errors) -> None:
     ``outputType``, ``requiredTools``, ``prefillTools``, ``callbacks`` and ``gate``, each
     naming its field."""
     _validate_memory(config, path, errors)
-    c = _c()
     other_tools = [t.get("name") for t in config.get("tools") or []
                    if isinstance(t, dict) and (t.get("toolType") or "worker") != "worker"]
     out = config.get("outputType")
@@ -114,7 +109,7 @@ def validate(config: dict, path: str, errors) -> None:
         for i, p in enumerate(prefills):
             ppath = f"{path}.prefillTools[{i}]"
             name = p.get("toolName") if isinstance(p, dict) else p
-            if not isinstance(name, str) or not c.NAME.match(name) or (name in other_tools):
+            if not isinstance(name, str) or not base.NAME.match(name) or (name in other_tools):
                 errors.add(f"{ppath}.toolName", "a prefill runs a worker tool (@tool) by its name", name)
             elif p.get("arguments") is not None and not isinstance(p["arguments"], dict):
                 errors.add(f"{ppath}.arguments", "arguments must be an object", p["arguments"])
@@ -132,14 +127,14 @@ def validate(config: dict, path: str, errors) -> None:
                                                 "each at most once", position)
             seen.add(position)
             task_name = cb.get("taskName") if isinstance(cb, dict) else None
-            if not isinstance(task_name, str) or not c.NAME.match(task_name):
+            if not isinstance(task_name, str) or not base.NAME.match(task_name):
                 errors.add(f"{cpath}.taskName", "a callback needs its worker's task name", task_name)
     gate = config.get("gate")
     if gate is not None:
         if not isinstance(gate, dict):
             errors.add(f"{path}.gate", "gate must be {type: text_contains, text} or {taskName}", gate)
         elif "taskName" in gate:
-            if not isinstance(gate["taskName"], str) or not c.NAME.match(gate["taskName"]):
+            if not isinstance(gate["taskName"], str) or not base.NAME.match(gate["taskName"]):
                 errors.add(f"{path}.gate.taskName", "the gate worker's task name", gate["taskName"])
         elif gate.get("type") != "text_contains":
             errors.add(f"{path}.gate.type", "gate type must be text_contains (or give the worker's taskName)",
@@ -167,7 +162,7 @@ def _validate_memory(config: dict, path: str, errors) -> None:
         elif m.get("message") is not None and not isinstance(m["message"], str):
             errors.add(f"{mpath}.messages[{i}].message", "message must be a string", m["message"])
     limit = memory.get("maxMessages")
-    if limit is not None and not (_c()._whole(limit) and limit > 0):
+    if limit is not None and not (base.whole(limit) and limit > 0):
         errors.add(f"{mpath}.maxMessages", "maxMessages must be a positive integer", limit)
 
 
@@ -195,9 +190,10 @@ def memory_messages(config: dict) -> list[dict]:
     return out
 
 
-def extend_loop(config: dict, r: str, tasks: list[dict], task_defs: dict) -> None:
+def extend_loop(config: dict, r: str, tasks: list[dict], task_defs: dict, max_turns: int) -> None:
     """Change the compiled loop of agent ``config`` (its top-level ``tasks``, references
-    prefixed ``r``) for the keys of this module (the module docstring)."""
+    prefixed ``r``, at most ``max_turns`` turns) for the keys of this module (the module
+    docstring); ``task_defs`` gains the TaskDefs of the workers it adds."""
     context, llm = _find(tasks, f"{r}_context"), _find(tasks, f"{r}_llm")
     if context is None or llm is None:
         return
@@ -234,7 +230,7 @@ def extend_loop(config: dict, r: str, tasks: list[dict], task_defs: dict) -> Non
         last = _callback(config, r, "after_tool", llm_ref, task_defs)
         dispatch["decisionCases"]["tools"] = ([first] if first else []) + tools_case + ([last] if last else [])
     if config.get("requiredTools"):
-        _require_tools(config, r, tasks, loop, llm, dispatch)
+        _require_tools(config, r, tasks, loop, llm, dispatch, max_turns)
     start = next(i for i, t in enumerate(tasks) if t is loop)
     after = _callback(config, r, "after_agent", llm_ref, task_defs)
     tasks[start + 1:start + 1] = [after] if after else []
@@ -246,7 +242,7 @@ def _callback(config: dict, r: str, position: str, llm_ref, task_defs: dict) -> 
     cb = next((cb for cb in config.get("callbacks") or [] if cb.get("position") == position), None)
     if cb is None:
         return None
-    _c()._task_def(cb["taskName"], task_defs)
+    base.task_def(cb["taskName"], task_defs)
     inputs = {"callback_position": position, "agent_name": config["name"]}
     if llm_ref:
         inputs.update({"llm_result": f"${{{llm_ref}.output.result}}", "tool_calls": f"${{{llm_ref}.output.toolCalls}}"})
@@ -258,7 +254,7 @@ def _prefill(config: dict, r: str, messages: list, task_defs: dict) -> list:
     tasks, text = [], PREFILL_PREAMBLE
     for i, p in enumerate(config["prefillTools"]):
         ref, args = f"{r}_prefill_{i}", p.get("arguments") or {}
-        _c()._task_def(p["toolName"], task_defs)
+        base.task_def(p["toolName"], task_defs)
         tasks.append({"name": p["toolName"], "taskReferenceName": ref, "type": "SIMPLE", "inputParameters": dict(args)})
         summary = ", ".join(f"{k}={v}" for k, v in args.items())
         text += f"## {p['toolName']}" + (f"({summary})" if summary else "") + f"\n\n${{{ref}.output.result}}\n\n"
@@ -271,7 +267,7 @@ def _prefill(config: dict, r: str, messages: list, task_defs: dict) -> list:
     return tasks
 
 
-def _require_tools(config: dict, r: str, tasks: list, loop: dict, llm: dict, dispatch: dict) -> None:
+def _require_tools(config: dict, r: str, tasks: list, loop: dict, llm: dict, dispatch: dict, max_turns: int) -> None:
     """``requiredTools``: count the calls after each turn's JOIN, check them on a final
     answer, remind the model and go on (the module docstring)."""
     llm_ref = llm["taskReferenceName"]
@@ -306,7 +302,6 @@ def _require_tools(config: dict, r: str, tasks: list, loop: dict, llm: dict, dis
     loop["inputParameters"]["_required_missing"] = "${workflow.variables._required_missing}"
     # a reminded turn goes on, within maxTurns and unless stopped
     inner = loop["loopCondition"][len("if ("):-len(") { true; } else { false; }")]
-    max_turns = int(config.get("maxTurns") or _c().MAX_TURNS_DEFAULT)
     loop["loopCondition"] = (f"if (({inner}) || ($.{loop['taskReferenceName']}['iteration'] < {max_turns}"
                              " && $._stop_requested != true && $._required_missing == true)) { true; } else { false; }")
 
@@ -316,11 +311,10 @@ def gate_pipeline(config: dict, wf: dict, task_defs: dict) -> dict:
     step, INLINE (or SIMPLE) ``{ref}_gate_{i}`` and SWITCH ``{ref}_gate_switch_{i}``
     whose ``continue`` case holds the rest of the pipeline; ``{ref}_pipeline_result``
     (INLINE) makes the result the last step's that ran. Unchanged without gates."""
-    c = _c()
     agents = config.get("agents") or []
     if not any(isinstance(a.get("gate"), dict) for a in agents):
         return wf
-    r = c.to_ref(config["name"])
+    r = base.to_ref(config["name"])
     steps = list(wf["tasks"])
     results = [f"${{{t['taskReferenceName']}.output.result}}" for t in steps]
     nested: list = []
@@ -329,7 +323,7 @@ def gate_pipeline(config: dict, wf: dict, task_defs: dict) -> dict:
         if isinstance(gate, dict) and nested:
             gref, prev = f"{r}_gate_{i}", results[i]
             if "taskName" in gate:
-                c._task_def(gate["taskName"], task_defs)
+                base.task_def(gate["taskName"], task_defs)
                 gate_task = {"name": gate["taskName"], "taskReferenceName": gref, "type": "SIMPLE",
                              "inputParameters": {"result": prev}}
                 decision = f"${{{gref}.output.decision}}"

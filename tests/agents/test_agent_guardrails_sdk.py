@@ -10,41 +10,17 @@ import time
 
 import httpx
 import pytest
-from conductor.ai.agents import AgentRuntime
 
 from tests.agents import guard_defs
-from tests.agents.test_agents_sdk import WAIT_SECONDS, api_get, chats_of
-from tests.ai.stubs import LLMStub
-from tests.e2e.conftest import ConductorServer, PostgresDatabase, _is_postgres
+from tests.agents.test_agents_sdk import WAIT_SECONDS, api_get, chats_of, serve_agents
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """The LLM stub, a server configured for it, and an AgentRuntime signed in through
-    the environment (as tests/agents/test_agents_sdk.py's)."""
-    import os
-
-    llm = LLMStub(guard_defs.script)
-    workdir = tmp_path_factory.mktemp("conductor-guardrails-e2e")
-    session_url = os.environ.get("DATABASE_URL", "")
-    pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
-    server = ConductorServer(workdir, pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}")
-    server.env.update({"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": "sk-guard",
-                       "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"})
-    try:
-        server.start()
-        with pytest.MonkeyPatch.context() as mp:
-            for name, value in server.sdk_env().items():
-                mp.setenv(name, value)
-            with AgentRuntime() as runtime:
-                yield server, runtime, llm
-    finally:
-        server.stop()
-        llm.close()
-        if pg is not None:
-            pg.drop()
+    """The server, the AgentRuntime and the LLM stub answering from ``guard_defs.script``."""
+    yield from serve_agents(tmp_path_factory, guard_defs.script, "conductor-guardrails-e2e")
 
 
 def tasks_of(server, execution_id: str) -> list[dict]:
