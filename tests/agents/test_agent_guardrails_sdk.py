@@ -84,9 +84,8 @@ def wait_for_review(handle):
 
 @pytest.mark.parametrize("answer, status, output", [
     ({"approved": False, "edited_output": "there are some roses"}, "COMPLETED", "there are some roses"),
-    ({"message": "looks good to me"}, "COMPLETED", "there are 3 roses"),
     ({"approved": False, "reason": "numbers are not allowed"}, "FAILED", None),
-], ids=["edit", "free-text-approval", "reject"])
+], ids=["edit", "reject"])
 def test_a_human_reviews_a_failed_guardrail_through_respond(world, answer, status, output):
     server, runtime, llm = world
     handle = runtime.start(guard_defs.counter_agent(), "How many roses?")
@@ -105,6 +104,21 @@ def test_a_human_reviews_a_failed_guardrail_through_respond(world, answer, statu
     r = httpx.post(f"{server.url}/agent/{handle.execution_id}/respond", json={"approved": True},
                    headers=server.auth_headers(), timeout=10)
     assert r.status_code == 409
+
+
+def test_a_streamed_review_answered_in_free_text(world):
+    server, runtime, llm = world
+    stream = runtime.stream(guard_defs.counter_agent(), "How many roses?")
+    kinds = []
+    for event in stream:
+        kinds.append(event.type)
+        if event.type == "waiting":
+            stream.handle.respond({"message": "looks good to me"})
+    assert kinds.index("message") < kinds.index("waiting") and kinds[-1] == "done"
+    assert "guardrail_fail" not in kinds
+    assert stream.get_result().output["result"] == "there are 3 roses"
+    # the agent's model read the reviewer's words as an approval
+    assert chats_of(llm, "Convert the human's response")[-1]["messages"][-1]["content"] == "looks good to me"
 
 
 def test_memory_is_given_to_the_model_before_the_prompt(world):
