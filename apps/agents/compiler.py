@@ -55,7 +55,8 @@ shows each one started as a ``handoff``:
   nobody; then a synthesis (``_compile_swarm``).
 
 A team's own tools are ignored (as Conductor's compiler does; a swarm's own agent uses
-them); ``stopWhen``/``termination`` outside a rotation are refused. Strategies
+them); ``stopWhen``/``termination`` on a sequential, parallel or router team are refused
+(a rotation and a swarm read them on the transcript: ``_conversation_stops``). Strategies
 ``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions, other tool types,
 ``codeExecution`` and ``cliConfig`` are refused with a 400 naming the field, never
 compiled half. Guardrails (every type, tool guardrails, a team's, ``onFail: human``) are
@@ -219,12 +220,12 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
         if strategy == "router" and sub_name.lower() == "done":
             errors.add(f"{path}.agents[{i}].name", "DONE is the router's answer when the work is done: "
                                                    "rename the sub-agent", sub_name)
-    if strategy in ("sequential", "parallel", "router", "swarm"):
+    if strategy in ("sequential", "parallel", "router"):
         for key in ("stopWhen", "termination"):
             if config.get(key) is not None:
                 errors.add(f"{path}.{key}", f"{key} is not supported with strategy {strategy} "
-                                            "(a round_robin or random team, or a single agent, reads it)")
-    if strategy in ROTATIONS and isinstance(config.get("termination"), dict):
+                                            "(a round_robin, random or swarm team, or a single agent, reads it)")
+    if strategy in (*ROTATIONS, "swarm") and isinstance(config.get("termination"), dict):
         _refuse_token_usage(config["termination"], f"{path}.termination", errors)
     router = config.get("router")
     if strategy == "router" and router is not None:
@@ -254,9 +255,9 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
 
 
 def _refuse_token_usage(t: dict, path: str, errors: _Errors) -> None:
-    """A rotation's termination reads the transcript, not a model's token counts."""
+    """A rotation's or a swarm's termination reads the transcript, not a model's token counts."""
     if t.get("type") == "token_usage":
-        errors.add(f"{path}.type", "token_usage is not supported on a round_robin or random team "
+        errors.add(f"{path}.type", "token_usage is not supported on a round_robin, random or swarm team "
                                    "(its termination reads the transcript)", "token_usage")
     for i, c in enumerate(t.get("conditions") or []):
         if isinstance(c, dict):
@@ -549,7 +550,8 @@ def _compile_swarm(config: dict, parent_model, task_defs: dict) -> dict:
          "inputParameters": {"active_agent": f"${{{check}.output.result.active_agent}}"}},
     ]
     init = _conversation_init(config, r, {"active_agent": "0", "is_transfer": False, "transfer_to": ""})
-    loop = _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, [f"$.{check}['result'].handoff == true"])
+    loop = _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body,
+                      [f"$.{check}['result'].handoff == true", *_conversation_stops(config, r, body, task_defs)])
     return _workflow(config, [init, loop, *_synthesis(config, model, r)], _team_output(config, r))
 
 
@@ -581,7 +583,18 @@ def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
                      "evaluatorType": "value-param", "expression": "switchCaseValue",
                      "inputParameters": {"switchCaseValue": f"${{{r}_select.output.result}}"},
                      "decisionCases": cases, "defaultCase": []}]
-    cond = []
+    cond = _conversation_stops(config, r, body, task_defs)
+    init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
+    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, cond)]
+    return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
+
+
+def _conversation_stops(config: dict, r: str, body: list, task_defs: dict) -> list[str]:
+    """A team loop's ``stopWhen`` (SIMPLE ``{ref}_stop_when``, the SDK's worker, input
+    ``{result: transcript, iteration}``) and ``termination`` (INLINE ``{ref}_termination``
+    on the transcript), appended to its ``body``; returns their loop-condition terms
+    (Conductor's compileStopWhenForConversation, for a rotation and a swarm)."""
+    loop_ref, cond = f"{r}_loop", []
     if config.get("stopWhen"):
         sw = config["stopWhen"]["taskName"]
         _task_def(sw, task_defs)
@@ -595,9 +608,7 @@ def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
                                          "result": "${workflow.variables.conversation}",
                                          "iteration": f"${{{loop_ref}.output.iteration}}"}})
         cond.append(f"$.{r}_termination['result'] == true")
-    init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
-    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, cond)]
-    return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
+    return cond
 
 
 AGGREGATE_SCRIPT = (

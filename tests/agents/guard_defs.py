@@ -16,7 +16,9 @@ message, as ``agent_defs``). A module of its own: the SDK's worker processes imp
 * REPORTER: structured output: a JSON weather report;
 * AUDITOR: answers at once ("all fine") until told it MUST call a tool, then calls
   ``file_report`` with the pre-loaded balance it was given, then reports;
-* CHECKER: "STOP: nothing to do" (its gate ends the pipeline); WRITER: never reached.
+* CHECKER: "STOP: nothing to do" (its gate ends the pipeline); WRITER: never reached;
+* DISPATCH: hands the conversation to ``g2e_scribe`` with "a summary, please" (a swarm
+  whose termination ends it on that mention, before the scribe's turn).
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import json
 
 import re
 
-from conductor.ai.agents import Agent, Guardrail, GuardrailResult, LLMGuardrail, RegexGuardrail, guardrail, tool
+from conductor.ai.agents import (Agent, Guardrail, GuardrailResult, LLMGuardrail, RegexGuardrail,
+                                 TextMentionTermination, guardrail, tool)
 from conductor.ai.agents.callback import CallbackHandler
 from conductor.ai.agents.gate import TextGate
 from conductor.ai.agents.memory import ConversationMemory
@@ -125,6 +128,12 @@ def pipeline_agent() -> Agent:
     return checker >> writer
 
 
+def dispatch_swarm() -> Agent:
+    scribe = Agent(name="g2e_scribe", model=MODEL, instructions="SCRIBE: write the text.")
+    return Agent(name="g2e_dispatch", model=MODEL, strategy="swarm", agents=[scribe], synthesize=False,
+                 instructions="DISPATCH: hand the work over.", termination=TextMentionTermination("summary"))
+
+
 def _system(messages: list) -> str:
     return next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
 
@@ -169,6 +178,8 @@ def script(request: dict) -> dict:
         return {"text": "all fine"}
     if system.startswith("CHECKER"):
         return {"text": "STOP: nothing to do"}
+    if system.startswith("DISPATCH"):
+        return {"tool_calls": [{"name": "g2e_dispatch_transfer_to_g2e_scribe", "arguments": {"message": "a summary, please"}}]}
     if system.startswith("WRITER"):
         return {"text": "written"}
     return {"text": "ok"}

@@ -171,6 +171,21 @@ def test_a_gate_nests_the_rest_of_a_pipeline():
     assert wf["outputParameters"]["result"] == "${p_pipeline_result.output.result}"
 
 
+def test_a_swarm_reads_stop_when_and_termination_on_the_transcript():
+    swarm = {"name": "s", "model": MODEL, "strategy": "swarm", "agents": [agent("x"), agent("y")],
+             "stopWhen": {"taskName": "s_stop_when"}, "termination": {"type": "text_mention", "text": "DONE"}}
+    compiled = compile_agent(swarm)
+    loop = next(t for t in compiled.workflow_def["tasks"] if t["type"] == "DO_WHILE")
+    refs = [t["taskReferenceName"] for t in loop["loopOver"]]
+    assert refs[-2:] == ["s_stop_when", "s_termination"] and "s_stop_when" in compiled.required_workers
+    assert find(loop["loopOver"], "s_stop_when")["inputParameters"]["result"] == "${workflow.variables.conversation}"
+    bindings = {"s_loop": {"iteration": 1}, "_stop_requested": False, "s_handoff_check": {"result": {"handoff": True}},
+                "s_stop_when": {"should_continue": True}, "s_termination": {"result": True}}
+    assert evaluate("javascript", loop["loopCondition"], bindings) is True
+    assert evaluate("javascript", loop["loopCondition"], {**bindings, "s_stop_when": {"should_continue": False}}) is False
+    assert evaluate("javascript", loop["loopCondition"], {**bindings, "s_termination": {"result": False}}) is False
+
+
 @pytest.mark.parametrize("config,field", [
     (agent(guardrails=[{"name": "g", "guardrailType": "llm", "model": MODEL}]), "agentConfig.guardrails[0].policy"),
     (agent(guardrails=[{**JUDGE, "maxTokens": 0}]), "agentConfig.guardrails[0].maxTokens"),

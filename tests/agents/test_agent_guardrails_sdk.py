@@ -172,3 +172,12 @@ def test_a_gate_ends_a_sequential_pipeline(world):
     assert len(chats_of(llm, "WRITER")) == writes
     steps = [t for t in tasks_of(server, result.execution_id) if t["taskType"] == "SUB_WORKFLOW"]
     assert len(steps) == 1
+
+
+def test_a_swarm_termination_ends_it_on_the_transcript(world):
+    server, runtime, llm = world
+    scribes = len(chats_of(llm, "SCRIBE"))
+    result = runtime.run(guard_defs.dispatch_swarm(), "Summarize the week", timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == "Summarize the week\n\n[g2e_dispatch -> g2e_scribe]: a summary, please"
+    assert len(chats_of(llm, "SCRIBE")) == scribes

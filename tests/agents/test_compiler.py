@@ -234,7 +234,7 @@ def test_swarm_agents_pass_the_conversation_with_transfer_tools():
     (team("swarm", agents=[agent("x", strategy="sequential", agents=[agent("z")])]), "agentConfig.agents[0]"),
     (team("swarm", agents=[agent("team")]), "agentConfig.agents[0]"),
     (team("swarm", allowedTransitions={"team": ["nobody"]}), "agentConfig.allowedTransitions.team"),
-    (team("swarm", termination={"type": "text_mention", "text": "x"}), "agentConfig.termination"),
+    (team("swarm", termination={"type": "token_usage", "maxTotalTokens": 9}), "agentConfig.termination.type"),
     (team("parallel", agents=[]), "agentConfig.agents"),
     (team("parallel", agents=[agent("x"), agent("x")]), "agentConfig.agents[1].name"),
     (team("round_robin", agents=[agent("a-b"), agent("a_b")]), "agentConfig.agents[1].name"),
