@@ -326,7 +326,9 @@ def _review(g: dict, gref: str, content: str, out: str, model, *, tool: bool) ->
             "evaluatorType": "javascript", "expression": REVIEW_VALIDATE_SCRIPT, "human_output": f"${{{human}.output}}"}},
     ]
     review_model = g.get("model") or model
+    normalized = None  # without a model, an answer that is not {approved, ...} is a rejection
     if base.parse_model(review_model) is not None:
+        normalized = f"${{{norm_ref}.output.result}}"
         tasks.append({"name": f"{human}_normalize_switch", "taskReferenceName": f"{human}_normalize_switch",
                       "type": "SWITCH", "evaluatorType": "value-param", "expression": "switchCaseValue",
                       "inputParameters": {"switchCaseValue": f"${{{validate_ref}.output.result.needs_normalize}}"},
@@ -336,7 +338,7 @@ def _review(g: dict, gref: str, content: str, out: str, model, *, tool: bool) ->
                       "defaultCase": []})
     tasks.append({"name": process_ref, "taskReferenceName": process_ref, "type": "INLINE", "inputParameters": {
         "evaluatorType": "javascript", "expression": REVIEW_PROCESS_SCRIPT,
-        "validated": f"${{{validate_ref}.output.result}}", "normalized": f"${{{norm_ref}.output.result}}",
+        "validated": f"${{{validate_ref}.output.result}}", "normalized": normalized,
         "llm_output": content}})
     reject = {"name": f"{human}_reject", "taskReferenceName": f"{human}_reject", "type": "TERMINATE",
               "inputParameters": {"terminationStatus": "FAILED",

@@ -227,8 +227,9 @@ def kitchen_sink() -> dict:
                 prefillTools=[{"toolName": "t1", "arguments": {}}, {"toolName": "t2", "arguments": {"a": 1}}],
                 outputType={"schema": {"type": "object", "properties": {"a": {"type": "integer"}}}},
                 callbacks=[{"position": p, "taskName": f"w_{p}"} for p in options.CALLBACK_POSITIONS])
-    return {"name": "g_sink", "model": MODEL, "strategy": "sequential", "agents": [sub, agent("v")],
-            "guardrails": [{**JUDGE, "onFail": "human"}]}
+    return {"name": "g_sink", "strategy": "sequential", "agents": [{**sub, "model": MODEL}, agent("v")],
+            "guardrails": [{**JUDGE, "onFail": "human"}, {"name": "r", "guardrailType": "regex", "patterns": ["y"],
+                                                          "onFail": "human"}]}
 
 
 def test_the_server_registers_every_compiled_shape_and_refuses_a_bad_one_whole(api):  # noqa: F811
@@ -237,6 +238,9 @@ def test_the_server_registers_every_compiled_shape_and_refuses_a_bad_one_whole(a
     assert set(resp.json()["requiredWorkers"]) >= {"t1", "t2", "h", "w_before_tool"}
     definition = api.get("/metadata/workflow/g_sink").json()
     assert definition["tasks"][1]["type"] == "DO_WHILE"
+    # a team without a model reviews without a normalizer: a free-text answer is a rejection
+    process = find(definition["tasks"], "g_sink_guardrail_1_human_process")["inputParameters"]
+    assert process["normalized"] is None and find(definition["tasks"], "g_sink_guardrail_1_human_normalizer") is None
     bad = kitchen_sink()
     bad["agents"][0]["tools"][0]["guardrails"][0]["policy"] = ""
     bad["name"] = "g_sink_bad"
