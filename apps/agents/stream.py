@@ -93,7 +93,7 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
             return [_event("message", execution_id, guardrailName=name,
                            content=f"guardrail {name} asked for another answer: {output.get('message')}")]
         if output.get("on_fail") == "human":  # a person decides (the HUMAN task's ``waiting`` follows)
-            return [_event("message", execution_id, guardrailName=name,
+            return [_event("message", execution_id, guardrailName=name, onFail="human",
                            content=f"guardrail {name} asked a person to review the answer: {output.get('message')}")]
         return [_event("guardrail_fail", execution_id, guardrailName=name, content=output.get("message"))]
     if "_stop_when" in ref or task.task_type not in TOOL_TYPES:

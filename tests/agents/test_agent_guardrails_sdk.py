@@ -6,6 +6,7 @@ that stops a call before the tool runs, a team's output guardrail, a human revie
 through ``/respond`` (edit, free text, rejection), and conversation memory."""
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -119,6 +120,12 @@ def test_a_streamed_review_answered_in_free_text(world):
     assert stream.get_result().output["result"] == "there are 3 roses"
     # the agent's model read the reviewer's words as an approval
     assert chats_of(llm, "Convert the human's response")[-1]["messages"][-1]["content"] == "looks good to me"
+    # the verdict's event says a person reviews it (the Agent tab shows it so)
+    with httpx.stream("GET", f"{server.url}/agent/stream/{stream.handle.execution_id}",
+                      headers=server.auth_headers(), timeout=30) as resp:
+        events = [json.loads(line[6:]) for line in resp.iter_lines() if line.startswith("data: ")]
+    (review,) = [e for e in events if e.get("type") == "message"]
+    assert review["onFail"] == "human" and "the answer must not contain digits" in review["content"]
 
 
 def test_memory_is_given_to_the_model_before_the_prompt(world):
