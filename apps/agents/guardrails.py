@@ -12,7 +12,8 @@ WorkflowDef, so every verdict is a task the engine runs and the UI shows:
 
   - ``custom`` / ``external``: a SIMPLE task named ``taskName`` (the SDK's ``@guardrail``
     worker, or one a remote worker polls), input ``{content, iteration}``;
-  - ``regex``: an INLINE script (the patterns as JavaScript regular expressions);
+  - ``regex``: an INLINE script (the patterns as JavaScript regular expressions; it
+    writes no fixed output, so its ``fix`` is ``raise``, as Conductor's script);
   - ``llm``: an LLM judge: a SUB_WORKFLOW ``{gref}_judge`` holding one LLM_CHAT_COMPLETE
     (the guardrail's model, its ``policy`` in Conductor's judge prompt, temperature 0,
     ``maxTokens``, 256 by default) whose answer ``{"passed": bool, "reason": str}`` the
@@ -95,6 +96,7 @@ REGEX_SCRIPT = (
     " if (!failed) { return {passed: true, message: '', on_fail: 'pass', fixed_output: null,"
     " guardrail_name: $.name, should_continue: false}; }"
     " var onFail = $.onFail || 'raise'; if (onFail === 'retry' && ($.iteration || 0) >= $.maxRetries) { onFail = 'raise'; }"
+    " if (onFail === 'fix') { onFail = 'raise'; }"
     " var msg = $.message || (($.mode === 'allow') ? 'Content did not match any allowed pattern.'"
     " : 'Content matched a blocked pattern.');"
     " return {passed: false, message: msg, on_fail: onFail, fixed_output: null, guardrail_name: $.name,"

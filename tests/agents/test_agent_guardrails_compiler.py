@@ -51,6 +51,16 @@ def test_an_llm_judge_runs_in_a_workflow_of_its_own_and_its_answer_is_parsed():
     assert verdict("I think it is fine")["message"] == "Unparseable LLM response"
 
 
+@pytest.mark.parametrize("on_fail, iteration, expected", [("retry", 1, "retry"), ("retry", 3, "raise"),
+                                                         ("fix", 1, "raise"), ("human", 1, "human")])
+def test_a_regex_verdict_escalates_as_conductors(on_fail, iteration, expected):
+    guard = {"name": "r", "guardrailType": "regex", "patterns": ["\\d"], "onFail": on_fail, "maxRetries": 3}
+    task = find(compile_agent(agent(guardrails=[guard])).workflow_def["tasks"], "a_guardrail_0")["inputParameters"]
+    out = evaluate("javascript", task["expression"], {**task, "content": "3 roses", "iteration": iteration})
+    assert (out["passed"], out["on_fail"]) == (False, expected)
+    assert evaluate("javascript", task["expression"], {**task, "content": "roses"})["passed"] is True
+
+
 def test_input_guardrails_of_an_agent_are_left_to_the_sdk():
     wf = compile_agent(agent(guardrails=[{**JUDGE, "position": "input"}])).workflow_def
     assert find(wf["tasks"], "a_guardrail_0") is None
