@@ -13,15 +13,25 @@ import httpx
 import pytest
 
 from tests.agents import guard_defs
-from tests.agents.test_agents_sdk import WAIT_SECONDS, api_get, chats_of, serve_agents
+from tests.agents.sdk_server import agent_server
+from tests.agents.test_agents_sdk import WAIT_SECONDS, api_get, chats_of
+from tests.ai.stubs import LLMStub
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """The server, the AgentRuntime and the LLM stub answering from ``guard_defs.script``."""
-    yield from serve_agents(tmp_path_factory, guard_defs.script, "conductor-guardrails-e2e")
+    """The LLM stub answering from ``guard_defs.script``, a server configured for it and an
+    AgentRuntime signed in through the environment (``tests/agents/sdk_server.py``)."""
+    llm = LLMStub(guard_defs.script)
+    env = {"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": "sk-guard",
+           "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"}
+    try:
+        with agent_server(tmp_path_factory.mktemp("conductor-guardrails-e2e"), env) as (server, runtime):
+            yield server, runtime, llm
+    finally:
+        llm.close()
 
 
 def tasks_of(server, execution_id: str) -> list[dict]:

@@ -28,12 +28,12 @@ API_KEY = "sk-agents-" + secrets.token_hex(8)
 WAIT_SECONDS = 60
 
 
-def serve_agents(tmp_path_factory, script, name: str):
-    """The LLM stub answering with ``script``, a server configured for it, and one
-    AgentRuntime signed in with the suite's admin key through the environment (as a user
-    configures the SDK): yields ``(server, runtime, llm)``, then stops them all."""
-    llm = LLMStub(script)
-    workdir = tmp_path_factory.mktemp(name)
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The LLM stub, a server configured for it, and one AgentRuntime signed in with the
+    suite's admin key through the environment (as a user configures the SDK)."""
+    llm = LLMStub(agent_defs.script)
+    workdir = tmp_path_factory.mktemp("conductor-agents-e2e")
     session_url = os.environ.get("DATABASE_URL", "")
     pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
     server = ConductorServer(workdir, pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}")
@@ -42,8 +42,8 @@ def serve_agents(tmp_path_factory, script, name: str):
     try:
         server.start()
         with pytest.MonkeyPatch.context() as mp:
-            for key, value in server.sdk_env().items():
-                mp.setenv(key, value)
+            for name, value in server.sdk_env().items():
+                mp.setenv(name, value)
             with AgentRuntime() as runtime:
                 yield server, runtime, llm
     finally:
@@ -51,12 +51,6 @@ def serve_agents(tmp_path_factory, script, name: str):
         llm.close()
         if pg is not None:
             pg.drop()
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """``serve_agents`` with ``agent_defs.script``."""
-    yield from serve_agents(tmp_path_factory, agent_defs.script, "conductor-agents-e2e")
 
 
 def api_get(server, path: str) -> dict:
