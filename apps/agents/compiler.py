@@ -16,9 +16,9 @@ the shape of Conductor's ``AgentCompiler`` (``agentspan/.../compiler/``):
   - ``tools``: the model's tool calls as a FORK_JOIN_DYNAMIC (``{ref}_tools``) + JOIN:
     a ``worker`` tool is a SIMPLE task named after the tool (the SDK's ``@tool`` worker
     polls it), a ``human`` tool (``human_tool``) a HUMAN task answered by ``/respond``;
-  - ``final``: each output guardrail (a SIMPLE task named after the guardrail, the SDK's
-    ``@guardrail`` worker, input ``{content, iteration}``; a ``RegexGuardrail`` is an
-    INLINE script with the same answer) and its routing SWITCH:
+  - ``final``: each output guardrail (``apps.agents.guardrails``: a SIMPLE task named
+    after the guardrail, the SDK's ``@guardrail`` worker, input ``{content, iteration}``;
+    a ``RegexGuardrail`` an INLINE script; an ``LLMGuardrail`` a judge) and its routing SWITCH:
     ``retry`` feeds the guardrail's message back to the model as a user message (the LLM
     task's ``participants``) and loops again, ``raise`` fails the workflow (TERMINATE),
     ``fix`` replaces the answer with the guardrail's ``fixed_output``;
@@ -55,10 +55,13 @@ shows each one started as a ``handoff``:
   nobody; then a synthesis (``_compile_swarm``).
 
 A team's own tools are ignored (as Conductor's compiler does; a swarm's own agent uses
-them); its output guardrails, and ``stopWhen``/``termination`` outside a rotation, are
-refused. Strategies ``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions,
-other tool types and guardrail types are refused with a 400 naming the field, never
-compiled half.
+them); ``stopWhen``/``termination`` on a sequential, parallel or router team are refused
+(a rotation and a swarm read them on the transcript: ``_conversation_stops``). Strategies
+``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions, other tool types,
+``codeExecution`` and ``cliConfig`` are refused with a 400 naming the field, never
+compiled half. Guardrails (every type, tool guardrails, a team's, ``onFail: human``) are
+compiled by ``apps.agents.guardrails``; ``memory``, ``outputType``, ``requiredTools``,
+``prefillTools``, ``callbacks`` and a sequential team's ``gate`` by ``apps.agents.options``.
 
 The model is ``provider/model``: the provider is a configured LLM provider
 (``CONDUCTOR_AI_<NAME>_BASE_URL``, docs/ai.md).
@@ -66,23 +69,22 @@ The model is ``provider/model``: the provider is a configured LLM provider
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
+from apps.agents import guardrails, options
 from apps.agents import tools as agent_tools
+from apps.agents.base import NAME, TASK_DEF_DEFAULTS, parse_model, to_ref
+from apps.agents.base import task_def as _task_def
+from apps.agents.base import whole as _whole
 from apps.core.errors import validation_failed
 
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
-GUARDRAIL_TYPES = ("custom", "external", "regex")
+GUARDRAIL_TYPES = guardrails.GUARDRAIL_TYPES
 STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm")
 ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
-NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 WORKFLOW_INPUTS = ["prompt", "media", "session_id", "context"]
-TASK_DEF_DEFAULTS = {"retryCount": 2, "retryLogic": "FIXED", "retryDelaySeconds": 2, "timeoutSeconds": 0,
-                     "responseTimeoutSeconds": 3600, "timeoutPolicy": "TIME_OUT_WF",
-                     "ownerEmail": "agents@conductor-web.local"}
 
 
 @dataclass
@@ -105,20 +107,6 @@ class _Errors:
         if value is not None:
             item["invalidValue"] = value if isinstance(value, (str, int, float, bool)) else json.dumps(value)[:200]
         self.items.append(item)
-
-
-def to_ref(name: str) -> str:
-    """A task reference made from an agent name (Conductor's toRef: non-word characters
-    become ``_``)."""
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-
-def parse_model(model) -> tuple[str, str] | None:
-    """``"provider/model"`` -> ``(provider, model)``; None when not of that form."""
-    if not isinstance(model, str) or "/" not in model:
-        return None
-    provider, _, name = model.partition("/")
-    return (provider, name) if provider and name else None
 
 
 def validate(config, path: str = "agentConfig", errors: _Errors | None = None, parent_model=None) -> list[dict]:
@@ -178,41 +166,14 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         schema = tool.get("inputSchema")
         if schema is not None and not isinstance(schema, dict):
             errors.add(f"{tpath}.inputSchema", "inputSchema must be a JSON Schema object", schema)
-        if tool.get("guardrails"):
-            errors.add(f"{tpath}.guardrails", "tool guardrails are not supported by this server")
-    for i, g in enumerate(config.get("guardrails") or []):
-        gpath = f"{path}.guardrails[{i}]"
-        if not isinstance(g, dict):
-            errors.add(gpath, "a guardrail must be an object", g)
-            continue
-        gtype = g.get("guardrailType") or "custom"
-        if gtype not in GUARDRAIL_TYPES:
-            errors.add(f"{gpath}.guardrailType", f"guardrailType {gtype!r} is not supported by this server "
-                                                 f"(supported: custom, external, regex)", gtype)
-        task_name = g.get("taskName") or g.get("name")
-        if gtype == "regex":
-            patterns = g.get("patterns")
-            if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
-                errors.add(f"{gpath}.patterns", "a regex guardrail needs a list of patterns", patterns)
-            if (g.get("mode") or "block") not in ("block", "allow"):
-                errors.add(f"{gpath}.mode", "mode must be block or allow", g.get("mode"))
-        elif not isinstance(task_name, str) or not NAME.match(task_name):
-            errors.add(f"{gpath}.taskName", "a guardrail needs a worker task name", task_name)
-        if (g.get("position") or "output") != "output":
-            errors.add(f"{gpath}.position", "only output guardrails run on the server "
-                                            "(input guardrails run in the SDK)", g.get("position"))
-        if g.get("maxRetries") is not None and not _whole(g["maxRetries"]):
-            errors.add(f"{gpath}.maxRetries", "maxRetries must be an integer", g["maxRetries"])
-        if (g.get("onFail") or "retry") not in ("retry", "raise", "fix"):
-            errors.add(f"{gpath}.onFail", "onFail must be retry, raise or fix (human is not supported by "
-                                          "this server)", g.get("onFail"))
+    guardrails.validate(config, path, errors, model)
+    options.validate(config, path, errors)
     stop_when = config.get("stopWhen")
     if stop_when is not None and not (isinstance(stop_when, dict) and isinstance(stop_when.get("taskName"), str)):
         errors.add(f"{path}.stopWhen", "stopWhen must be {taskName}", stop_when)
     if config.get("termination") is not None:
         _validate_termination(config["termination"], f"{path}.termination", errors)
-    for key in ("router", "allowedTransitions", "handoffs", "callbacks", "planner", "gate", "codeExecution",
-                "cliConfig", "memory", "outputType", "prefillTools", "requiredTools"):
+    for key in ("router", "allowedTransitions", "handoffs", "planner", "codeExecution", "cliConfig"):
         if config.get(key) and not (key == "router" and strategy == "router") \
                 and not (key == "allowedTransitions" and strategy in (*ROTATIONS, "swarm")):
             errors.add(f"{path}.{key}", f"{key} is not supported by this server"
@@ -241,8 +202,8 @@ def _needs_model(config: dict, strategy) -> bool:
 def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agents: list, model) -> None:
     """The multi-agent part of an AgentConfig: at least one sub-agent, unique names (and
     task references), ``DONE`` reserved by a router, a swarm's sub-agents single agents,
-    the router itself, the allowed transitions of a rotation or swarm; output guardrails are refused on a team (Conductor wraps
-    the team's workflow in them; this server does not)."""
+    the router itself, the allowed transitions of a rotation or swarm (a team's output
+    guardrails wrap it: ``apps.agents.guardrails.wrap_team``)."""
     if not agents:
         errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
     seen: dict[str, str] = {}
@@ -261,15 +222,12 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
         if strategy == "router" and sub_name.lower() == "done":
             errors.add(f"{path}.agents[{i}].name", "DONE is the router's answer when the work is done: "
                                                    "rename the sub-agent", sub_name)
-    if strategy != "handoff" and config.get("guardrails"):
-        errors.add(f"{path}.guardrails", f"output guardrails on a {strategy} team are not supported by this "
-                                         "server: put them on its sub-agents")
-    if strategy in ("sequential", "parallel", "router", "swarm"):
+    if strategy in ("sequential", "parallel", "router"):
         for key in ("stopWhen", "termination"):
             if config.get(key) is not None:
                 errors.add(f"{path}.{key}", f"{key} is not supported with strategy {strategy} "
-                                            "(a round_robin or random team, or a single agent, reads it)")
-    if strategy in ROTATIONS and isinstance(config.get("termination"), dict):
+                                            "(a round_robin, random or swarm team, or a single agent, reads it)")
+    if strategy in (*ROTATIONS, "swarm") and isinstance(config.get("termination"), dict):
         _refuse_token_usage(config["termination"], f"{path}.termination", errors)
     router = config.get("router")
     if strategy == "router" and router is not None:
@@ -299,18 +257,13 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
 
 
 def _refuse_token_usage(t: dict, path: str, errors: _Errors) -> None:
-    """A rotation's termination reads the transcript, not a model's token counts."""
+    """A rotation's or a swarm's termination reads the transcript, not a model's token counts."""
     if t.get("type") == "token_usage":
-        errors.add(f"{path}.type", "token_usage is not supported on a round_robin or random team "
+        errors.add(f"{path}.type", "token_usage is not supported on a round_robin, random or swarm team "
                                    "(its termination reads the transcript)", "token_usage")
     for i, c in enumerate(t.get("conditions") or []):
         if isinstance(c, dict):
             _refuse_token_usage(c, f"{path}.conditions[{i}]", errors)
-
-
-def _whole(value) -> bool:
-    """An integer (not a boolean), as the compiled scripts write it."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _validate_termination(t, path: str, errors: _Errors) -> None:
@@ -339,13 +292,6 @@ def compile_agent(config: dict) -> Compiled:
     return Compiled(wf, [task_defs[n] for n in workers], workers)
 
 
-def _task_def(name: str, task_defs: dict, timeout=None) -> None:
-    d = {"name": name, **TASK_DEF_DEFAULTS}
-    if isinstance(timeout, int) and timeout > 0:
-        d["responseTimeoutSeconds"] = timeout
-    task_defs.setdefault(name, d)
-
-
 def _workflow(config: dict, tasks: list, output: dict) -> dict:
     return {"name": config["name"], "version": 1, "schemaVersion": 2,
             "description": (config.get("description") or f"Agent {config['name']} (compiled agent)")[:500],
@@ -355,9 +301,11 @@ def _workflow(config: dict, tasks: list, output: dict) -> dict:
 
 
 def _compile(config: dict, parent_model, task_defs: dict) -> dict:
+    if guardrails.wraps_team(config):
+        return _compile_guarded_team(config, parent_model, task_defs)
     strategy = config.get("strategy")
     if strategy == "sequential":
-        return _compile_sequential(config, parent_model, task_defs)
+        return options.gate_pipeline(config, _compile_sequential(config, parent_model, task_defs), task_defs)
     if strategy == "parallel":
         return _compile_parallel(config, parent_model, task_defs)
     if strategy == "router":
@@ -367,6 +315,18 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
     if strategy == "swarm":
         return _compile_swarm(config, parent_model, task_defs)
     return _compile_loop(config, parent_model, task_defs)
+
+
+def _compile_guarded_team(config: dict, parent_model, task_defs: dict) -> dict:
+    """A team with output guardrails: the team compiled without them runs as the
+    SUB_WORKFLOW ``{ref}_strategy`` that ``guardrails.wrap_team`` judges."""
+    r = to_ref(config["name"])
+    team = _compile(guardrails.unguarded(config), parent_model, task_defs)
+    sub = _sub_workflow_task(f"{r}_strategy", {**team, "name": f"{config['name']}_strategy"},
+                             f"${{{r}_strategy_prompt.output.result}}")
+    tasks, output = guardrails.wrap_team(config, sub, config.get("model") or parent_model, task_defs,
+                                         int(config.get("maxTurns") or MAX_TURNS_DEFAULT))
+    return _workflow(config, tasks, output)
 
 
 def _sub_workflow_task(ref: str, sub_def: dict, prompt: str) -> dict:
@@ -592,7 +552,8 @@ def _compile_swarm(config: dict, parent_model, task_defs: dict) -> dict:
          "inputParameters": {"active_agent": f"${{{check}.output.result.active_agent}}"}},
     ]
     init = _conversation_init(config, r, {"active_agent": "0", "is_transfer": False, "transfer_to": ""})
-    loop = _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, [f"$.{check}['result'].handoff == true"])
+    loop = _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body,
+                      [f"$.{check}['result'].handoff == true", *_conversation_stops(config, r, body, task_defs)])
     return _workflow(config, [init, loop, *_synthesis(config, model, r)], _team_output(config, r))
 
 
@@ -624,7 +585,18 @@ def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
                      "evaluatorType": "value-param", "expression": "switchCaseValue",
                      "inputParameters": {"switchCaseValue": f"${{{r}_select.output.result}}"},
                      "decisionCases": cases, "defaultCase": []}]
-    cond = []
+    cond = _conversation_stops(config, r, body, task_defs)
+    init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
+    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, cond)]
+    return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
+
+
+def _conversation_stops(config: dict, r: str, body: list, task_defs: dict) -> list[str]:
+    """A team loop's ``stopWhen`` (SIMPLE ``{ref}_stop_when``, the SDK's worker, input
+    ``{result: transcript, iteration}``) and ``termination`` (INLINE ``{ref}_termination``
+    on the transcript), appended to its ``body``; returns their loop-condition terms
+    (Conductor's compileStopWhenForConversation, for a rotation and a swarm)."""
+    loop_ref, cond = f"{r}_loop", []
     if config.get("stopWhen"):
         sw = config["stopWhen"]["taskName"]
         _task_def(sw, task_defs)
@@ -638,9 +610,7 @@ def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
                                          "result": "${workflow.variables.conversation}",
                                          "iteration": f"${{{loop_ref}.output.iteration}}"}})
         cond.append(f"$.{r}_termination['result'] == true")
-    init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
-    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, cond)]
-    return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
+    return cond
 
 
 AGGREGATE_SCRIPT = (
@@ -727,6 +697,7 @@ SYNTHESIS_PROMPT = (
 
 CONTEXT_SCRIPT = (
     "(function () { var m = []; if ($.instructions) { m.push({role: 'system', message: $.instructions}); }"
+    " if ($.memory) { for (var k = 0; k < $.memory.length; k++) { m.push($.memory[k]); } }"
     " if ($.signals) { m.push({role: 'system', message: '[SIGNALS]\\n' + $.signals + '\\n[/SIGNALS]'}); }"
     " var p = $.prompt; m.push({role: 'user', message: (typeof p === 'string') ? p : JSON.stringify(p)});"
     " return m; })();")
@@ -736,21 +707,6 @@ ROUTE_SCRIPT = (
     " for (var i = 0; i < c.length; i++) { var n = (c[i].inputParameters && c[i].inputParameters.method) || c[i].name;"
     " if (typeof n === 'string' && $.targets.indexOf(n) >= 0) { return n; } }"
     " return 'tools'; } return 'final'; })();")
-
-GUARDRAIL_ROUTE_SCRIPT = "(function () { return ($.passed === false) ? String($.on_fail || 'raise') : 'pass'; })();"
-
-REGEX_SCRIPT = (
-    "(function () { var c = $.content; var text = (c === null || c === undefined) ? '' :"
-    " (typeof c === 'string' ? c : JSON.stringify(c)); var hit = false;"
-    " for (var i = 0; i < $.patterns.length; i++) { if (new RegExp($.patterns[i]).test(text)) { hit = true; break; } }"
-    " var failed = ($.mode === 'allow') ? !hit : hit;"
-    " if (!failed) { return {passed: true, message: '', on_fail: 'pass', fixed_output: null,"
-    " guardrail_name: $.name, should_continue: false}; }"
-    " var onFail = $.onFail || 'raise'; if (onFail === 'retry' && ($.iteration || 0) >= $.maxRetries) { onFail = 'raise'; }"
-    " var msg = $.message || (($.mode === 'allow') ? 'Content did not match any allowed pattern.'"
-    " : 'Content matched a blocked pattern.');"
-    " return {passed: false, message: msg, on_fail: onFail, fixed_output: null, guardrail_name: $.name,"
-    " should_continue: onFail === 'retry'}; })();")
 
 OUTPUT_SCRIPT = (
     "(function () { var h = $.handoffs || {}; for (var k in h) { if (h[k] !== null && h[k] !== undefined) {"
@@ -809,49 +765,10 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
         if config.get(key) is not None:
             llm_input[key] = config[key]
 
-    guard_tasks, guard_refs, retry_refs = [], [], []
-    fixed = None
-    for i, g in enumerate(config.get("guardrails") or []):
-        task_name = g.get("taskName") or g.get("name") or f"{r}_regex_{i}"
-        gref = f"{r}_guardrail_{i}"
-        retry_ref = f"{r}_guardrail_{i}_retry"
-        retry_refs.append(retry_ref)
-        verdict_input = {"content": f"${{{llm_ref}.output.result}}", "iteration": f"${{{loop_ref}.output.iteration}}"}
-        if (g.get("guardrailType") or "custom") == "regex":
-            out = f"{gref}.output.result"  # an INLINE's answer is under result
-            guard_refs.append(f"{gref}['result']")
-            guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "INLINE", "inputParameters": {
-                "evaluatorType": "javascript", "expression": REGEX_SCRIPT, **verdict_input, "name": task_name,
-                "patterns": g["patterns"], "mode": g.get("mode") or "block", "message": g.get("message") or "",
-                "onFail": g.get("onFail") or "raise", "maxRetries": int(g.get("maxRetries") or 3)}})
-        else:
-            _task_def(task_name, task_defs)
-            out = f"{gref}.output"
-            guard_refs.append(gref)
-            guard_tasks.append({"name": task_name, "taskReferenceName": gref, "type": "SIMPLE",
-                                "inputParameters": verdict_input})
-        guard_tasks.append({
-            "name": f"{r}_guardrail_{i}_route", "taskReferenceName": f"{r}_guardrail_{i}_route", "type": "SWITCH",
-            "evaluatorType": "javascript", "expression": GUARDRAIL_ROUTE_SCRIPT,
-            "inputParameters": {"passed": f"${{{out}.passed}}", "on_fail": f"${{{out}.on_fail}}"},
-            "decisionCases": {
-                "retry": [{"name": retry_ref, "taskReferenceName": retry_ref, "type": "INLINE", "inputParameters": {
-                    "evaluatorType": "javascript", "name": g.get("name") or task_name,
-                    "message": f"${{{out}.message}}",
-                    "expression": "(function () { return 'Your previous answer was rejected by the guardrail '"
-                                  " + $.name + ': ' + $.message + '. Answer again, following it.'; })();"}}],
-                "raise": [{"name": f"{r}_guardrail_{i}_fail", "taskReferenceName": f"{r}_guardrail_{i}_fail",
-                           "type": "TERMINATE", "inputParameters": {
-                               "terminationStatus": "FAILED",
-                               "terminationReason": f"Guardrail {g.get('name') or task_name} failed: "
-                                                    f"${{{out}.message}}"}}],
-                "fix": [{"name": f"{r}_guardrail_{i}_fix", "taskReferenceName": f"{r}_guardrail_{i}_fix",
-                         "type": "SET_VARIABLE", "inputParameters": {"_fixed_output": f"${{{out}.fixed_output}}"}}],
-            },
-            "defaultCase": []})
-        fixed = "${workflow.variables._fixed_output}"
-    if retry_refs:
-        llm_input["participants"] = {ref: "user" for ref in retry_refs}
+    guards = guardrails.compile_output(config, r, f"${{{llm_ref}.output.result}}",
+                                       f"${{{loop_ref}.output.iteration}}", config.get("model") or parent_model,
+                                       task_defs)
+    guard_tasks, fixed = guards.tasks, guards.fixed
 
     loop_tasks = [
         {"name": f"{r}_context", "taskReferenceName": f"{r}_context", "type": "INLINE", "inputParameters": {
@@ -879,13 +796,16 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
     tool_case = server_tools.call_tasks(llm_ref)
     if tool_case:  # server-side tools: each call made into its task first (apps.agents.tools)
         loop_tasks[-1]["decisionCases"]["tools"] = tool_case
+    retry_refs = guards.retry_refs + guardrails.gate_tools(config, r, llm_ref, loop_ref, config.get("model") or parent_model,
+                                                           loop_tasks[-1], task_defs)
+    if retry_refs:
+        llm_input["participants"] = {ref: "user" for ref in retry_refs}
     loop_inputs = {"_stop_requested": "${workflow.variables._stop_requested}"}
     cond = [f"$.{loop_ref}['iteration'] < {int(config.get('maxTurns') or MAX_TURNS_DEFAULT)}",
             "$._stop_requested != true"]
     # an answer cut at the token limit goes on in the next turn, as Conductor's AgentCompiler
     go_on = [f"$.{llm_ref}['finishReason'] == 'LENGTH'", f"$.{llm_ref}['finishReason'] == 'MAX_TOKENS'",
-             f"$.{route_ref}['result'] == 'tools'"] + [f"$.{g}['on_fail'] == 'retry' && $.{g}['passed'] === false"
-                                                       for g in guard_refs]
+             f"$.{route_ref}['result'] == 'tools'"] + guards.go_on()
     cond.append("(" + " || ".join(go_on) + ")")
     if config.get("stopWhen"):
         sw = config["stopWhen"]["taskName"]
@@ -921,6 +841,7 @@ def _compile_loop(config: dict, parent_model, task_defs: dict, transfers: dict |
             "route": f"${{{route_ref}.output.result}}", "toolCalls": f"${{{llm_ref}.output.toolCalls}}"}})
         output.update({key: f"${{{check}.output.result.{key}}}" for key in ("is_transfer", "transfer_to",
                                                                           "transfer_message")})
+    options.extend_loop(config, r, tasks, task_defs, int(config.get('maxTurns') or MAX_TURNS_DEFAULT))
     return _workflow(config, tasks, output)
 
 

@@ -16,8 +16,9 @@ Event kinds (the SDK's ``EventType``), each ``data`` ``{type, executionId, ...}`
 * ``waiting`` ``{pendingTool}``: a HUMAN task waits for ``/respond``;
 * ``handoff`` ``{target}``: a sub-agent was started (a handoff, a team's turn or branch);
 * ``guardrail_pass`` / ``guardrail_fail`` ``{guardrailName, content}``: an output
-  guardrail answered; a failure that asks for a retry is a ``message`` event instead (the
-  SDK counts ``guardrail_fail`` as the run's failure, and the run goes on);
+  guardrail answered; a failure that asks for a retry or a person's review is a
+  ``message`` event instead (the SDK counts ``guardrail_fail`` as the run's failure, and
+  the run goes on);
 * ``done`` ``{output}`` when the execution COMPLETED, ``error`` ``{content}`` when it
   FAILED, TIMED_OUT or was TERMINATED; the stream ends after either.
 
@@ -91,6 +92,9 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
         if output.get("on_fail") == "retry":
             return [_event("message", execution_id, guardrailName=name,
                            content=f"guardrail {name} asked for another answer: {output.get('message')}")]
+        if output.get("on_fail") == "human":  # a person decides (the HUMAN task's ``waiting`` follows)
+            return [_event("message", execution_id, guardrailName=name, onFail="human",
+                           content=f"guardrail {name} asked a person to review the answer: {output.get('message')}")]
         return [_event("guardrail_fail", execution_id, guardrailName=name, content=output.get("message"))]
     # a server-side tool's task (HTTP, CALL_MCP_TOOL, an agent_tool's SUB_WORKFLOW...,
     # apps.agents.tools) carries the tool's name

@@ -11,7 +11,7 @@ each event enriched with the task it was made from.
          "finishReason", "tokens": {"prompt", "completion", "total"} | None},
         {"kind": "tool", "taskId", "name", "args", "result"},          # a @tool worker completed
         {"kind": "human", "taskId", "name", "question", "answer", "status"},  # a HUMAN step
-        {"kind": "guardrail", "name", "passed", "retry", "message"},
+        {"kind": "guardrail", "name", "passed", "retry", "review", "message"},  # review: a person decides
         {"kind": "handoff", "target", "taskId", "status", "executionId"},    # the sub-agent's execution
         {"kind": "done", "answer"} | {"kind": "error", "reason"}],
      "tokens": {"prompt", "completion", "total"}}     # summed over the turns (integers)
@@ -94,7 +94,8 @@ def agent_run(workflow_id: str) -> dict:
             entries.append(entry)
         elif kind in ("guardrail_pass", "guardrail_fail", "message"):
             entries.append({"kind": "guardrail", "name": data.get("guardrailName"), "passed": kind == "guardrail_pass",
-                            "retry": kind == "message", "message": _cut(data.get("content") or "")})
+                            "retry": kind == "message" and data.get("onFail") != "human",
+                            "review": data.get("onFail") == "human", "message": _cut(data.get("content") or "")})
         elif kind == "handoff":
             output = task.output_data if isinstance(task.output_data, dict) else {}
             entries.append({"kind": "handoff", "target": data.get("target"), "taskId": task.task_id,

@@ -822,7 +822,7 @@
           statusBadge(e.status) + taskLink(e.taskId, "task"));
       case "guardrail":
         return agentMsg("guardrail" + (e.passed ? "" : " failed"), "guardrail · <code>" + esc(e.name) + "</code> · " +
-          (e.passed ? "passed" : e.retry ? "rejected, the model answers again" : "failed"), e.message ? agentPre(e.message) : "");
+          (e.passed ? "passed" : e.retry ? "rejected, the model answers again" : e.review ? "rejected, a person reviews it" : "failed"), e.message ? agentPre(e.message) : "");
       case "handoff":
         return agentMsg("handoff", "handoff to <code>" + esc(e.target) + "</code>",
           e.executionId ? '<p>sub-agent execution <a class="mono" data-handoff href="' + execUrl(e.executionId) + '">' + esc(e.executionId) + "</a></p>"
