@@ -51,14 +51,16 @@ shows each one started as a ``handoff``:
   or at random (within ``allowedTransitions``), each reading the transcript ``[agent]:
   answer`` so far, which is the output (``_compile_rotation``);
 * ``swarm``: the team's own agent first, then whichever agent the last one handed the
-  conversation to with a ``{agent}_transfer_to_{peer}`` tool, until a turn hands over to
-  nobody; then a synthesis (``_compile_swarm``).
+  conversation to with a ``{agent}_transfer_to_{peer}`` tool (or, with ``handoffs``
+  conditions, the first condition that holds: ``strategies.swarm_handoffs``), until a
+  turn hands over to nobody; then a synthesis (``_compile_swarm``);
+* ``manual``: a person picks the agent of each turn through a HUMAN task answered with
+  ``/respond`` (``strategies.compile_manual``).
 
 A team's own tools are ignored (as Conductor's compiler does; a swarm's own agent uses
 them); its output guardrails, and ``stopWhen``/``termination`` outside a rotation, are
-refused. Strategies ``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions,
-other tool types and guardrail types are refused with a 400 naming the field, never
-compiled half.
+refused. Strategy ``plan_execute``, other tool types and guardrail types are refused
+with a 400 naming the field, never compiled half.
 
 The model is ``provider/model``: the provider is a configured LLM provider
 (``CONDUCTOR_AI_<NAME>_BASE_URL``, docs/ai.md).
@@ -69,12 +71,13 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from apps.agents import strategies
 from apps.core.errors import validation_failed
 
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
 GUARDRAIL_TYPES = ("custom", "external", "regex")
-STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm")
+STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm", "manual")
 ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
@@ -143,6 +146,7 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         errors.add(f"{path}.model", "model is required as 'provider/model' (e.g. openai/gpt-4o)", model)
     if strategy in STRATEGIES[1:]:
         _validate_team(config, path, errors, strategy, agents, model)
+        strategies.validate_team(config, path, errors, strategy)
     max_turns = config.get("maxTurns")
     if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
         errors.add(f"{path}.maxTurns", "maxTurns must be a positive integer", max_turns)
@@ -212,6 +216,7 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
     for key in ("router", "allowedTransitions", "handoffs", "callbacks", "planner", "gate", "codeExecution",
                 "cliConfig", "memory", "outputType", "prefillTools", "requiredTools"):
         if config.get(key) and not (key == "router" and strategy == "router") \
+                and not (key == "handoffs" and strategy == "swarm") \
                 and not (key == "allowedTransitions" and strategy in (*ROTATIONS, "swarm")):
             errors.add(f"{path}.{key}", f"{key} is not supported by this server"
                        + (f" with strategy {strategy!r}" if key in ("router", "allowedTransitions") else ""))
@@ -363,7 +368,9 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
     if strategy in ROTATIONS:
         return _compile_rotation(config, parent_model, task_defs)
     if strategy == "swarm":
-        return _compile_swarm(config, parent_model, task_defs)
+        return strategies.swarm_handoffs(config, _compile_swarm(config, parent_model, task_defs), task_defs)
+    if strategy in strategies.COMPILERS:
+        return strategies.COMPILERS[strategy](config, parent_model, task_defs)
     return _compile_loop(config, parent_model, task_defs)
 
 
@@ -622,23 +629,32 @@ def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
                      "evaluatorType": "value-param", "expression": "switchCaseValue",
                      "inputParameters": {"switchCaseValue": f"${{{r}_select.output.result}}"},
                      "decisionCases": cases, "defaultCase": []}]
-    cond = []
+    stops, cond = conversation_stops(config, r, task_defs)
+    init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
+    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body + stops, cond)]
+    return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
+
+
+def conversation_stops(config: dict, r: str, task_defs: dict) -> tuple[list, list]:
+    """A team loop's ``stopWhen`` and ``termination`` read on the transcript (Conductor's
+    compileStopWhenForConversation / compileTerminationForConversation): ``(tasks, loop
+    conditions)``; ``{ref}_stop_when`` is the worker (input ``{result: transcript,
+    iteration}``, its TaskDef added to ``task_defs``), ``{ref}_termination`` the INLINE."""
+    loop_ref, tasks, cond = f"{r}_loop", [], []
     if config.get("stopWhen"):
         sw = config["stopWhen"]["taskName"]
         _task_def(sw, task_defs)
-        body.append({"name": sw, "taskReferenceName": f"{r}_stop_when", "type": "SIMPLE", "inputParameters": {
+        tasks.append({"name": sw, "taskReferenceName": f"{r}_stop_when", "type": "SIMPLE", "inputParameters": {
             "result": "${workflow.variables.conversation}", "iteration": f"${{{loop_ref}.output.iteration}}"}})
         cond.append(f"$.{r}_stop_when['should_continue'] == true")
     if config.get("termination"):
-        body.append({"name": f"{r}_termination", "taskReferenceName": f"{r}_termination", "type": "INLINE",
-                     "inputParameters": {"evaluatorType": "javascript",
-                                         "expression": termination_script(config["termination"]),
-                                         "result": "${workflow.variables.conversation}",
-                                         "iteration": f"${{{loop_ref}.output.iteration}}"}})
+        tasks.append({"name": f"{r}_termination", "taskReferenceName": f"{r}_termination", "type": "INLINE",
+                      "inputParameters": {"evaluatorType": "javascript",
+                                          "expression": termination_script(config["termination"]),
+                                          "result": "${workflow.variables.conversation}",
+                                          "iteration": f"${{{loop_ref}.output.iteration}}"}})
         cond.append(f"$.{r}_termination['result'] == true")
-    init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
-    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, cond)]
-    return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
+    return tasks, cond
 
 
 AGGREGATE_SCRIPT = (

@@ -134,11 +134,13 @@ def pending_task(wf):
 
 def pending_tool(task) -> dict:
     """Conductor's ``pendingTool`` of a waiting task: ``{taskRefName, tool_name,
-    parameters}``."""
+    parameters}``, plus the task's ``response_schema`` / ``response_ui_schema`` when it
+    has them (a manual team's agent pick), as Conductor's ``getStatus``."""
     data = task.input_data or {}
     params = {k: v for k, v in data.items() if k not in ("method", "_createdBy")}
     return {"taskRefName": task.reference_task_name, "tool_name": data.get("tool_name") or data.get("method")
-            or task.task_def_name, "parameters": data.get("parameters") or params}
+            or task.task_def_name, "parameters": data.get("parameters") or params,
+            **{k: data[k] for k in ("response_schema", "response_ui_schema") if data.get(k) is not None}}
 
 
 def status(execution_id: str) -> dict:

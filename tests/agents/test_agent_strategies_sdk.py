@@ -1,0 +1,263 @@
+"""Strategy ``manual`` and a swarm's ``handoffs`` conditions: the compiled shapes and the
+400s (plain Python, no database), then end to end through the Python SDK's AgentRuntime
+(conductor-python 2.0.0) against a real server (daphne + qcluster, API auth on, SQLite or
+the session's PostgreSQL) whose ``openai`` provider is the loopback stub answering from
+``strategy_defs.script``. The teams are written as the SDK's documentation writes them
+(``strategy_defs``)."""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+
+import httpx
+import pytest
+from conductor.ai.agents import AgentRuntime
+
+from apps.agents.compiler import compile_agent, validate
+from apps.core.errors import InvalidInput
+from apps.engine.evaluators import evaluate
+from tests.agents import strategy_defs
+from tests.ai.stubs import LLMStub
+from tests.e2e.conftest import ConductorServer, PostgresDatabase, _is_postgres
+
+MODEL = "openai/gpt-4o-mini"
+API_KEY = "sk-strategies-" + secrets.token_hex(8)
+WAIT_SECONDS = 60
+
+
+def agent(name, **extra) -> dict:
+    return {"name": name, "model": MODEL, "instructions": f"{name} instructions", **extra}
+
+
+def swarm(**extra) -> dict:
+    return {"name": "team", "model": MODEL, "strategy": "swarm", "instructions": "FRONT",
+            "tools": [{"name": "lookup"}], "agents": [agent("x"), agent("y", tools=[{"name": "probe"}])], **extra}
+
+
+def js(inputs: dict, **bindings):
+    return evaluate("javascript", inputs["expression"], {**inputs, **bindings})
+
+
+# --- the compiled shapes (no database) -----------------------------------------------------
+
+RULES = [{"type": "on_text_mention", "text": "Refund", "target": "x"},
+         {"type": "on_tool_result", "toolName": "lookup", "resultContains": "DAMAGED", "target": "y"},
+         {"type": "on_condition", "taskName": "team_handoff_y", "target": "y"}]
+
+
+def test_swarm_conditions_compile_to_a_resolver_and_the_sdk_condition_worker():
+    compiled = compile_agent(swarm(handoffs=RULES))
+    init, loop = compiled.workflow_def["tasks"][:2]
+    assert init["inputParameters"]["last_response"] == "" and init["inputParameters"]["_last_tool_results"] == []
+    assert [t["taskReferenceName"] for t in loop["loopOver"]] == [
+        "team_switch", "team_handoff_condition", "team_handoff_check", "team_update_active"]
+    condition, check = loop["loopOver"][1:3]
+    # OnCondition is a Python callable: the SDK's own worker for the swarm runs it
+    assert (condition["type"], condition["name"]) == ("SIMPLE", "team_handoff_check")
+    assert compiled.required_workers == ["lookup", "probe", "team_handoff_check"]
+    ip = check["inputParameters"]
+    assert check["type"] == "INLINE" and ip["condition"] == "${team_handoff_condition.output}"
+    base = {"active": "0", "is_transfer": False, "transfer_to": "", "result": "", "tool_results": [], "condition": None}
+    assert js(ip, **{**base, "result": "a REFUND, please"}) == {"handoff": True, "active_agent": "1"}
+    damaged = [{"name": "lookup", "output": {"result": "box damaged"}}]
+    assert js(ip, **{**base, "tool_results": damaged}) == {"handoff": True, "active_agent": "2"}
+    assert js(ip, **{**base, "tool_results": [{"name": "lookup", "output": {"result": "fine"}}]}) == {
+        "handoff": False, "active_agent": "0"}
+    assert js(ip, **{**base, "condition": {"handoff": True, "active_agent": "2"}}) == {
+        "handoff": True, "active_agent": "2"}
+    # a transfer tool wins over the conditions; a condition naming the agent that spoke is skipped
+    assert js(ip, **{**base, "is_transfer": True, "transfer_to": "y", "result": "refund"}) == {
+        "handoff": True, "active_agent": "2"}
+    assert js(ip, **{**base, "active": "1", "result": "refund"}) == {"handoff": False, "active_agent": "1"}
+    # the first condition that holds wins, in their order
+    assert js(ip, **{**base, "result": "refund", "tool_results": damaged})["active_agent"] == "1"
+
+
+def test_allowed_transitions_bound_the_conditions():
+    compiled = compile_agent(swarm(handoffs=RULES[:1], allowedTransitions={"team": ["y"], "y": ["x"]}))
+    check = compiled.workflow_def["tasks"][1]["loopOver"][1]
+    base = {"is_transfer": False, "transfer_to": "", "tool_results": None, "result": "refund"}
+    assert js(check["inputParameters"], active="0", **base) == {"handoff": False, "active_agent": "0"}
+    assert js(check["inputParameters"], active="2", **base) == {"handoff": True, "active_agent": "1"}
+    assert compiled.required_workers == ["lookup", "probe"]  # no on_condition: no worker
+
+
+def test_the_agent_owning_a_watched_tool_ends_its_turn_after_a_matching_tool_batch():
+    compiled = compile_agent(swarm(handoffs=RULES[1:2]))
+    cases = compiled.workflow_def["tasks"][1]["loopOver"][0]["decisionCases"]
+    own = cases["0"][0]["subWorkflowParam"]["workflowDefinition"]
+    loop = own["tasks"][1]
+    dispatch = next(t for t in loop["loopOver"] if t["taskReferenceName"] == "team_dispatch")
+    tools_case = dispatch["decisionCases"]["tools"]
+    assert [t["taskReferenceName"] for t in tools_case] == ["team_tools", "team_tools_join", "team_tool_results",
+                                                            "team_tool_results_set"]
+    record = tools_case[2]["inputParameters"]
+    calls = [{"name": "lookup", "taskReferenceName": "c1", "inputParameters": {"order": 7}}]
+    assert js(record, toolCalls=calls, join={"c1": {"result": "it is Damaged"}}) == {
+        "results": [{"name": "lookup", "output": {"result": "it is Damaged"}}], "matched": True}
+    assert js(record, toolCalls=calls, join={"c1": {"result": "fine"}})["matched"] is False
+    assert own["outputParameters"]["tool_results"] == "${workflow.variables._last_tool_results}"
+    bindings = {"team_loop": {"iteration": 1}, "_stop_requested": False, "team_route": {"result": "tools"},
+                "team_llm": {"finishReason": "TOOL_CALLS"}, "_tool_handoff": False}
+    assert evaluate("javascript", loop["loopCondition"], bindings) is True
+    assert evaluate("javascript", loop["loopCondition"], {**bindings, "_tool_handoff": True}) is False
+    # y's own tool is not watched: its loop is the usual one; the turn's setter keeps the results
+    y = cases["2"][0]["subWorkflowParam"]["workflowDefinition"]
+    assert "_tool_handoff" not in y["tasks"][1]["loopCondition"] and "tool_results" not in y["outputParameters"]
+    assert cases["2"][-1]["inputParameters"]["_last_tool_results"] == "${team_agent_2_y.output.tool_results}"
+
+
+def test_manual_compiles_a_human_pick_each_turn():
+    compiled = compile_agent({"name": "desk", "model": MODEL, "strategy": "manual", "maxTurns": 3,
+                              "agents": [agent("x"), agent("y")], "termination": {"type": "text_mention",
+                                                                                  "text": "BYE"}})
+    assert compiled.required_workers == []
+    init, loop = compiled.workflow_def["tasks"]
+    assert init["inputParameters"]["conversation"] == "${workflow.input.prompt}"
+    assert [t["taskReferenceName"] for t in loop["loopOver"]] == [
+        "desk_pick_agent", "desk_process_selection", "desk_switch", "desk_termination"]
+    human, select, switch = loop["loopOver"][:3]
+    assert human["type"] == "HUMAN"
+    assert human["inputParameters"]["response_schema"]["properties"]["selected"]["enum"] == ["x", "y"]
+    assert human["inputParameters"]["agent_options"] == {"x": "0", "y": "1"}
+    assert [t["taskReferenceName"] for t in switch["decisionCases"]["1"]] == ["desk_agent_1_y", "desk_concat_1",
+                                                                             "desk_set_1"]
+    ip = select["inputParameters"]
+    for answer, index in [({"selected": "y"}, "1"), ({"agent": "x"}, "0"), ({"selected": "1"}, "1"),
+                          ("y", "1"), (None, "0"), ({"selected": "nobody"}, "none")]:
+        assert js(ip, human_output=answer) == {"selected": index}
+    assert "$.desk_loop['iteration'] < 3" in loop["loopCondition"]
+    assert compiled.workflow_def["outputParameters"]["result"] == "${workflow.variables.conversation}"
+
+
+@pytest.mark.parametrize("config,field", [
+    (swarm(handoffs=[{"type": "on_vibes", "target": "x"}]), "agentConfig.handoffs[0].type"),
+    (swarm(handoffs=[{"type": "on_text_mention", "text": "x", "target": "nobody"}]), "agentConfig.handoffs[0].target"),
+    (swarm(handoffs=[{"type": "on_text_mention", "text": " ", "target": "x"}]), "agentConfig.handoffs[0].text"),
+    (swarm(handoffs=[{"type": "on_tool_result", "target": "x"}]), "agentConfig.handoffs[0].toolName"),
+    (swarm(handoffs=[{"type": "on_tool_result", "toolName": "nope", "target": "x"}]),
+     "agentConfig.handoffs[0].toolName"),
+    (swarm(handoffs=[{"type": "on_tool_result", "toolName": "lookup", "resultContains": 3, "target": "x"}]),
+     "agentConfig.handoffs[0].resultContains"),
+    (swarm(handoffs=[{"type": "on_condition", "target": "x"}]), "agentConfig.handoffs[0].taskName"),
+    (swarm(handoffs={"type": "on_condition"}), "agentConfig.handoffs"),
+    ({**swarm(handoffs=RULES), "strategy": "round_robin"}, "agentConfig.handoffs"),
+    ({"name": "m", "model": MODEL, "strategy": "manual", "agents": []}, "agentConfig.agents"),
+    ({"name": "m", "model": MODEL, "strategy": "manual", "agents": [agent("x")], "guardrails": [{"name": "g"}]},
+     "agentConfig.guardrails"),
+    ({"name": "m", "model": MODEL, "strategy": "manual", "agents": [agent("x")],
+      "termination": {"type": "token_usage", "maxTotalTokens": 9}}, "agentConfig.termination.type"),
+    ({"name": "m", "model": MODEL, "strategy": "manual", "agents": [agent("x")], "allowedTransitions": {"x": []}},
+     "agentConfig.allowedTransitions"),
+])
+def test_refusals_name_the_field(config, field):
+    assert field in [e["path"] for e in validate(config)]
+    with pytest.raises(InvalidInput) as err:
+        compile_agent(config)
+    assert field in [e["path"] for e in err.value.validation_errors]
+
+
+# --- end to end through the SDK ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The LLM stub, a server configured for it, and an AgentRuntime signed in with the
+    admin key through the environment (tests/agents/test_agents_sdk.py's ``world``)."""
+    llm = LLMStub(strategy_defs.script)
+    workdir = tmp_path_factory.mktemp("conductor-strategies-e2e")
+    session_url = os.environ.get("DATABASE_URL", "")
+    pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
+    server = ConductorServer(workdir, pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}")
+    server.env.update({"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": API_KEY,
+                       "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"})
+    try:
+        server.start()
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in server.sdk_env().items():
+                mp.setenv(name, value)
+            with AgentRuntime() as runtime:
+                yield server, runtime, llm
+    finally:
+        server.stop()
+        llm.close()
+        if pg is not None:
+            pg.drop()
+
+
+def api_get(server, path: str) -> dict:
+    r = httpx.get(f"{server.url}{path}", headers=server.auth_headers(), timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def helpdesk_calls(llm, prompt: str) -> int:
+    return sum(1 for c in llm.chats() if any(m.get("role") == "system" and str(m.get("content")).startswith("HELPDESK")
+                                             for m in c["messages"])
+               and any(m.get("role") == "user" and m.get("content") == prompt for m in c["messages"]))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("prompt, handed_to, helpdesk_turns, worker_said", [
+    # OnTextMention("Refund") (the SDK's worker sees it too)
+    ("I want my money back", "e2e_billing", 1, {"active_agent": "1", "handoff": True}),
+    # OnToolResult: the helpdesk does not speak again after the lookup
+    ("Where is order 7", "e2e_billing", 1, {"active_agent": "0", "handoff": False}),
+    # OnCondition, run by the SDK's handoff_check worker
+    ("My app will not start", "e2e_tech", 1, {"active_agent": "2", "handoff": True}),
+    # the lookup's answer matches nothing: the helpdesk reads it and answers; nobody takes over
+    ("Where is order 8", None, 2, {"active_agent": "0", "handoff": False}),
+])
+def test_swarm_handoff_conditions(world, prompt, handed_to, helpdesk_turns, worker_said):
+    server, runtime, llm = world
+    stream = runtime.stream(strategy_defs.helpdesk_agent(), prompt)
+    events = list(stream)
+    assert [e.target for e in events if e.type == "handoff"] == ["e2e_helpdesk"] + ([handed_to] if handed_to else [])
+    result = stream.get_result()
+    assert result.status == "COMPLETED", result.error
+    turns = result.output["result"].split("\n\n")
+    assert turns[0] == prompt
+    expected_last = {"e2e_billing": "[e2e_billing]: billing: your refund is on its way",
+                     "e2e_tech": "[e2e_tech]: tech: restart the app",
+                     None: "[e2e_helpdesk]: helpdesk: order 8: on its way"}[handed_to]
+    assert turns[-1] == expected_last
+    assert helpdesk_calls(llm, prompt) == helpdesk_turns
+    run = api_get(server, f"/agent/execution/{stream.handle.execution_id}")
+    conditions = [t for t in run["tasks"] if t["taskType"] == "e2e_helpdesk_handoff_check"]
+    assert conditions and all(t["status"] == "COMPLETED" for t in conditions)
+    assert conditions[0]["outputData"] == worker_said
+
+
+def wait_for_pick(handle, after: str | None = None):
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        status = handle.get_status()
+        if status.is_waiting and status.pending_tool["taskRefName"] != after:
+            return status.pending_tool
+        time.sleep(0.3)
+    raise AssertionError("no agent pick waited")
+
+
+@pytest.mark.e2e
+def test_manual_team_a_person_picks_each_turn_through_respond(world):
+    server, runtime, llm = world
+    handle = runtime.start(strategy_defs.concierge_agent(), "I need help")
+    first = wait_for_pick(handle)
+    assert first["response_schema"]["properties"]["selected"]["enum"] == ["e2e_billing", "e2e_tech"]
+    assert first["parameters"]["conversation"] == "I need help"
+    handle.respond({"selected": "e2e_tech"})
+    second = wait_for_pick(handle, after=first["taskRefName"])
+    assert second["parameters"]["conversation"] == "I need help\n\n[e2e_tech]: tech: restart the app"
+    handle.respond({"selected": "e2e_billing"})
+    result = handle.join(timeout=WAIT_SECONDS)
+    assert result.status == "COMPLETED", result.error
+    assert result.output["result"] == ("I need help\n\n[e2e_tech]: tech: restart the app\n\n"
+                                       "[e2e_billing]: billing: your refund is on its way")
+    run = api_get(server, f"/agent/execution/{handle.execution_id}")
+    children = [api_get(server, f"/agent/execution/{t['subWorkflowId']}")["agentName"]
+                for t in run["tasks"] if t["taskType"] == "SUB_WORKFLOW"]
+    assert children == ["e2e_tech", "e2e_billing"]
+    # nothing waits any more (maxTurns=2): another answer is Conductor's 409
+    r = httpx.post(f"{server.url}/agent/{handle.execution_id}/respond", json={"selected": "e2e_tech"},
+                   headers=server.auth_headers(), timeout=10)
+    assert r.status_code == 409
