@@ -71,7 +71,6 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from apps.agents import strategies
 from apps.core.errors import validation_failed
 
 MAX_TURNS_DEFAULT = 25
@@ -81,6 +80,12 @@ STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin"
 ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
+# what apps.agents.strategies adds when the app loads (AgentsConfig.ready): a strategy's
+# compile(config, parent_model, task_defs) -> WorkflowDef, a team's check(config, path,
+# errors, strategy), and a swarm's extend(config, workflow_def, task_defs) -> WorkflowDef
+STRATEGY_COMPILERS: dict = {}
+TEAM_CHECKS: list = []
+SWARM_EXTENSIONS: list = []
 WORKFLOW_INPUTS = ["prompt", "media", "session_id", "context"]
 TASK_DEF_DEFAULTS = {"retryCount": 2, "retryLogic": "FIXED", "retryDelaySeconds": 2, "timeoutSeconds": 0,
                      "responseTimeoutSeconds": 3600, "timeoutPolicy": "TIME_OUT_WF",
@@ -146,7 +151,8 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         errors.add(f"{path}.model", "model is required as 'provider/model' (e.g. openai/gpt-4o)", model)
     if strategy in STRATEGIES[1:]:
         _validate_team(config, path, errors, strategy, agents, model)
-        strategies.validate_team(config, path, errors, strategy)
+        for check in TEAM_CHECKS:
+            check(config, path, errors, strategy)
     max_turns = config.get("maxTurns")
     if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
         errors.add(f"{path}.maxTurns", "maxTurns must be a positive integer", max_turns)
@@ -368,9 +374,12 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
     if strategy in ROTATIONS:
         return _compile_rotation(config, parent_model, task_defs)
     if strategy == "swarm":
-        return strategies.swarm_handoffs(config, _compile_swarm(config, parent_model, task_defs), task_defs)
-    if strategy in strategies.COMPILERS:
-        return strategies.COMPILERS[strategy](config, parent_model, task_defs)
+        wf = _compile_swarm(config, parent_model, task_defs)
+        for extend in SWARM_EXTENSIONS:
+            wf = extend(config, wf, task_defs)
+        return wf
+    if strategy in STRATEGY_COMPILERS:
+        return STRATEGY_COMPILERS[strategy](config, parent_model, task_defs)
     return _compile_loop(config, parent_model, task_defs)
 
 
@@ -962,3 +971,13 @@ def _term_expr(t: dict) -> str:
     # "or" stops when one says stop, so it goes on while all go on
     inner = [_term_expr(c) for c in t.get("conditions") or []] or ["true"]
     return "(" + (" || " if kind == "and" else " && ").join(inner) + ")"
+
+
+# the building blocks apps.agents.strategies compiles its teams with
+compile_config = _compile
+sub_agent_turn = _turn_tasks
+team_loop = _team_loop
+conversation_init = _conversation_init
+workflow = _workflow
+add_task_def = _task_def
+refuse_token_usage = _refuse_token_usage

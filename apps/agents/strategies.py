@@ -1,7 +1,9 @@
-"""The multi-agent parts of the agent compiler that ``apps.agents.compiler`` calls through
-small hooks: strategy ``manual`` and a swarm's ``handoffs`` conditions (Conductor's
-``MultiAgentCompiler.compileManual`` and ``compileSwarm``, ``agentspan/.../compiler/``).
-Pure (no ORM, no clock), like the compiler: WorkflowDef dicts in, WorkflowDef dicts out.
+"""The multi-agent parts of the agent compiler that join ``apps.agents.compiler`` through
+its hooks (``register``, called by ``AgentsConfig.ready``; this module imports the
+compiler, never the other way round): strategy ``manual`` and a swarm's ``handoffs``
+conditions (Conductor's ``MultiAgentCompiler.compileManual`` and ``compileSwarm``,
+``agentspan/.../compiler/``). Pure (no ORM, no clock), like the compiler: WorkflowDef
+dicts in, WorkflowDef dicts out.
 
 * ``manual`` (``compile_manual``): a person picks the agent of each turn. A loop of
   ``maxTurns`` turns (25 by default) of ``{ref}_pick_agent`` (HUMAN: ``agent_options``
@@ -56,9 +58,9 @@ def _text(value) -> bool:
 def validate_team(config: dict, path: str, errors, strategy: str) -> None:
     """The parts of a team only this module compiles: a swarm's ``handoffs`` and a manual
     team's termination. Adds Conductor's validation errors (``{path, message,
-    invalidValue?}``) to ``errors`` (``compiler._Errors``); returns nothing."""
+    invalidValue?}``) to ``errors`` (the compiler's error list); returns nothing."""
     if strategy == "manual" and isinstance(config.get("termination"), dict):
-        c._refuse_token_usage(config["termination"], f"{path}.termination", errors)
+        c.refuse_token_usage(config["termination"], f"{path}.termination", errors)
     handoffs = config.get("handoffs")
     if strategy != "swarm" or not handoffs:
         return
@@ -120,15 +122,15 @@ def compile_manual(config: dict, parent_model, task_defs: dict) -> dict:
     cases = {}
     for i, sub in enumerate(agents):
         ref = f"{r}_agent_{i}_{c.to_ref(sub['name'])}"
-        cases[str(i)] = c._turn_tasks(r, ref, "", i, c._compile(sub, model, task_defs), sub["name"])
+        cases[str(i)] = c.sub_agent_turn(r, ref, "", i, c.compile_config(sub, model, task_defs), sub["name"])
     switch = {"name": f"{r}_switch", "taskReferenceName": f"{r}_switch", "type": "SWITCH",
               "evaluatorType": "value-param", "expression": "switchCaseValue",
               "inputParameters": {"switchCaseValue": f"${{{select}.output.result.selected}}"},
               "decisionCases": cases, "defaultCase": []}
     stops, cond = c.conversation_stops(config, r, task_defs)
-    loop = c._team_loop(r, int(config.get("maxTurns") or c.MAX_TURNS_DEFAULT), [human, selection, switch, *stops],
+    loop = c.team_loop(r, int(config.get("maxTurns") or c.MAX_TURNS_DEFAULT), [human, selection, switch, *stops],
                         cond)
-    return c._workflow(config, [c._conversation_init(config, r), loop],
+    return c.workflow(config, [c.conversation_init(config, r), loop],
                        {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
 
 
@@ -178,7 +180,7 @@ def swarm_handoffs(config: dict, wf: dict, task_defs: dict) -> dict:
                    "tool_results": "${workflow.variables._last_tool_results}"})
     if any(rule["type"] == "on_condition" for rule in rules):
         worker, ref = f"{config['name']}_handoff_check", f"{r}_handoff_condition"
-        c._task_def(worker, task_defs)
+        c.add_task_def(worker, task_defs)
         condition = {"name": worker, "taskReferenceName": ref, "type": "SIMPLE", "inputParameters": {
             "result": "${workflow.variables.last_response}", "active_agent": "${workflow.variables.active_agent}",
             "conversation": "${workflow.variables.conversation}", "is_transfer": False, "transfer_to": ""}}
@@ -253,4 +255,11 @@ HANDOFF_RESOLVE_SCRIPT = (
     " if (hit) { return {handoff: true, active_agent: target}; } }"
     " return {handoff: false, active_agent: active}; })();")
 
-COMPILERS = {"manual": compile_manual}
+def register() -> None:
+    """Add ``manual``, the team checks and the swarm's conditions to the compiler (once;
+    ``AgentsConfig.ready``)."""
+    c.STRATEGY_COMPILERS["manual"] = compile_manual
+    if validate_team not in c.TEAM_CHECKS:
+        c.TEAM_CHECKS.append(validate_team)
+    if swarm_handoffs not in c.SWARM_EXTENSIONS:
+        c.SWARM_EXTENSIONS.append(swarm_handoffs)

@@ -6,24 +6,18 @@ the session's PostgreSQL) whose ``openai`` provider is the loopback stub answeri
 (``strategy_defs``)."""
 from __future__ import annotations
 
-import os
-import secrets
 import time
 
 import httpx
 import pytest
-from conductor.ai.agents import AgentRuntime
 
 from apps.agents.compiler import compile_agent, validate
 from apps.core.errors import InvalidInput
 from apps.engine.evaluators import evaluate
 from tests.agents import strategy_defs
-from tests.ai.stubs import LLMStub
-from tests.e2e.conftest import ConductorServer, PostgresDatabase, _is_postgres
+from tests.agents.test_agents_sdk import WAIT_SECONDS, api_get, world  # noqa: F401 - world: the shared fixture
 
 MODEL = "openai/gpt-4o-mini"
-API_KEY = "sk-strategies-" + secrets.token_hex(8)
-WAIT_SECONDS = 60
 
 
 def agent(name, **extra) -> dict:
@@ -161,34 +155,12 @@ def test_refusals_name_the_field(config, field):
 # --- end to end through the SDK ------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """The LLM stub, a server configured for it, and an AgentRuntime signed in with the
-    admin key through the environment (tests/agents/test_agents_sdk.py's ``world``)."""
-    llm = LLMStub(strategy_defs.script)
-    workdir = tmp_path_factory.mktemp("conductor-strategies-e2e")
-    session_url = os.environ.get("DATABASE_URL", "")
-    pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None
-    server = ConductorServer(workdir, pg.url if pg else f"sqlite:///{workdir / 'conductor.sqlite3'}")
-    server.env.update({"CONDUCTOR_AI_OPENAI_BASE_URL": llm.origin + "/v1", "CONDUCTOR_AI_OPENAI_API_KEY": API_KEY,
-                       "CONDUCTOR_AI_TIMEOUT_SECONDS": "20"})
-    try:
-        server.start()
-        with pytest.MonkeyPatch.context() as mp:
-            for name, value in server.sdk_env().items():
-                mp.setenv(name, value)
-            with AgentRuntime() as runtime:
-                yield server, runtime, llm
-    finally:
-        server.stop()
-        llm.close()
-        if pg is not None:
-            pg.drop()
-
-
-def api_get(server, path: str) -> dict:
-    r = httpx.get(f"{server.url}{path}", headers=server.auth_headers(), timeout=10)
-    assert r.status_code == 200, r.text
-    return r.json()
+def teams(world):
+    """tests/agents/test_agents_sdk.py's ``world`` (a server, the stub LLM, an
+    AgentRuntime), the stub answering from ``strategy_defs.script`` for this module."""
+    server, runtime, llm = world
+    llm.chat_handler = strategy_defs.script
+    return server, runtime, llm
 
 
 def helpdesk_calls(llm, prompt: str) -> int:
@@ -208,8 +180,8 @@ def helpdesk_calls(llm, prompt: str) -> int:
     # the lookup's answer matches nothing: the helpdesk reads it and answers; nobody takes over
     ("Where is order 8", None, 2, {"active_agent": "0", "handoff": False}),
 ])
-def test_swarm_handoff_conditions(world, prompt, handed_to, helpdesk_turns, worker_said):
-    server, runtime, llm = world
+def test_swarm_handoff_conditions(teams, prompt, handed_to, helpdesk_turns, worker_said):
+    server, runtime, llm = teams
     stream = runtime.stream(strategy_defs.helpdesk_agent(), prompt)
     events = list(stream)
     assert [e.target for e in events if e.type == "handoff"] == ["e2e_helpdesk"] + ([handed_to] if handed_to else [])
@@ -239,8 +211,8 @@ def wait_for_pick(handle, after: str | None = None):
 
 
 @pytest.mark.e2e
-def test_manual_team_a_person_picks_each_turn_through_respond(world):
-    server, runtime, llm = world
+def test_manual_team_a_person_picks_each_turn_through_respond(teams):
+    server, runtime, llm = teams
     handle = runtime.start(strategy_defs.concierge_agent(), "I need help")
     first = wait_for_pick(handle)
     assert first["response_schema"]["properties"]["selected"]["enum"] == ["e2e_billing", "e2e_tech"]
