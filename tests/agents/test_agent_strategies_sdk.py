@@ -10,12 +10,14 @@ import time
 
 import httpx
 import pytest
+from conductor.ai.agents.config_serializer import AgentConfigSerializer
 
 from apps.agents.compiler import compile_agent, validate
 from apps.core.errors import InvalidInput
 from apps.engine.evaluators import evaluate
 from tests.agents import strategy_defs
 from tests.agents.test_agents_sdk import WAIT_SECONDS, api_get, world  # noqa: F401 - world: the shared fixture
+from tests.ai.conftest import api  # noqa: F401 - fixture
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -150,6 +152,25 @@ def test_refusals_name_the_field(config, field):
     with pytest.raises(InvalidInput) as err:
         compile_agent(config)
     assert field in [e["path"] for e in err.value.validation_errors]
+
+
+# --- deploy through the API (in process) ----------------------------------------------------
+
+def test_deploy_stores_both_as_normal_definitions_and_refuses_bad_conditions_whole(api):
+    serializer = AgentConfigSerializer()
+    for team, workers in ((strategy_defs.helpdesk_agent(), ["e2e_helpdesk_handoff_check", "lookup_order"]),
+                          (strategy_defs.concierge_agent(), [])):
+        body = api.post("/agent/deploy", {"agentConfig": serializer.serialize(team)})
+        assert body.status_code == 200, body.content[:500]
+        assert body.json()["requiredWorkers"] == workers
+        stored = api.get(f"/agent/definitions/{team.name}").json()
+        assert stored["metadata"]["classifier"] == "agent" and stored["tasks"]
+    bad = serializer.serialize(strategy_defs.helpdesk_agent())
+    bad["name"] = "e2e_bad_helpdesk"
+    bad["handoffs"][1]["toolName"] = "no_such_tool"
+    body = api.refused(api.post("/agent/deploy", {"agentConfig": bad}), 400)
+    assert [e["path"] for e in body["validationErrors"]] == ["agentConfig.handoffs[1].toolName"]
+    assert api.get("/agent/definitions/e2e_bad_helpdesk").status_code == 404
 
 
 # --- end to end through the SDK ------------------------------------------------------------
