@@ -76,7 +76,8 @@ from apps.core.errors import validation_failed
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
 GUARDRAIL_TYPES = ("custom", "external", "regex")
-STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm", "manual")
+STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm", "manual",
+              "plan_execute")
 ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
@@ -223,6 +224,7 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
                 "cliConfig", "memory", "outputType", "prefillTools", "requiredTools"):
         if config.get(key) and not (key == "router" and strategy == "router") \
                 and not (key == "handoffs" and strategy == "swarm") \
+                and not (key == "planner" and strategy == "plan_execute") \
                 and not (key == "allowedTransitions" and strategy in (*ROTATIONS, "swarm")):
             errors.add(f"{path}.{key}", f"{key} is not supported by this server"
                        + (f" with strategy {strategy!r}" if key in ("router", "allowedTransitions") else ""))
@@ -252,7 +254,7 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
     task references), ``DONE`` reserved by a router, a swarm's sub-agents single agents,
     the router itself, the allowed transitions of a rotation or swarm; output guardrails are refused on a team (Conductor wraps
     the team's workflow in them; this server does not)."""
-    if not agents:
+    if not agents and strategy != "plan_execute":  # a plan_execute harness has planner and fallback
         errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
     seen: dict[str, str] = {}
     for i, sub in enumerate(agents):
@@ -975,6 +977,7 @@ def _term_expr(t: dict) -> str:
 
 # the building blocks apps.agents.strategies compiles its teams with
 compile_config = _compile
+sub_agent_task = _sub_workflow_task
 sub_agent_turn = _turn_tasks
 team_loop = _team_loop
 conversation_init = _conversation_init

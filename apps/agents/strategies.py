@@ -256,10 +256,13 @@ HANDOFF_RESOLVE_SCRIPT = (
     " return {handoff: false, active_agent: active}; })();")
 
 def register() -> None:
-    """Add ``manual``, the team checks and the swarm's conditions to the compiler (once;
-    ``AgentsConfig.ready``)."""
-    c.STRATEGY_COMPILERS["manual"] = compile_manual
-    if validate_team not in c.TEAM_CHECKS:
-        c.TEAM_CHECKS.append(validate_team)
+    """Add ``manual``, ``plan_execute`` (``apps.agents.plans``), the team checks and the
+    swarm's conditions to the compiler (once; ``AgentsConfig.ready``)."""
+    from apps.agents import plans
+
+    c.STRATEGY_COMPILERS.update({"manual": compile_manual, "plan_execute": plans.compile_plan_execute})
+    for check in (validate_team, plans.validate_harness):
+        if check not in c.TEAM_CHECKS:
+            c.TEAM_CHECKS.append(check)
     if swarm_handoffs not in c.SWARM_EXTENSIONS:
         c.SWARM_EXTENSIONS.append(swarm_handoffs)

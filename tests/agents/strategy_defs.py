@@ -9,6 +9,10 @@ own: the SDK's worker processes import it to run ``lookup_order`` and ``wants_te
   ``OnTextMention("refund")`` hands over to billing); app questions answer "that sounds
   like a crash" (an ``OnCondition`` run by the SDK's worker hands over to tech); a
   damaged order (``OnToolResult(lookup_order, "damaged")``) goes to billing at once.
+* PLANNER (a plan_execute harness's planner): a price question about tea or coffee is
+  planned as ``fetch_price`` then ``write_note`` of its result (a ```json fence); about
+  cake, with a tool the harness does not have (the plan does not compile); FALLBACK (the
+  harness's fallback agent) answers with the first line of its prompt.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import json
 
 from conductor.ai.agents import Agent, tool
 from conductor.ai.agents.handoff import OnCondition, OnTextMention, OnToolResult
+from conductor.ai.agents.plans import Op, Plan, Ref, Step, plan_execute
 
 from tests.agents import agent_defs
 from tests.agents.agent_defs import MODEL, billing_agent, tech_agent
@@ -25,6 +30,29 @@ from tests.agents.agent_defs import MODEL, billing_agent, tech_agent
 def lookup_order(order_id: str) -> str:
     """The state of an order."""
     return f"order {order_id}: " + ("damaged in transit" if order_id == "7" else "on its way")
+
+
+@tool
+def fetch_price(item: str) -> str:
+    """The price of an item."""
+    return f"price of {item}: 12"
+
+
+@tool
+def write_note(text: dict) -> str:
+    """Write a note about a step's answer."""
+    return "noted: " + (str(text.get("result")) if isinstance(text, dict) else "not a step's output: " + repr(text))
+
+
+def price_plan(item: str) -> Plan:
+    return Plan(steps=[Step("price", operations=[Op("fetch_price", args={"item": item})]),
+                       Step("note", depends_on=["price"], operations=[Op("write_note", args={"text": Ref("price")})])])
+
+
+def pricing_harness():
+    return plan_execute("e2e_pricing", tools=[fetch_price, write_note], model=MODEL,
+                        planner_instructions="PLANNER: plan the work.",
+                        fallback_instructions="FALLBACK: do the work yourself.")
 
 
 def wants_tech(context: dict) -> bool:
@@ -50,9 +78,17 @@ def script(request: dict) -> dict:
     """The stub LLM's answer (the module docstring), else ``agent_defs.script``'s."""
     messages = request.get("messages") or []
     system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    if system.startswith("PLANNER"):
+        item = next((w for w in ("tea", "coffee", "cake") if w in user.split("\n")[0]), "water")
+        plan = price_plan(item).to_dict()
+        if item == "cake":
+            plan["steps"][0]["operations"][0]["tool"] = "bake"
+        return {"text": "Here is the plan.\n```json\n" + json.dumps(plan) + "\n```"}
+    if system.startswith("FALLBACK"):
+        return {"text": "fallback: " + user.split("\n")[0]}
     if not system.startswith("HELPDESK"):
         return agent_defs.script(request)
-    user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
     results = [m for m in messages if m.get("role") == "tool"]
     if "order" in user:
         if not results:

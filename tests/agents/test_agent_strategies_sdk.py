@@ -254,3 +254,118 @@ def test_manual_team_a_person_picks_each_turn_through_respond(teams):
     r = httpx.post(f"{server.url}/agent/{handle.execution_id}/respond", json={"selected": "e2e_tech"},
                    headers=server.auth_headers(), timeout=10)
     assert r.status_code == 409
+
+
+# --- plan_execute ---------------------------------------------------------------------------
+
+def harness(**extra) -> dict:
+    return {"name": "h", "model": MODEL, "strategy": "plan_execute", "planner": {"name": "h_planner"},
+            "tools": [{"name": "add"}, {"name": "check"}], **extra}
+
+
+def test_plan_execute_compiles_the_harness_and_plans_to_normal_workflows():
+    compiled = compile_agent(harness(fallback={"name": "h_fallback", "tools": [{"name": "add"}]}))
+    assert compiled.required_workers == ["add", "check"]
+    tasks = compiled.workflow_def["tasks"]
+    assert [t["taskReferenceName"] for t in tasks] == ["h_planner", "h_extract_json", "h_plan_and_compile",
+                                                       "h_compile_gate", "h_output_select"]
+    assert "## Available tools" in tasks[0]["inputParameters"]["prompt"]
+    assert tasks[0]["subWorkflowParam"]["workflowDefinition"]["tasks"][1]["type"] == "DO_WHILE"  # an agent
+    gate = tasks[3]
+    assert [t["taskReferenceName"] for t in gate["decisionCases"]["compile_failed"]] == [
+        "h_compile_fb_prompt", "h_compile_fallback", "h_compile_fallback_set"]
+    run = gate["defaultCase"]
+    assert run[0]["optional"] is True and run[0]["subWorkflowParam"]["workflowDefinition"] == (
+        "${h_plan_and_compile.output.result.workflowDef}")
+    # the extraction takes the run's static plan first, else the planner's last json fence
+    extract = tasks[1]["inputParameters"]
+    assert js(extract, staticPlan={"steps": []}, raw="x") == {"plan": {"steps": []}, "text": "x"}
+    assert js(extract, staticPlan=None, raw='a ```json\n{"steps": 1}\n``` b')["plan"] == '{"steps": 1}'
+    plan = {"steps": [{"id": "one", "operations": [{"tool": "add", "args": {"a": 1}}]},
+                      {"id": "two", "depends_on": ["one"], "parallel": True,
+                       "operations": [{"tool": "add", "args": {"a": {"$ref": "one"}}}, {"tool": "add", "args": {}}]}],
+            "validation": [{"tool": "check", "args": {}}], "on_failure": [{"tool": "add", "args": {"a": 0}}]}
+    out = js(tasks[2]["inputParameters"], planJson=plan)
+    assert out["error"] is None and out["stats"] == {"stepCount": 2, "taskCount": 7}
+    wf = out["workflowDef"]
+    assert wf["name"] == "pe_h_plan" and [t["type"] for t in wf["tasks"]] == [
+        "SIMPLE", "FORK_JOIN", "JOIN", "INLINE", "SIMPLE", "INLINE", "SWITCH"]
+    assert wf["tasks"][1]["forkTasks"][0][0]["inputParameters"] == {"a": "${s_one_0.output}"}
+    assert [t["type"] for t in wf["tasks"][6]["decisionCases"]["failed"]] == ["SIMPLE", "TERMINATE"]
+    # a script's text is resolved as a template before it runs: none may hold one
+    assert all("${" not in t["inputParameters"]["expression"] for t in tasks if t["type"] == "INLINE")
+    checks = wf["tasks"][5]["inputParameters"]
+    assert js(checks, checks=[{"result": "fine"}]) == "passed"
+    assert js(checks, checks=[{"passed": False}]) == "failed" and js(checks, checks=[{"result": "ERROR: x"}]) == "failed"
+
+
+@pytest.mark.parametrize("plan, error", [
+    ({"steps": []}, "Plan must have a non-empty steps array"),
+    ("not json", "Invalid plan JSON"),
+    ({"steps": [{"id": "a", "operations": [{"tool": "zap", "args": {}}]}]}, "uses unknown tool 'zap'"),
+    ({"steps": [{"id": "a", "depends_on": ["b"], "operations": [{"tool": "add", "args": {}}]},
+                {"id": "b", "depends_on": ["a"], "operations": [{"tool": "add", "args": {}}]}]}, "Cycle in depends_on"),
+    ({"steps": [{"id": "a", "operations": [{"tool": "add", "args": {"x": {"$ref": "b"}}}]},
+                {"id": "b", "operations": [{"tool": "add", "args": {}}]}]}, "does not declare it in depends_on"),
+    ({"steps": [{"id": "a", "operations": [{"tool": "add", "generate": {"instructions": "x"}}]}]}, "generate"),
+])
+def test_a_plan_that_does_not_compile_is_an_error_not_a_workflow(plan, error):
+    compiled = compile_agent(harness())
+    out = js(compiled.workflow_def["tasks"][2]["inputParameters"], planJson=plan)
+    assert out["workflowDef"] is None and error in out["error"]
+
+
+@pytest.mark.parametrize("config,field", [
+    ({**harness(), "planner": None}, "agentConfig.planner"),
+    (harness(planner={"name": "p", "model": "no-provider"}), "agentConfig.planner.model"),
+    (harness(fallback={"name": "f", "tools": [{"name": "t", "toolType": "telepathy"}]}),
+     "agentConfig.fallback.tools[0].toolType"),
+    (harness(plannerContext=[{"text": "x"}]), "agentConfig.plannerContext"),
+    (harness(planSource={"tool": "add"}), "agentConfig.planSource"),
+])
+def test_plan_execute_refusals_name_the_field(config, field):
+    assert field in [e["path"] for e in validate(config)]
+
+
+def test_inspect_plan_compiles_without_running(api):
+    config = AgentConfigSerializer().serialize(strategy_defs.pricing_harness())
+    body = api.post("/agent/inspect-plan", {"agentConfig": config, "plan": strategy_defs.price_plan("tea").to_dict()})
+    assert body.status_code == 200, body.content[:500]
+    out = body.json()
+    assert out["error"] is None and out["stats"] == {"stepCount": 2, "taskCount": 2}
+    assert [(t["name"], t["inputParameters"]) for t in out["workflowDef"]["tasks"]] == [
+        ("fetch_price", {"item": "tea"}), ("write_note", {"text": "${s_price_0.output}"})]
+    bad = api.post("/agent/inspect-plan", {"agentConfig": config, "plan": {"steps": [{"operations": []}]}}).json()
+    assert bad["workflowDef"] is None and "has no operations" in bad["error"]
+    refused = api.refused(api.post("/agent/inspect-plan", {"agentConfig": {**config, "strategy": "swarm"},
+                                                           "plan": {}}), 400)
+    assert refused["validationErrors"][0]["path"] == "agentConfig.strategy"
+    assert api.refused(api.post("/agent/inspect-plan", {"agentConfig": config}), 400)["message"] == (
+        "inspectPlan: plan is required")
+    assert api.get("/agent/definitions/e2e_pricing").status_code == 404  # nothing stored
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("prompt, static, expected", [
+    ("Price of tea?", True, "noted: price of tea: 12"),        # runtime.run(harness, plan=Plan(...))
+    ("Price of coffee?", False, "noted: price of coffee: 12"),  # the planner's ```json plan
+    ("Price of cake?", False, "fallback: Price of cake?"),     # a plan naming a tool it lacks: the fallback agent
+])
+def test_plan_execute_runs_the_plan_through_the_sdk(teams, prompt, static, expected):
+    server, runtime, llm = teams
+    extra = {"plan": strategy_defs.price_plan("tea")} if static else {}
+    result = runtime.run(strategy_defs.pricing_harness(), prompt, timeout=WAIT_SECONDS, **extra)
+    assert result.status == "COMPLETED", result.error
+    run = api_get(server, f"/agent/execution/{result.execution_id}")
+    assert result.output["result"] == expected
+    planner_turn = next(c for c in llm.chats() if any(m.get("role") == "user" and str(m.get("content")).startswith(prompt)
+                                                      for m in c["messages"]))
+    assert "## Available tools" in planner_turn["messages"][-1]["content"]
+    subs = {t["referenceTaskName"]: t for t in run["tasks"] if t["taskType"] == "SUB_WORKFLOW"}
+    if expected.startswith("fallback"):
+        assert set(subs) == {"e2e_pricing_planner", "e2e_pricing_compile_fallback"}
+        return
+    plan_run = api_get(server, f"/agent/execution/{subs['e2e_pricing_plan_exec']['subWorkflowId']}")
+    assert plan_run["agentName"] == "pe_e2e_pricing_plan"
+    assert [(t["taskType"], t["status"]) for t in plan_run["tasks"]] == [("fetch_price", "COMPLETED"),
+                                                                         ("write_note", "COMPLETED")]
