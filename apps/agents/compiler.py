@@ -55,12 +55,14 @@ shows each one started as a ``handoff``:
   conditions, the first condition that holds: ``strategies.swarm_handoffs``), until a
   turn hands over to nobody; then a synthesis (``_compile_swarm``);
 * ``manual``: a person picks the agent of each turn through a HUMAN task answered with
-  ``/respond`` (``strategies.compile_manual``).
+  ``/respond`` (``strategies.compile_manual``);
+* ``plan_execute``: a planner agent's plan compiled into a workflow and run, a fallback
+  agent when that fails (``plans.compile_plan_execute``).
 
 A team's own tools are ignored (as Conductor's compiler does; a swarm's own agent uses
 them); its output guardrails, and ``stopWhen``/``termination`` outside a rotation, are
-refused. Strategy ``plan_execute``, other tool types and guardrail types are refused
-with a 400 naming the field, never compiled half.
+refused. Other tool types and guardrail types are refused with a 400 naming the field,
+never compiled half.
 
 The model is ``provider/model``: the provider is a configured LLM provider
 (``CONDUCTOR_AI_<NAME>_BASE_URL``, docs/ai.md).
