@@ -32,8 +32,12 @@ and its output is the list of theirs. ``validation`` tools run after the steps; 
 validation passes unless its output has ``passed: false`` or is text containing
 ``ERROR``; then ``on_success`` runs, or ``on_failure`` and the plan ends FAILED
 (``Plan validation failed``). Not compiled here (the plan does not compile, so the
-fallback agent runs): ``generate`` operations (arguments an LLM writes at run time) and
-a validation's ``success_condition``. Refused with a 400 naming the field: a harness
+fallback agent runs): a validation's ``success_condition``. A ``generate`` operation
+(arguments a model writes at run time) is an LLM_CHAT_COMPLETE (``jsonOutput``; the
+``instructions``, its ``context`` with its ``$ref`` resolved, and the ``output_schema``
+example object whose keys become the tool's arguments), an INLINE that parses its answer
+and a SWITCH that runs the tool, or ends the plan FAILED (``LLM output rejected for
+<tool>: ...``) when the answer is not a JSON object. Refused with a 400 naming the field: a harness
 without ``planner``, ``planSource``, ``plannerContext``.
 """
 from __future__ import annotations
@@ -107,11 +111,14 @@ def _tools_block(tools: list) -> str:
     return "## Available tools\n\n" + "\n".join(lines) if lines else ""
 
 
-def compile_inputs(config: dict) -> dict:
+def compile_inputs(config: dict, parent_model=None) -> dict:
     """The plan compiler's inputs for a harness (the same for a run and for
-    ``POST /agent/inspect-plan``): ``workflowName``, ``knownToolNames`` (the harness's
-    tools; empty: any), ``harnessTimeoutSeconds``."""
+    ``POST /agent/inspect-plan``): ``workflowName``, ``model`` (``provider/model`` of a
+    ``generate`` operation without one: the harness's, else its planner's),
+    ``knownToolNames`` (the harness's tools; empty: any), ``harnessTimeoutSeconds``."""
+    planner = config.get("planner") if isinstance(config.get("planner"), dict) else {}
     return {"workflowName": plan_workflow_name(config["name"]),
+            "model": config.get("model") or parent_model or planner.get("model") or "",
             "knownToolNames": [t["name"] for t in config.get("tools") or [] if isinstance(t, dict)],
             "harnessTimeoutSeconds": int(config.get("timeoutSeconds") or 0)}
 
@@ -121,9 +128,12 @@ def compile_plan(config: dict, plan) -> dict:
     ``plan`` (a Plan's dict, or its JSON text) to, without running it: Conductor's
     ``InspectResult`` ``{workflowDef (null on error), error, warnings, stats: {stepCount,
     taskCount}}``, by the same script a run uses (``PLAN_COMPILER_SCRIPT``)."""
-    from apps.engine.evaluators import evaluate
+    from apps.engine.evaluators import EvaluationError, evaluate
 
-    out = evaluate("javascript", PLAN_COMPILER_SCRIPT, {**compile_inputs(config), "planJson": plan})
+    try:
+        out = evaluate("javascript", PLAN_COMPILER_SCRIPT, {**compile_inputs(config), "planJson": plan})
+    except EvaluationError as e:  # a runaway or oversized plan: Conductor's internal-error answer
+        out = {"error": f"Compiler internal error: {e}"}
     return {"workflowDef": out.get("workflowDef"), "error": out.get("error"), "warnings": out.get("warnings") or [],
             "stats": out.get("stats") or {}}
 
@@ -146,7 +156,7 @@ def compile_plan_execute(config: dict, parent_model, task_defs: dict) -> dict:
             "evaluatorType": "javascript", "expression": EXTRACT_SCRIPT, "staticPlan": "${workflow.input.static_plan}",
             "raw": f"${{{planner_ref}.output.result}}"}},
         {"name": pac, "taskReferenceName": pac, "type": "INLINE", "inputParameters": {
-            "evaluatorType": "javascript", "expression": PLAN_COMPILER_SCRIPT, **compile_inputs(config),
+            "evaluatorType": "javascript", "expression": PLAN_COMPILER_SCRIPT, **compile_inputs(config, parent_model),
             "planJson": f"${{{extract}.output.result.plan}}"}},
     ]
     fallback = config.get("fallback")
@@ -235,6 +245,15 @@ var refsIn = function (v, out) {
   else if (isRef(v)) { out.push(v['$ref']); }
   else if (isObj(v)) { Object.keys(v).forEach(function (k) { refsIn(v[k], out); }); }
   return out; };
+var SCHEMA_KEYS = ['$schema', 'properties', 'required', 'additionalProperties', 'definitions', '$defs', '$ref',
+  'allOf', 'anyOf', 'oneOf', 'patternProperties'];
+var shapeOf = function (g) {  // a generate op's output_schema: an example object, null (any), or an error text
+  var raw = (g.output_schema === undefined || g.output_schema === null) ? '{}' : g.output_schema, v;
+  if (isObj(raw)) { v = raw; } else { try { v = JSON.parse(String(raw)); } catch (e) { return null; } }
+  if (!isObj(v)) { return 'output_schema must be a JSON object'; }
+  for (var i = 0; i < SCHEMA_KEYS.length; i++) { if (v[SCHEMA_KEYS[i]] !== undefined) {
+    return 'output_schema looks like a JSON Schema: use an instance-shape example object instead'; } }
+  return v; };
 var checkTool = function (where, call) {
   var tool = (call && typeof call.tool === 'string') ? call.tool : '';
   if (tool === '') { errors.push(where + ' missing tool'); }
@@ -253,7 +272,9 @@ steps.forEach(function (s) {
   if (!Array.isArray(ops) || ops.length === 0) { errors.push('Step ' + s.id + ' has no operations'); s.operations = []; }
   else { ops.forEach(function (op, oi) { var where = 'Step ' + s.id + ' op ' + oi;
     checkTool(where, op);
-    if (op && op.generate !== undefined && op.generate !== null) { errors.push(where + ' uses generate, which this server does not compile'); }
+    if (op && op.generate !== undefined && op.generate !== null) {
+      if (!isObj(op.generate) || typeof op.generate.instructions !== 'string') { errors.push(where + ' generate needs instructions'); }
+      else { var shape = shapeOf(op.generate); if (typeof shape === 'string') { errors.push(where + ': ' + shape); } } }
     else if (!op || op.args === undefined || op.args === null) { errors.push(where + ' needs args or generate'); } }); }
   var deps = [];
   (Array.isArray(s.depends_on) ? s.depends_on : []).forEach(function (d) { d = String(d);
@@ -289,20 +310,55 @@ var resolve = function (v) {
   if (isObj(v)) { var o = {}; Object.keys(v).forEach(function (k) { o[k] = resolve(v[k]); }); return o; }
   return v; };
 var simple = function (call, ref) { return {name: call.tool, taskReferenceName: ref, type: 'SIMPLE', inputParameters: resolve(call.args || {})}; };
+var model = String($.model || ''), cut = model.indexOf('/');
+// an operation as [tasks, the ref of its tool task]; a generate op: its arguments from a model
+var chainOf = function (op, safe) {
+  if (op.generate === undefined || op.generate === null) { var r = uid('s_' + safe); return [[simple(op, r)], r]; }
+  var g = op.generate, m = (typeof g.model === 'string' && g.model.indexOf('/') > 0) ? g.model : model, k = m.indexOf('/');
+  var llm = uid('llm_' + safe), parse = uid('p_' + safe), tool = uid('t_' + safe), gate = uid('pgate_' + safe), term = uid('p_term_' + safe);
+  var shape = shapeOf(g), args = {};
+  if (shape === null) { args._args = D + parse + '.output.result}'; }
+  else { Object.keys(shape).forEach(function (key) { args[key] = D + parse + '.output.result.' + key + '}'; }); }
+  var context = (g.context === undefined || g.context === null) ? null : resolve(g.context);
+  var user = g.instructions + (context === null ? '' : '\n\nContext:\n' + (typeof context === 'string' ? context : JSON.stringify(context)))
+    + '\n\nRespond as json.';
+  var schemaText = (typeof g.output_schema === 'string') ? g.output_schema : JSON.stringify(g.output_schema || {});
+  return [[
+    {name: 'LLM_CHAT_COMPLETE', taskReferenceName: llm, type: 'LLM_CHAT_COMPLETE', inputParameters: {
+      llmProvider: m.substring(0, k), model: m.substring(k + 1), temperature: (typeof g.temperature === 'number') ? g.temperature : 0,
+      maxTokens: (typeof g.max_tokens === 'number') ? g.max_tokens : 4096, jsonOutput: true, messages: [
+        {role: 'system', message: 'Output ONLY valid JSON matching this shape: ' + schemaText + '. No markdown fences, no explanation, just the JSON object.'},
+        {role: 'user', message: user}]}},
+    {name: parse, taskReferenceName: parse, type: 'INLINE', inputParameters: {evaluatorType: 'javascript',
+      llmOut: D + llm + '.output.result}', expression: PARSE}},
+    {name: gate, taskReferenceName: gate, type: 'SWITCH', evaluatorType: 'javascript',
+      expression: "($.parsed !== null && typeof $.parsed === 'object' && $.parsed.__parse_error === true) ? 'err' : 'ok'",
+      inputParameters: {parsed: D + parse + '.output.result}'}, decisionCases: {
+        ok: [{name: op.tool, taskReferenceName: tool, type: 'SIMPLE', inputParameters: args}],
+        err: [{name: term, taskReferenceName: term, type: 'TERMINATE', inputParameters: {terminationStatus: 'FAILED',
+          terminationReason: 'LLM output rejected for ' + op.tool + ': ' + D + parse + '.output.result.reason}'}}]},
+      defaultCase: []}], tool]; };
+var PARSE = "(function () { var o = $.llmOut; if (o !== null && typeof o === 'object' && !Array.isArray(o)) { return o; }"
+  + " var t = (o === null || o === undefined) ? '' : String(o); t = t.trim();"
+  + " if (t.indexOf('```') === 0) { t = t.replace(/^```[a-zA-Z]*/, '').replace(/```$/, '').trim(); }"
+  + " try { var v = JSON.parse(t); if (v !== null && typeof v === 'object' && !Array.isArray(v)) { return v; }"
+  + " return {__parse_error: true, reason: 'not a JSON object'}; }"
+  + " catch (e) { return {__parse_error: true, reason: 'invalid JSON: ' + e.message}; } })();";
 order.forEach(function (s) {
   var safe = s.id.replace(/[^A-Za-z0-9_]/g, '_');
   if (s.parallel === true && s.operations.length > 1) {
-    var fork = uid('fork_' + safe), refs = [];
-    var branches = s.operations.map(function (op) { var r = uid('s_' + safe); refs.push(r); return [simple(op, r)]; });
+    var fork = uid('fork_' + safe), refs = [], ends = [];
+    var branches = s.operations.map(function (op) { var ch = chainOf(op, safe); refs.push(ch[1]);
+      ends.push(ch[0][ch[0].length - 1].taskReferenceName); return ch[0]; });
     var agg = uid('agg_' + safe);
     tasks.push({name: fork, taskReferenceName: fork, type: 'FORK_JOIN', forkTasks: branches});
-    tasks.push({name: fork + '_join', taskReferenceName: fork + '_join', type: 'JOIN', joinOn: refs});
+    tasks.push({name: fork + '_join', taskReferenceName: fork + '_join', type: 'JOIN', joinOn: ends});
     tasks.push({name: agg, taskReferenceName: agg, type: 'INLINE', inputParameters: {evaluatorType: 'javascript',
       outputs: refs.map(function (r) { return D + r + '.output}'; }), expression: '(function () { return $.outputs; })();'}});
     outputs[s.id] = D + agg + '.output.result}'; last = outputs[s.id];
   } else {
-    s.operations.forEach(function (op) { var r = uid('s_' + safe); tasks.push(simple(op, r));
-      outputs[s.id] = D + r + '.output}'; last = D + r + '.output.result}'; });
+    s.operations.forEach(function (op) { var ch = chainOf(op, safe); ch[0].forEach(function (t) { tasks.push(t); });
+      outputs[s.id] = D + ch[1] + '.output}'; last = D + ch[1] + '.output.result}'; });
   } });
 var status = 'completed';
 if (lists.validation.length) {

@@ -12,7 +12,8 @@ own: the SDK's worker processes import it to run ``lookup_order`` and ``wants_te
 * PLANNER (a plan_execute harness's planner): a price question about tea or coffee is
   planned as ``fetch_price`` then ``write_note`` of its result (a ```json fence); about
   cake, with a tool the harness does not have (the plan does not compile); FALLBACK (the
-  harness's fallback agent) answers with the first line of its prompt.
+  harness's fallback agent) answers with the first line of its prompt; a plan's generate
+  operation answers with the price its context shows.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import json
 
 from conductor.ai.agents import Agent, tool
 from conductor.ai.agents.handoff import OnCondition, OnTextMention, OnToolResult
-from conductor.ai.agents.plans import Op, Plan, Ref, Step, plan_execute
+from conductor.ai.agents.plans import Generate, Op, Plan, Ref, Step, plan_execute
 
 from tests.agents import agent_defs
 from tests.agents.agent_defs import MODEL, billing_agent, tech_agent
@@ -47,6 +48,14 @@ def write_note(text: dict) -> str:
 def price_plan(item: str) -> Plan:
     return Plan(steps=[Step("price", operations=[Op("fetch_price", args={"item": item})]),
                        Step("note", depends_on=["price"], operations=[Op("write_note", args={"text": Ref("price")})])])
+
+
+def written_plan(item: str) -> Plan:
+    """The note's arguments are the model's (a ``generate`` operation reading the price)."""
+    note = Op("write_note", generate=Generate(instructions="Write a note about the price.",
+                                              output_schema='{"text": {"result": "..."}}', context=Ref("price")))
+    return Plan(steps=[Step("price", operations=[Op("fetch_price", args={"item": item})]),
+                       Step("note", depends_on=["price"], operations=[note])])
 
 
 def pricing_harness():
@@ -85,6 +94,9 @@ def script(request: dict) -> dict:
         if item == "cake":
             plan["steps"][0]["operations"][0]["tool"] = "bake"
         return {"text": "Here is the plan.\n```json\n" + json.dumps(plan) + "\n```"}
+    if system.startswith("Output ONLY valid JSON"):  # a plan's generate operation
+        seen = next((w for w in ("price of tea: 12", "price of coffee: 12") if w in user), "nothing")
+        return {"text": json.dumps({"text": {"result": "the model read " + seen}})}
     if system.startswith("FALLBACK"):
         return {"text": "fallback: " + user.split("\n")[0]}
     if not system.startswith("HELPDESK"):

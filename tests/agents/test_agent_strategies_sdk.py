@@ -307,12 +307,38 @@ def test_plan_execute_compiles_the_harness_and_plans_to_normal_workflows():
                 {"id": "b", "depends_on": ["a"], "operations": [{"tool": "add", "args": {}}]}]}, "Cycle in depends_on"),
     ({"steps": [{"id": "a", "operations": [{"tool": "add", "args": {"x": {"$ref": "b"}}}]},
                 {"id": "b", "operations": [{"tool": "add", "args": {}}]}]}, "does not declare it in depends_on"),
-    ({"steps": [{"id": "a", "operations": [{"tool": "add", "generate": {"instructions": "x"}}]}]}, "generate"),
+    ({"steps": [{"id": "a", "operations": [{"tool": "add", "generate": {"output_schema": "{}"}}]}]},
+     "generate needs instructions"),
+    ({"steps": [{"id": "a", "operations": [{"tool": "add", "generate": {
+        "instructions": "x", "output_schema": '{"type": "object", "properties": {}}'}}]}]}, "looks like a JSON Schema"),
 ])
 def test_a_plan_that_does_not_compile_is_an_error_not_a_workflow(plan, error):
     compiled = compile_agent(harness())
     out = js(compiled.workflow_def["tasks"][2]["inputParameters"], planJson=plan)
     assert out["workflowDef"] is None and error in out["error"]
+
+
+def test_a_generate_operation_asks_the_model_for_the_tool_arguments():
+    compiled = compile_agent(harness())
+    plan = {"steps": [{"id": "a", "operations": [{"tool": "add", "args": {"n": 1}}]},
+                      {"id": "b", "depends_on": ["a"], "operations": [{"tool": "add", "generate": {
+                          "instructions": "Sum it.", "output_schema": '{"n": 0, "why": "..."}',
+                          "context": {"$ref": "a"}}}]}]}
+    wf = js(compiled.workflow_def["tasks"][2]["inputParameters"], planJson=plan)["workflowDef"]
+    assert [t["type"] for t in wf["tasks"]] == ["SIMPLE", "LLM_CHAT_COMPLETE", "INLINE", "SWITCH"]
+    llm, parse, gate = wf["tasks"][1:]
+    assert (llm["inputParameters"]["llmProvider"], llm["inputParameters"]["model"]) == ("openai", "gpt-4o-mini")
+    assert llm["inputParameters"]["messages"][1]["message"] == "Sum it.\n\nContext:\n${s_a_0.output}\n\nRespond as json."
+    tool = gate["decisionCases"]["ok"][0]
+    assert tool["name"] == "add" and tool["inputParameters"] == {"n": "${p_b_2.output.result.n}",
+                                                                 "why": "${p_b_2.output.result.why}"}
+    assert wf["outputParameters"]["result"] == "${t_b_3.output.result}"
+    assert js(parse["inputParameters"], llmOut='```json\n{"n": 2}\n```') == {"n": 2}
+    assert js(parse["inputParameters"], llmOut={"n": 3}) == {"n": 3}
+    assert js(parse["inputParameters"], llmOut="two")["__parse_error"] is True
+    assert evaluate("javascript", gate["expression"], {"parsed": {"__parse_error": True}}) == "err"
+    assert evaluate("javascript", gate["expression"], {"parsed": {"n": 2}}) == "ok"
+    assert all("${" not in t["inputParameters"]["expression"] for t in (parse,))
 
 
 @pytest.mark.parametrize("config,field", [
@@ -346,14 +372,16 @@ def test_inspect_plan_compiles_without_running(api):
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("prompt, static, expected", [
-    ("Price of tea?", True, "noted: price of tea: 12"),        # runtime.run(harness, plan=Plan(...))
-    ("Price of coffee?", False, "noted: price of coffee: 12"),  # the planner's ```json plan
-    ("Price of cake?", False, "fallback: Price of cake?"),     # a plan naming a tool it lacks: the fallback agent
+@pytest.mark.parametrize("prompt, plan, expected", [
+    ("Price of tea?", strategy_defs.price_plan, "noted: price of tea: 12"),  # runtime.run(harness, plan=Plan(...))
+    ("Price of coffee?", None, "noted: price of coffee: 12"),  # the planner's ```json plan
+    ("Price of cake?", None, "fallback: Price of cake?"),     # a plan naming a tool it lacks: the fallback agent
+    ("Price of tea, in writing?", strategy_defs.written_plan,  # a generate operation: the model writes the args
+     "noted: the model read price of tea: 12"),
 ])
-def test_plan_execute_runs_the_plan_through_the_sdk(teams, prompt, static, expected):
+def test_plan_execute_runs_the_plan_through_the_sdk(teams, prompt, plan, expected):
     server, runtime, llm = teams
-    extra = {"plan": strategy_defs.price_plan("tea")} if static else {}
+    extra = {"plan": plan("tea")} if plan else {}
     result = runtime.run(strategy_defs.pricing_harness(), prompt, timeout=WAIT_SECONDS, **extra)
     assert result.status == "COMPLETED", result.error
     run = api_get(server, f"/agent/execution/{result.execution_id}")
@@ -367,5 +395,5 @@ def test_plan_execute_runs_the_plan_through_the_sdk(teams, prompt, static, expec
         return
     plan_run = api_get(server, f"/agent/execution/{subs['e2e_pricing_plan_exec']['subWorkflowId']}")
     assert plan_run["agentName"] == "pe_e2e_pricing_plan"
-    assert [(t["taskType"], t["status"]) for t in plan_run["tasks"]] == [("fetch_price", "COMPLETED"),
-                                                                         ("write_note", "COMPLETED")]
+    tools = [(t["taskType"], t["status"]) for t in plan_run["tasks"] if t["taskType"] in ("fetch_price", "write_note")]
+    assert tools == [("fetch_price", "COMPLETED"), ("write_note", "COMPLETED")]
