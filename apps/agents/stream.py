@@ -47,9 +47,10 @@ BATCH = 200
 PER_EVENT = 4
 GUARDRAIL_REF = re.compile(r"_guardrail_\d+$")
 # a sub-agent's SUB_WORKFLOW (apps.agents.compiler): a handoff or a router's choice
-# (``_handoff_``), a sequential step, a parallel branch, a round_robin/random turn; not a
-# router's own model call (``{agent}_router``)
-HANDOFF_REF = re.compile(r"_handoff_|_(?:step|parallel|agent)_\d+_")
+# (``_handoff_``), a sequential step, a parallel branch, a round_robin/random/manual/swarm
+# turn, a plan_execute's planner or fallback agent; not a router's own model call
+# (``{agent}_router``)
+HANDOFF_REF = re.compile(r"_handoff_|_(?:step|parallel|agent)_\d+_|_(?:planner|fallback)$")
 TOOL_TYPES = ("SIMPLE", "HUMAN")
 
 

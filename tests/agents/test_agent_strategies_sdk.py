@@ -6,6 +6,7 @@ the session's PostgreSQL) whose ``openai`` provider is the loopback stub answeri
 (``strategy_defs``)."""
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -390,6 +391,12 @@ def test_plan_execute_runs_the_plan_through_the_sdk(teams, prompt, plan, expecte
                                                       for m in c["messages"]))
     assert "## Available tools" in planner_turn["messages"][-1]["content"]
     subs = {t["referenceTaskName"]: t for t in run["tasks"] if t["taskType"] == "SUB_WORKFLOW"}
+    # the stream shows the planner (and the fallback agent) started as handoffs
+    with httpx.stream("GET", f"{server.url}/agent/stream/{result.execution_id}", headers=server.auth_headers(),
+                      timeout=30) as resp:
+        targets = [line[6:] for line in resp.iter_lines() if line.startswith("data: ") and '"handoff"' in line]
+    assert [json.loads(t)["target"] for t in targets] == ["e2e_pricing_planner"] + (
+        ["e2e_pricing_fallback"] if expected.startswith("fallback") else [])
     if expected.startswith("fallback"):
         assert set(subs) == {"e2e_pricing_planner", "e2e_pricing_compile_fallback"}
         return
