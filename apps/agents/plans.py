@@ -29,10 +29,10 @@ named after its tool (the SDK's ``@tool`` worker runs it) with the ``args`` as i
 ``{"$ref": "<step>"}`` anywhere in them the whole output of that step (which the step
 must list in ``depends_on``); ``parallel: true`` runs a step's operations in a FORK_JOIN
 and its output is the list of theirs. ``validation`` tools run after the steps; a
-validation passes unless its output has ``passed: false`` or is text containing
-``ERROR``; then ``on_success`` runs, or ``on_failure`` and the plan ends FAILED
-(``Plan validation failed``). Not compiled here (the plan does not compile, so the
-fallback agent runs): a validation's ``success_condition``. A ``generate`` operation
+validation passes when its ``success_condition`` (a JavaScript expression, ``$`` the
+tool's answer, run in an INLINE as any script) is true, or, without one, unless its output
+has ``passed: false`` or is text containing ``ERROR``; then ``on_success`` runs, or
+``on_failure`` and the plan ends FAILED (``Plan validation failed``). A ``generate`` operation
 (arguments a model writes at run time) is an LLM_CHAT_COMPLETE (``jsonOutput``; the
 ``instructions``, its ``context`` with its ``$ref`` resolved, and the ``output_schema``
 example object whose keys become the tool's arguments), an INLINE that parses its answer
@@ -289,7 +289,11 @@ var lists = {};
   var list = plan[key] === undefined || plan[key] === null ? [] : plan[key];
   if (!Array.isArray(list)) { errors.push(key + ' must be a list'); list = []; }
   list.forEach(function (v, vi) { var where = key + ' ' + vi; checkTool(where, v);
-    if (v && v.success_condition) { errors.push(where + ' has a success_condition, which this server does not evaluate'); }
+    if (v && v.success_condition !== undefined && v.success_condition !== null && v.success_condition !== '') {
+      if (key !== 'validation' || typeof v.success_condition !== 'string') { errors.push(where + ' success_condition must be a JavaScript expression'); }
+      else if (v.success_condition.indexOf(D) >= 0) { errors.push(where + ' success_condition may not hold a template'); }
+      else { try { new Function('$', 'return (' + v.success_condition + ');'); }
+        catch (e) { errors.push(where + ' has unsafe success_condition: ' + e.message); } } }
     if (refsIn(v && v.args, []).length) { errors.push(where + ' args may not hold a $ref'); } });
   lists[key] = list; });
 if (errors.length) { return fail('Plan validation: ' + errors.join('; ')); }
@@ -338,6 +342,12 @@ var chainOf = function (op, safe) {
         err: [{name: term, taskReferenceName: term, type: 'TERMINATE', inputParameters: {terminationStatus: 'FAILED',
           terminationReason: 'LLM output rejected for ' + op.tool + ': ' + D + parse + '.output.result.reason}'}}]},
       defaultCase: []}], tool]; };
+var CONDITION = "(function () { var d = $.toolOut;"
+  + " if (d !== null && typeof d === 'object' && d.result !== undefined && Object.keys(d).length === 1) { d = d.result; }"
+  + " if (typeof d === 'string') { try { d = JSON.parse(d); } catch (e) { } }"
+  + " try { return (new Function('$', 'return (' + $.condition + ');'))(d) ? {passed: true}"
+  + " : {passed: false, reason: 'success_condition is false'}; }"
+  + " catch (e) { return {passed: false, reason: 'condition error: ' + e.message}; } })();";
 var PARSE = "(function () { var o = $.llmOut; if (o !== null && typeof o === 'object' && !Array.isArray(o)) { return o; }"
   + " var t = (o === null || o === undefined) ? '' : String(o); t = t.trim();"
   + " if (t.indexOf('```') === 0) { t = t.replace(/^```[a-zA-Z]*/, '').replace(/```$/, '').trim(); }"
@@ -363,7 +373,12 @@ order.forEach(function (s) {
 var status = 'completed';
 if (lists.validation.length) {
   var checks = [];
-  lists.validation.forEach(function (v) { var r = uid('val'); tasks.push(simple(v, r)); checks.push(D + r + '.output}'); });
+  lists.validation.forEach(function (v) { var r = uid('val'); tasks.push(simple(v, r));
+    if (typeof v.success_condition !== 'string' || v.success_condition === '') { checks.push(D + r + '.output}'); return; }
+    var e = uid('val_eval');  // $ of the condition: the tool's answer (its result, parsed when JSON)
+    tasks.push({name: e, taskReferenceName: e, type: 'INLINE', inputParameters: {evaluatorType: 'javascript',
+      toolOut: D + r + '.output}', condition: v.success_condition, expression: CONDITION}});
+    checks.push(D + e + '.output.result}'); });
   var vagg = uid('val_agg');
   tasks.push({name: vagg, taskReferenceName: vagg, type: 'INLINE', inputParameters: {evaluatorType: 'javascript', checks: checks,
     expression: "(function () { for (var i = 0; i < $.checks.length; i++) { var d = $.checks[i];"

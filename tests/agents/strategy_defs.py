@@ -21,7 +21,7 @@ import json
 
 from conductor.ai.agents import Agent, tool
 from conductor.ai.agents.handoff import OnCondition, OnTextMention, OnToolResult
-from conductor.ai.agents.plans import Generate, Op, Plan, Ref, Step, plan_execute
+from conductor.ai.agents.plans import Generate, Op, Plan, Ref, Step, Validation, plan_execute
 
 from tests.agents import agent_defs
 from tests.agents.agent_defs import MODEL, billing_agent, tech_agent
@@ -45,9 +45,15 @@ def write_note(text: dict) -> str:
     return "noted: " + (str(text.get("result")) if isinstance(text, dict) else "not a step's output: " + repr(text))
 
 
+def checked(item: str) -> list:
+    """A validation: the price is there again (``$``: the tool's answer)."""
+    return [Validation("fetch_price", args={"item": item}, success_condition="String($).indexOf(': 12') > 0")]
+
+
 def price_plan(item: str) -> Plan:
     return Plan(steps=[Step("price", operations=[Op("fetch_price", args={"item": item})]),
-                       Step("note", depends_on=["price"], operations=[Op("write_note", args={"text": Ref("price")})])])
+                       Step("note", depends_on=["price"], operations=[Op("write_note", args={"text": Ref("price")})])],
+                validation=checked(item))
 
 
 def written_plan(item: str) -> Plan:
@@ -55,7 +61,7 @@ def written_plan(item: str) -> Plan:
     note = Op("write_note", generate=Generate(instructions="Write a note about the price.",
                                               output_schema='{"text": {"result": "..."}}', context=Ref("price")))
     return Plan(steps=[Step("price", operations=[Op("fetch_price", args={"item": item})]),
-                       Step("note", depends_on=["price"], operations=[note])])
+                       Step("note", depends_on=["price"], operations=[note])], validation=checked(item))
 
 
 def pricing_harness():

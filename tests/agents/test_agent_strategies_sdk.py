@@ -342,6 +342,23 @@ def test_a_generate_operation_asks_the_model_for_the_tool_arguments():
     assert all("${" not in t["inputParameters"]["expression"] for t in (parse,))
 
 
+def test_a_validation_success_condition_reads_the_tool_answer():
+    compiled = compile_agent(harness())
+    plan = {"steps": [{"id": "a", "operations": [{"tool": "add", "args": {}}]}],
+            "validation": [{"tool": "check", "args": {}, "success_condition": "$.score >= 3"}]}
+    wf = js(compiled.workflow_def["tasks"][2]["inputParameters"], planJson=plan)["workflowDef"]
+    assert [t["taskReferenceName"] for t in wf["tasks"]] == ["s_a_0", "val_1", "val_eval_2", "val_agg_3", "vsw_6"]
+    cond = wf["tasks"][2]["inputParameters"]
+    assert js(cond, toolOut={"result": '{"score": 4}'}) == {"passed": True}
+    assert js(cond, toolOut={"score": 1})["passed"] is False
+    assert js(cond, toolOut=None)["passed"] is False  # a condition error fails the validation
+    agg = wf["tasks"][3]["inputParameters"]
+    assert js(agg, checks=[{"passed": True}]) == "passed" and js(agg, checks=[{"passed": False}]) == "failed"
+    for bad, error in (("$.score >=", "unsafe success_condition"), ("${x} == 1", "may not hold a template")):
+        plan["validation"][0]["success_condition"] = bad
+        assert error in js(compiled.workflow_def["tasks"][2]["inputParameters"], planJson=plan)["error"]
+
+
 @pytest.mark.parametrize("config,field", [
     ({**harness(), "planner": None}, "agentConfig.planner"),
     (harness(planner={"name": "p", "model": "no-provider"}), "agentConfig.planner.model"),
@@ -359,9 +376,9 @@ def test_inspect_plan_compiles_without_running(api):
     body = api.post("/agent/inspect-plan", {"agentConfig": config, "plan": strategy_defs.price_plan("tea").to_dict()})
     assert body.status_code == 200, body.content[:500]
     out = body.json()
-    assert out["error"] is None and out["stats"] == {"stepCount": 2, "taskCount": 2}
-    assert [(t["name"], t["inputParameters"]) for t in out["workflowDef"]["tasks"]] == [
-        ("fetch_price", {"item": "tea"}), ("write_note", {"text": "${s_price_0.output}"})]
+    assert out["error"] is None and out["stats"] == {"stepCount": 2, "taskCount": 6}
+    assert [(t["name"], t["inputParameters"]) for t in out["workflowDef"]["tasks"][:3]] == [
+        ("fetch_price", {"item": "tea"}), ("write_note", {"text": "${s_price_0.output}"}), ("fetch_price", {"item": "tea"})]
     bad = api.post("/agent/inspect-plan", {"agentConfig": config, "plan": {"steps": [{"operations": []}]}}).json()
     assert bad["workflowDef"] is None and "has no operations" in bad["error"]
     refused = api.refused(api.post("/agent/inspect-plan", {"agentConfig": {**config, "strategy": "swarm"},
@@ -403,4 +420,6 @@ def test_plan_execute_runs_the_plan_through_the_sdk(teams, prompt, plan, expecte
     plan_run = api_get(server, f"/agent/execution/{subs['e2e_pricing_plan_exec']['subWorkflowId']}")
     assert plan_run["agentName"] == "pe_e2e_pricing_plan"
     tools = [(t["taskType"], t["status"]) for t in plan_run["tasks"] if t["taskType"] in ("fetch_price", "write_note")]
-    assert tools == [("fetch_price", "COMPLETED"), ("write_note", "COMPLETED")]
+    assert tools == [("fetch_price", "COMPLETED"), ("write_note", "COMPLETED"), ("fetch_price", "COMPLETED")]
+    verdicts = [t["outputData"]["result"] for t in plan_run["tasks"] if t["referenceTaskName"].startswith("val_eval")]
+    assert verdicts == [{"passed": True}]  # the validation's success_condition read the price
