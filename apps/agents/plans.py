@@ -8,7 +8,7 @@ The harness (``compile_plan_execute``, for an agent ``h``; the SDK's
 ``plans.plan_execute(name, tools=..., planner_instructions=..., fallback_instructions=...)``):
 
 * ``h_planner``: the planner agent (SUB_WORKFLOW, the harness's model when it has none),
-  prompted with the user's prompt, the ``## Available tools`` (the harness's ``tools``)
+  prompted with the user's prompt, the ``## Available tools`` (the harness's worker tools)
   and the ``## Plan schema`` it must answer with, in a fenced ```json block;
 * ``h_extract_json`` (INLINE): the plan: ``workflow.input.static_plan`` when the run got
   one (the SDK's ``runtime.run(harness, prompt, plan=Plan(...))``), else the last
@@ -111,6 +111,13 @@ def _tools_block(tools: list) -> str:
     return "## Available tools\n\n" + "\n".join(lines) if lines else ""
 
 
+def plan_tools(config: dict) -> list:
+    """The harness's tools a plan may call: its ``worker`` tools (a plan's operation is a
+    SIMPLE task its worker runs; other tool types are not offered to the planner and a plan
+    naming one does not compile)."""
+    return [t for t in config.get("tools") or [] if isinstance(t, dict) and (t.get("toolType") or "worker") == "worker"]
+
+
 def compile_inputs(config: dict, parent_model=None) -> dict:
     """The plan compiler's inputs for a harness (the same for a run and for
     ``POST /agent/inspect-plan``): ``workflowName``, ``model`` (``provider/model`` of a
@@ -119,7 +126,7 @@ def compile_inputs(config: dict, parent_model=None) -> dict:
     planner = config.get("planner") if isinstance(config.get("planner"), dict) else {}
     return {"workflowName": plan_workflow_name(config["name"]),
             "model": config.get("model") or parent_model or planner.get("model") or "",
-            "knownToolNames": [t["name"] for t in config.get("tools") or [] if isinstance(t, dict)],
+            "knownToolNames": [t["name"] for t in plan_tools(config)],
             "harnessTimeoutSeconds": int(config.get("timeoutSeconds") or 0)}
 
 
@@ -143,10 +150,9 @@ def compile_plan_execute(config: dict, parent_model, task_defs: dict) -> dict:
     harness's tools' TaskDefs go to ``task_defs`` (the plan's SIMPLE tasks need them)."""
     model = config.get("model") or parent_model
     p = c.to_ref(config["name"])
-    tools = [t for t in config.get("tools") or [] if isinstance(t, dict)]
+    tools = plan_tools(config)
     for t in tools:
-        if (t.get("toolType") or "worker") == "worker":
-            c.add_task_def(t["name"], task_defs, t.get("timeoutSeconds"))
+        c.add_task_def(t["name"], task_defs, t.get("timeoutSeconds"))
     prompt = "\n\n".join(part for part in ("${workflow.input.prompt}", _tools_block(tools), PLAN_SCHEMA) if part)
     planner_ref, extract, pac = f"{p}_planner", f"{p}_extract_json", f"{p}_plan_and_compile"
     planner = c.compile_config(config["planner"], model, task_defs)

@@ -319,6 +319,14 @@ def test_a_plan_that_does_not_compile_is_an_error_not_a_workflow(plan, error):
     assert out["workflowDef"] is None and error in out["error"]
 
 
+def test_a_plan_may_call_the_harness_worker_tools_only():
+    compiled = compile_agent(harness(tools=[{"name": "add"}, {"name": "ask", "toolType": "human"}]))
+    prompt = compiled.workflow_def["tasks"][0]["inputParameters"]["prompt"]
+    assert "- add" in prompt and "- ask" not in prompt
+    plan = {"steps": [{"id": "a", "operations": [{"tool": "ask", "args": {}}]}]}
+    assert "unknown tool 'ask'" in js(compiled.workflow_def["tasks"][2]["inputParameters"], planJson=plan)["error"]
+
+
 def test_a_generate_operation_asks_the_model_for_the_tool_arguments():
     compiled = compile_agent(harness())
     plan = {"steps": [{"id": "a", "operations": [{"tool": "add", "args": {"n": 1}}]},
