@@ -82,6 +82,8 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
     completed = data.get("status") if kind == "task.scheduled" else data.get("to") if kind == "task.updated" else None
     if completed != "COMPLETED":
         return []
+    if ref.endswith("_handoff_condition"):  # a swarm's condition worker (apps.agents.strategies), no tool
+        return []
     output = task.output_data or {}
     if GUARDRAIL_REF.search(ref) and task.task_type in ("SIMPLE", "INLINE"):
         if task.task_type == "INLINE":  # a regex guardrail: its verdict is the script's result
@@ -93,7 +95,7 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
             return [_event("message", execution_id, guardrailName=name,
                            content=f"guardrail {name} asked for another answer: {output.get('message')}")]
         return [_event("guardrail_fail", execution_id, guardrailName=name, content=output.get("message"))]
-    if "_stop_when" in ref or ref.endswith("_handoff_condition") or task.task_type not in TOOL_TYPES:
+    if "_stop_when" in ref or task.task_type not in TOOL_TYPES:
         return []
     args = {k: v for k, v in (task.input_data or {}).items() if k not in ("method", "_createdBy")}
     return [_event("tool_call", execution_id, toolName=task.task_def_name, args=args),
