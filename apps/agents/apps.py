@@ -8,3 +8,9 @@ class AgentsConfig(AppConfig):
     name = "apps.agents"
     label = "agents"
     verbose_name = "Agents"
+
+    def ready(self):
+        # strategy manual and a swarm's handoffs conditions join the compiler
+        from apps.agents import strategies
+
+        strategies.register()

@@ -51,15 +51,19 @@ shows each one started as a ``handoff``:
   or at random (within ``allowedTransitions``), each reading the transcript ``[agent]:
   answer`` so far, which is the output (``_compile_rotation``);
 * ``swarm``: the team's own agent first, then whichever agent the last one handed the
-  conversation to with a ``{agent}_transfer_to_{peer}`` tool, until a turn hands over to
-  nobody; then a synthesis (``_compile_swarm``).
+  conversation to with a ``{agent}_transfer_to_{peer}`` tool (or, with ``handoffs``
+  conditions, the first condition that holds: ``strategies.swarm_handoffs``), until a
+  turn hands over to nobody; then a synthesis (``_compile_swarm``);
+* ``manual``: a person picks the agent of each turn through a HUMAN task answered with
+  ``/respond`` (``strategies.compile_manual``);
+* ``plan_execute``: a planner agent's plan compiled into a workflow and run, a fallback
+  agent when that fails (``plans.compile_plan_execute``).
 
 A team's own tools are ignored (as Conductor's compiler does; a swarm's own agent uses
 them); ``stopWhen``/``termination`` on a sequential, parallel or router team are refused
-(a rotation and a swarm read them on the transcript: ``_conversation_stops``). Strategies
-``manual`` and ``plan_execute``, a swarm's ``handoffs`` conditions, other tool types,
-``codeExecution`` and ``cliConfig`` are refused with a 400 naming the field, never
-compiled half. Guardrails (every type, tool guardrails, a team's, ``onFail: human``) are
+(a rotation, a swarm and a manual team read them on the transcript: ``conversation_stops``).
+Tool types other than those of ``apps.agents.tools``, ``codeExecution`` and ``cliConfig``
+are refused with a 400 naming the field, never compiled half. Guardrails (every type, tool guardrails, a team's, ``onFail: human``) are
 compiled by ``apps.agents.guardrails``; ``memory``, ``outputType``, ``requiredTools``,
 ``prefillTools``, ``callbacks`` and a sequential team's ``gate`` by ``apps.agents.options``.
 
@@ -81,9 +85,16 @@ from apps.core.errors import validation_failed
 MAX_TURNS_DEFAULT = 25
 TOOL_TYPES = {"worker": "SIMPLE", "human": "HUMAN"}
 GUARDRAIL_TYPES = guardrails.GUARDRAIL_TYPES
-STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm")
+STRATEGIES = (None, "handoff", "sequential", "parallel", "router", "round_robin", "random", "swarm", "manual",
+              "plan_execute")
 ROTATIONS = ("round_robin", "random")
 TERMINATION_TYPES = ("text_mention", "stop_message", "max_message", "token_usage", "and", "or")
+# what apps.agents.strategies adds when the app loads (AgentsConfig.ready): a strategy's
+# compile(config, parent_model, task_defs) -> WorkflowDef, a team's check(config, path,
+# errors, strategy), and a swarm's extend(config, workflow_def, task_defs) -> WorkflowDef
+STRATEGY_COMPILERS: dict = {}
+TEAM_CHECKS: list = []
+SWARM_EXTENSIONS: list = []
 WORKFLOW_INPUTS = ["prompt", "media", "session_id", "context"]
 
 
@@ -132,6 +143,8 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         errors.add(f"{path}.model", "model is required as 'provider/model' (e.g. openai/gpt-4o)", model)
     if strategy in STRATEGIES[1:]:
         _validate_team(config, path, errors, strategy, agents, model)
+        for check in TEAM_CHECKS:
+            check(config, path, errors, strategy)
     max_turns = config.get("maxTurns")
     if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
         errors.add(f"{path}.maxTurns", "maxTurns must be a positive integer", max_turns)
@@ -175,6 +188,8 @@ def validate(config, path: str = "agentConfig", errors: _Errors | None = None, p
         _validate_termination(config["termination"], f"{path}.termination", errors)
     for key in ("router", "allowedTransitions", "handoffs", "planner", "codeExecution", "cliConfig"):
         if config.get(key) and not (key == "router" and strategy == "router") \
+                and not (key == "handoffs" and strategy == "swarm") \
+                and not (key == "planner" and strategy == "plan_execute") \
                 and not (key == "allowedTransitions" and strategy in (*ROTATIONS, "swarm")):
             errors.add(f"{path}.{key}", f"{key} is not supported by this server"
                        + (f" with strategy {strategy!r}" if key in ("router", "allowedTransitions") else ""))
@@ -204,7 +219,7 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
     task references), ``DONE`` reserved by a router, a swarm's sub-agents single agents,
     the router itself, the allowed transitions of a rotation or swarm (a team's output
     guardrails wrap it: ``apps.agents.guardrails.wrap_team``)."""
-    if not agents:
+    if not agents and strategy != "plan_execute":  # a plan_execute harness has planner and fallback
         errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
     seen: dict[str, str] = {}
     for i, sub in enumerate(agents):
@@ -313,7 +328,12 @@ def _compile(config: dict, parent_model, task_defs: dict) -> dict:
     if strategy in ROTATIONS:
         return _compile_rotation(config, parent_model, task_defs)
     if strategy == "swarm":
-        return _compile_swarm(config, parent_model, task_defs)
+        wf = _compile_swarm(config, parent_model, task_defs)
+        for extend in SWARM_EXTENSIONS:
+            wf = extend(config, wf, task_defs)
+        return wf
+    if strategy in STRATEGY_COMPILERS:
+        return STRATEGY_COMPILERS[strategy](config, parent_model, task_defs)
     return _compile_loop(config, parent_model, task_defs)
 
 
@@ -552,8 +572,9 @@ def _compile_swarm(config: dict, parent_model, task_defs: dict) -> dict:
          "inputParameters": {"active_agent": f"${{{check}.output.result.active_agent}}"}},
     ]
     init = _conversation_init(config, r, {"active_agent": "0", "is_transfer": False, "transfer_to": ""})
-    loop = _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body,
-                      [f"$.{check}['result'].handoff == true", *_conversation_stops(config, r, body, task_defs)])
+    stops, stop_cond = conversation_stops(config, r, task_defs)
+    loop = _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body + stops,
+                      [f"$.{check}['result'].handoff == true", *stop_cond])
     return _workflow(config, [init, loop, *_synthesis(config, model, r)], _team_output(config, r))
 
 
@@ -585,32 +606,32 @@ def _compile_rotation(config: dict, parent_model, task_defs: dict) -> dict:
                      "evaluatorType": "value-param", "expression": "switchCaseValue",
                      "inputParameters": {"switchCaseValue": f"${{{r}_select.output.result}}"},
                      "decisionCases": cases, "defaultCase": []}]
-    cond = _conversation_stops(config, r, body, task_defs)
+    stops, cond = conversation_stops(config, r, task_defs)
     init = _conversation_init(config, r, {"last_agent": ""} if follow is not None else None)
-    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body, cond)]
+    tasks = [init, _team_loop(r, int(config.get("maxTurns") or MAX_TURNS_DEFAULT), body + stops, cond)]
     return _workflow(config, tasks, {"result": "${workflow.variables.conversation}", "finishReason": "STOP"})
 
 
-def _conversation_stops(config: dict, r: str, body: list, task_defs: dict) -> list[str]:
-    """A team loop's ``stopWhen`` (SIMPLE ``{ref}_stop_when``, the SDK's worker, input
-    ``{result: transcript, iteration}``) and ``termination`` (INLINE ``{ref}_termination``
-    on the transcript), appended to its ``body``; returns their loop-condition terms
-    (Conductor's compileStopWhenForConversation, for a rotation and a swarm)."""
-    loop_ref, cond = f"{r}_loop", []
+def conversation_stops(config: dict, r: str, task_defs: dict) -> tuple[list, list]:
+    """A team loop's ``stopWhen`` and ``termination`` read on the transcript (Conductor's
+    compileStopWhenForConversation / compileTerminationForConversation): ``(tasks, loop
+    conditions)``; ``{ref}_stop_when`` is the worker (input ``{result: transcript,
+    iteration}``, its TaskDef added to ``task_defs``), ``{ref}_termination`` the INLINE."""
+    loop_ref, tasks, cond = f"{r}_loop", [], []
     if config.get("stopWhen"):
         sw = config["stopWhen"]["taskName"]
         _task_def(sw, task_defs)
-        body.append({"name": sw, "taskReferenceName": f"{r}_stop_when", "type": "SIMPLE", "inputParameters": {
+        tasks.append({"name": sw, "taskReferenceName": f"{r}_stop_when", "type": "SIMPLE", "inputParameters": {
             "result": "${workflow.variables.conversation}", "iteration": f"${{{loop_ref}.output.iteration}}"}})
         cond.append(f"$.{r}_stop_when['should_continue'] == true")
     if config.get("termination"):
-        body.append({"name": f"{r}_termination", "taskReferenceName": f"{r}_termination", "type": "INLINE",
-                     "inputParameters": {"evaluatorType": "javascript",
-                                         "expression": termination_script(config["termination"]),
-                                         "result": "${workflow.variables.conversation}",
-                                         "iteration": f"${{{loop_ref}.output.iteration}}"}})
+        tasks.append({"name": f"{r}_termination", "taskReferenceName": f"{r}_termination", "type": "INLINE",
+                      "inputParameters": {"evaluatorType": "javascript",
+                                          "expression": termination_script(config["termination"]),
+                                          "result": "${workflow.variables.conversation}",
+                                          "iteration": f"${{{loop_ref}.output.iteration}}"}})
         cond.append(f"$.{r}_termination['result'] == true")
-    return cond
+    return tasks, cond
 
 
 AGGREGATE_SCRIPT = (
@@ -877,3 +898,14 @@ def _term_expr(t: dict) -> str:
     # "or" stops when one says stop, so it goes on while all go on
     inner = [_term_expr(c) for c in t.get("conditions") or []] or ["true"]
     return "(" + (" || " if kind == "and" else " && ").join(inner) + ")"
+
+
+# the building blocks apps.agents.strategies compiles its teams with
+compile_config = _compile
+sub_agent_task = _sub_workflow_task
+sub_agent_turn = _turn_tasks
+team_loop = _team_loop
+conversation_init = _conversation_init
+workflow = _workflow
+add_task_def = _task_def
+refuse_token_usage = _refuse_token_usage

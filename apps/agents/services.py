@@ -23,6 +23,7 @@ import json
 
 from django.db import transaction
 
+from apps.agents import plans
 from apps.agents.compiler import Compiled, compile_agent
 from apps.core.errors import Conflict, IllegalState, InvalidInput, NotFound
 from apps.core.clock import now_ms
@@ -52,6 +53,25 @@ def compile_request(request: dict) -> dict:
     stored. Errors: InvalidInput naming the field."""
     compiled = compile_agent(_config_of(request))
     return {"workflowDef": compiled.workflow_def, "requiredWorkers": compiled.required_workers}
+
+
+def inspect_plan(request: dict) -> dict:
+    """``POST /agent/inspect-plan`` ``{agentConfig, plan}``: what a run of the
+    ``plan_execute`` harness would compile ``plan`` to, run nothing and store nothing:
+    ``{workflowDef, error, warnings, stats}`` (``apps.agents.plans.compile_plan``; a plan
+    that does not compile is an ``error`` in a 200, as Conductor's). Errors: InvalidInput
+    naming the field (no config, no plan, a config that is not a valid plan_execute
+    harness)."""
+    config = _config_of(request)
+    if config.get("strategy") != "plan_execute":
+        raise InvalidInput(f"inspectPlan: agentConfig.strategy must be 'plan_execute', got '{config.get('strategy')}'",
+                           validation_errors=[{"path": "agentConfig.strategy", "message": "must be plan_execute",
+                                               "invalidValue": str(config.get("strategy"))}])
+    if request.get("plan") is None:
+        raise InvalidInput("inspectPlan: plan is required",
+                           validation_errors=[{"path": "plan", "message": "plan is required"}])
+    compile_agent(config)  # the harness itself must compile (400 naming the field)
+    return plans.compile_plan(config, request["plan"])
 
 
 def _register(compiled: Compiled) -> None:
@@ -86,8 +106,9 @@ def _start_input(request: dict) -> dict:
     context = request.get("context")
     if context is not None and not isinstance(context, dict):
         raise InvalidInput("context must be a JSON object")
+    static_plan = request.get("static_plan")  # the SDK's runtime.run(harness, plan=...): a plan_execute's plan
     return {"prompt": prompt, "media": request.get("media") or [], "session_id": request.get("sessionId") or "",
-            "context": context or {}}
+            "context": context or {}, **({"static_plan": static_plan} if static_plan is not None else {})}
 
 
 def start(request: dict, *, may_use_secrets: bool) -> dict:
@@ -134,11 +155,13 @@ def pending_task(wf):
 
 def pending_tool(task) -> dict:
     """Conductor's ``pendingTool`` of a waiting task: ``{taskRefName, tool_name,
-    parameters}``."""
+    parameters}``, plus the task's ``response_schema`` / ``response_ui_schema`` when it
+    has them (a manual team's agent pick), as Conductor's ``getStatus``."""
     data = task.input_data or {}
     params = {k: v for k, v in data.items() if k not in ("method", "_createdBy")}
     return {"taskRefName": task.reference_task_name, "tool_name": data.get("tool_name") or data.get("method")
-            or task.task_def_name, "parameters": data.get("parameters") or params}
+            or task.task_def_name, "parameters": data.get("parameters") or params,
+            **{k: data[k] for k in ("response_schema", "response_ui_schema") if data.get(k) is not None}}
 
 
 def status(execution_id: str) -> dict:

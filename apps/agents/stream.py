@@ -48,9 +48,10 @@ BATCH = 200
 PER_EVENT = 4
 GUARDRAIL_REF = re.compile(r"_guardrail_\d+$")
 # a sub-agent's SUB_WORKFLOW (apps.agents.compiler): a handoff or a router's choice
-# (``_handoff_``), a sequential step, a parallel branch, a round_robin/random turn; not a
-# router's own model call (``{agent}_router``)
-HANDOFF_REF = re.compile(r"_handoff_|_(?:step|parallel|agent)_\d+_")
+# (``_handoff_``), a sequential step, a parallel branch, a round_robin/random/manual/swarm
+# turn, a plan_execute's planner or fallback agent; not a router's own model call
+# (``{agent}_router``)
+HANDOFF_REF = re.compile(r"_handoff_|_(?:step|parallel|agent)_\d+_|_(?:planner|fallback)$")
 TOOL_TYPES = ("SIMPLE", "HUMAN")
 
 
@@ -81,6 +82,8 @@ def _task_events(row, task, execution_id: str) -> list[dict]:
     # a task that completed; an INLINE run ahead of its save is recorded scheduled COMPLETED
     completed = data.get("status") if kind == "task.scheduled" else data.get("to") if kind == "task.updated" else None
     if completed != "COMPLETED":
+        return []
+    if ref.endswith("_handoff_condition"):  # a swarm's condition worker (apps.agents.strategies), no tool
         return []
     output = task.output_data or {}
     if GUARDRAIL_REF.search(ref) and task.task_type in ("SIMPLE", "INLINE"):

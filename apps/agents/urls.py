@@ -6,6 +6,7 @@ from apps.agents import views
 urlpatterns = [
     path("compile", views.CompileApi.as_view()),
     path("deploy", views.DeployApi.as_view()),
+    path("inspect-plan", views.InspectPlanApi.as_view()),
     path("start", views.StartApi.as_view()),
     path("stream/<str:execution_id>", views.StreamApi.as_view()),
     path("events/<str:execution_id>", views.FrameworkEventApi.as_view()),

@@ -37,6 +37,14 @@ class CompileApi(ConductorApi):
         return Response(services.compile_request(_body(request)))
 
 
+class InspectPlanApi(ConductorApi):
+    """``POST /agent/inspect-plan`` ``{agentConfig, plan}``: ``{workflowDef, error,
+    warnings, stats}``, the plan compiled against a plan_execute harness, nothing run."""
+
+    def post(self, request):
+        return Response(services.inspect_plan(_body(request)))
+
+
 class DeployApi(ConductorApi):
     """``POST /agent/deploy``: AgentStartResponse ``{agentName, requiredWorkers}``."""
 

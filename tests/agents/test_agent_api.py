@@ -48,7 +48,7 @@ def test_compile_answers_the_definition_and_its_workers_and_stores_nothing(api):
 BAD = [
     (lambda c: c.pop("model"), "agentConfig.model"),
     (lambda c: c["tools"][0].update(toolType="generate_image"), "agentConfig.tools[0].toolType"),
-    (lambda c: c.update(strategy="manual", agents=[dict(c)]), "agentConfig.strategy"),
+    (lambda c: c.update(strategy="telepathy", agents=[dict(c)]), "agentConfig.strategy"),
     (lambda c: c.update(maxTurns=0), "agentConfig.maxTurns"),
     (lambda c: c["tools"][0].update(name="bad name/x"), "agentConfig.tools[0].name"),
     (lambda c: c.update(strategy="handoff", agents=[{"name": "sub", "model": "no-provider"}]),

@@ -230,7 +230,7 @@ def test_swarm_agents_pass_the_conversation_with_transfer_tools():
 
 
 @pytest.mark.parametrize("config,field", [
-    (team("manual"), "agentConfig.strategy"),
+    (team("telepathy"), "agentConfig.strategy"),
     (team("swarm", agents=[agent("x", strategy="sequential", agents=[agent("z")])]), "agentConfig.agents[0]"),
     (team("swarm", agents=[agent("team")]), "agentConfig.agents[0]"),
     (team("swarm", allowedTransitions={"team": ["nobody"]}), "agentConfig.allowedTransitions.team"),
