@@ -221,6 +221,10 @@ def _validate_team(config: dict, path: str, errors: _Errors, strategy: str, agen
     guardrails wrap it: ``apps.agents.guardrails.wrap_team``)."""
     if not agents and strategy != "plan_execute":  # a plan_execute harness has planner and fallback
         errors.add(f"{path}.agents", f"strategy {strategy} needs at least one sub-agent")
+    if strategy in ("manual", "plan_execute") and guardrails.output_guardrails(config):
+        # wrapped, the team would run in a sub-workflow, where /respond (a manual pick) and a
+        # run's own plan do not reach it; not compiled rather than compiled half-working
+        errors.add(f"{path}.guardrails", f"output guardrails on a {strategy} team are not supported by this server")
     seen: dict[str, str] = {}
     for i, sub in enumerate(agents):
         sub_name = sub.get("name") if isinstance(sub, dict) else None
