@@ -387,6 +387,20 @@ def fields_event(fields_before: dict[str, tuple], limit: int | None = None) -> d
     return data
 
 
+def polled_events_from(relation: str) -> str:
+    """PostgreSQL: the ``INSERT ... SELECT`` (one ``%s`` parameter: the time, epoch ms) of
+    the ``task.polled`` events ``record_polls`` writes, for the rows of ``relation`` (claimed
+    task rows with the task table's column names, after the claim) that obey no TaskDef
+    limit, which a claim always hands out: so a claim writes its events in its own
+    statement (``queue.claim``), and ``record_polls`` only those of limited tasks admitted.
+    The same data as ``record_polls``."""
+    return (f"INSERT INTO {EVENT_TABLE} (workflow_id, time, kind, task_id, data) "
+            "SELECT workflow_id, %s, 'task.polled', task_id, jsonb_build_object("
+            "'ref', reference_task_name, 'from', 'SCHEDULED', 'to', 'IN_PROGRESS', 'workerId', worker_id, "
+            "'pollCount', poll_count, 'startTime', start_time) "
+            f"FROM {relation} WHERE concurrent_exec_limit = 0 AND rate_limit_per_frequency = 0")
+
+
 def record_polls(cursor, tasks: list[TaskState], now: int, *, kind: str = "task.polled") -> None:
     """Append one ``task.polled`` event per task a poll handed out (or an async system
     task the cluster started), in the claim's transaction."""

@@ -11,7 +11,9 @@ The queue is the ``engine_task_execution`` table: a task is pollable when SCHEDU
 its ``queue_name`` with ``visible_at <= now``. A claim moves up to ``count`` tasks to
 IN_PROGRESS and returns them, in one transaction:
 * PostgreSQL: one ``WITH picked AS (SELECT ... FOR UPDATE SKIP LOCKED) UPDATE ... RETURNING``,
-  so concurrent pollers never block on or receive the same task;
+  so concurrent pollers never block on or receive the same task, which also inserts the
+  ``task.polled`` events of the tasks no TaskDef limit can hold back
+  (``history.polled_events_from``);
 * SQLite: a read of the candidates then an ``UPDATE ... RETURNING`` of them; the IMMEDIATE
   transaction makes it atomic (one writer at a time).
 Tasks over a TaskDef limit (``concurrentExecLimit``, ``rateLimitPerFrequency``) are given
@@ -62,12 +64,14 @@ _PICKED = ("SELECT task_id, " + ", ".join(_CLAIM_RESTORED) + " FROM engine_task_
            "WHERE queue_name = %s AND status = 'SCHEDULED' AND visible_at <= %s "
            "ORDER BY workflow_priority DESC, visible_at LIMIT %s")
 _CLAIM_CTE = (
-    f"WITH picked AS ({_PICKED} FOR UPDATE SKIP LOCKED) "
+    f"WITH picked AS ({_PICKED} FOR UPDATE SKIP LOCKED), claimed AS ("
     "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
     "start_time = CASE WHEN t.start_time = 0 THEN %s ELSE t.start_time END, "
     "update_time = %s, worker_id = %s, poll_count = t.poll_count + 1, callback_after_seconds = 0 "
     "FROM picked WHERE t.task_id = picked.task_id RETURNING "
-    + ", ".join(f"t.{c}" for c in TASK_FIELDS) + ", " + ", ".join(f"picked.{c}" for c in _CLAIM_RESTORED))
+    + ", ".join(f"t.{c}" for c in TASK_FIELDS) + ", " + ", ".join(f"picked.{c} AS before_{c}" for c in _CLAIM_RESTORED)
+    # the task.polled events of the tasks no limit can hold back, in the same statement
+    + "), polled AS (" + history.polled_events_from("claimed") + ") SELECT * FROM claimed")
 
 
 def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = None) -> list[TaskState]:
@@ -86,7 +90,7 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
                 # not so inside a caller's transaction (a task update must be durable).
                 if not nested:
                     cursor.execute("SET LOCAL synchronous_commit = off")
-                cursor.execute(_CLAIM_CTE, [queue_name, now, count, now, now, worker_id])
+                cursor.execute(_CLAIM_CTE, [queue_name, now, count, now, now, worker_id, now])
                 rows = cursor.fetchall()
                 width = len(TASK_FIELDS)
                 tasks = [task_from_row(r[:width]) for r in rows]
@@ -110,7 +114,11 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
             handed, refused = limits.admit(tasks, now)
             if refused:
                 _give_back(cursor, refused, before)
-            history.record_polls(cursor, handed, now)
+            if connection.vendor == "postgresql":  # the claim wrote the events of unlimited tasks
+                history.record_polls(cursor, [t for t in handed if t.concurrent_exec_limit or t.rate_limit_per_frequency],
+                                     now)
+            else:
+                history.record_polls(cursor, handed, now)
     if handed:
         _announce(handed)
     return handed

@@ -142,3 +142,25 @@ def test_a_changed_json_value_of_the_same_text_length_is_written():
     assert not store._same_json({"a": 1.0}, raw)
     assert not store._same_json({"a": True}, raw)
     assert store._same_json({"b": [1, 2], "a": None}, store._Raw('{"a": null, "b": [1, 2]}'))
+
+
+def test_a_claim_records_the_same_polled_event_with_or_without_a_task_limit(api):
+    """On PostgreSQL the claim's own statement writes the ``task.polled`` event of a task
+    no limit holds back, and ``history.record_polls`` that of a limited task it admitted;
+    both read the same (on SQLite both come from ``record_polls``)."""
+    from apps.engine.models import ExecutionEvent
+
+    free, limited = unique("free"), unique("limited")
+    api.register_task_defs(task_def(free), task_def(limited, concurrentExecLimit=5))
+    events = {}
+    for name in (free, limited):
+        wf_name = unique("polled_wf")
+        api.register_workflow(workflow_def(wf_name, [simple_task(name, "only")]))
+        wid = api.start(wf_name)
+        task = api.poll_one(name, worker_id="w-9")
+        [event] = ExecutionEvent.objects.filter(workflow_id=wid, kind="task.polled")
+        assert event.task_id == task["taskId"]
+        events[name] = event.data
+        assert event.data == {"ref": "only", "from": "SCHEDULED", "to": "IN_PROGRESS", "workerId": "w-9",
+                              "pollCount": 1, "startTime": task["startTime"]}
+    assert events[free].keys() == events[limited].keys()
