@@ -216,8 +216,16 @@ def _sql(vendor: str) -> dict[str, str]:
         # (``NOT executed AND NOT retried``; ``executed = 0`` walked every task row)
         "active_tasks": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
                         "AND NOT executed AND NOT retried AND status <> 'SKIPPED' ORDER BY seq",
+        # ... with the highest seq of the execution's tasks in a last column, read after the
+        # lock (the lock's own statement may read an older snapshot on PostgreSQL)
+        "active_tasks_seq": f"SELECT {task_cols_text}, (SELECT MAX(seq) FROM {TASK_TABLE} WHERE workflow_id = %s) "
+                            f"FROM {TASK_TABLE} WHERE workflow_id = %s "
+                            "AND NOT executed AND NOT retried AND status <> 'SKIPPED' ORDER BY seq",
         # the workflow row with its tasks' highest seq (the index task_workflow_seq, read
-        # backwards): how many tasks there can be, so a small execution is read whole
+        # backwards): how many tasks there can be, so a small execution is read whole. On
+        # PostgreSQL a statement that waited for the row lock still reads the rest of the
+        # database as of its start (READ COMMITTED): the figure only chooses how to read the
+        # tasks, whose statements come after the lock
         "lock_sized": f"SELECT {wf_cols}, (SELECT MAX(seq) FROM {TASK_TABLE} WHERE workflow_id = %s) "
                       f"FROM {WF_TABLE} WHERE workflow_id = %s{lock}",
         "tasks_by_ref": f"SELECT {task_cols_text} FROM {TASK_TABLE} WHERE workflow_id = %s "
@@ -560,9 +568,10 @@ def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True, lazy: boo
                 cursor.execute(sql["tasks"], [workflow_id])
                 wf.tasks = TaskList([task_from_row(r) for r in cursor.fetchall()], None)
             else:
-                cursor.execute(sql["active_tasks"], [workflow_id])
-                wf.tasks = TaskList([task_from_row(r) for r in cursor.fetchall()], _RowSource(workflow_id),
-                                    max_seq=highest)
+                cursor.execute(sql["active_tasks_seq"], [workflow_id, workflow_id])
+                rows = cursor.fetchall()
+                wf.tasks = TaskList([task_from_row(r[:-1]) for r in rows], _RowSource(workflow_id),
+                                    max_seq=int(rows[0][-1] or 0) if rows else None)
             _attach_sub_workflows(wf, cursor)
             return wf
         cursor.execute(sql["lock"] if lock else sql["lock"].replace(" FOR UPDATE", ""), [workflow_id])

@@ -228,9 +228,21 @@ class _Substitution:
 
     def apply_where(self, value: Any, template: Any) -> Any:
         """``apply`` on the strings of ``value`` whose place in ``template`` is a string
-        writing a reference (not the ``$${`` escape)."""
+        writing a reference (not the ``$${`` escape), resolving there only the references
+        that string writes itself: one planted by data in the same string (``uri:
+        "${workflow.input.base}?k=${workflow.secrets.A}"`` with ``base`` holding
+        ``${workflow.secrets.B}``) stays as written."""
         if isinstance(value, str):
-            return self.apply(value) if isinstance(template, str) and _UNESCAPED.search(template) else value
+            if not isinstance(template, str) or MARKER not in value:
+                return value
+            written = {m.group(0) for m in _REFERENCE.finditer(template)
+                       if not (m.start() and template[m.start() - 1] == "$")}
+            if not written:
+                return value
+            whole = _REFERENCE.fullmatch(value)
+            if whole:
+                return self.apply(value) if whole.group(0) in written else value
+            return _REFERENCE.sub(lambda m: self.text(m) if m.group(0) in written else m.group(0), value)
         if isinstance(value, dict):
             return {k: self.apply_where(v, template.get(k) if isinstance(template, dict) else None)
                     for k, v in value.items()}
@@ -255,7 +267,6 @@ def template_names(workflow_task: Any) -> set[str]:
             if _written(workflow_task.get("inputParameters"), name)}
 
 
-_UNESCAPED = re.compile(r"(?<!\$)\$\{workflow\.secrets\.")
 
 
 def _written(value: Any, name: str) -> bool:
@@ -339,4 +350,6 @@ def values_for_task_input(input_data: Any, workflow_task: Any) -> dict[str, str]
     without a query, when it references none."""
     if not references(input_data):
         return {}
-    return resolve(input_data, allowed=template_names(workflow_task), missing_ok=True)[1]
+    template = workflow_task.get("inputParameters") if isinstance(workflow_task, dict) else None
+    # as the task was given them: only where its definition writes a reference
+    return resolve(input_data, allowed=template_names(workflow_task), missing_ok=True, template=template)[1]

@@ -310,6 +310,25 @@ def test_a_reference_planted_in_data_is_not_resolved(admin, as_role):
     assert task["inputData"] == {"token": VALUE, "url": planted}
 
 
+def test_a_reference_planted_in_the_string_that_writes_a_secret_is_not_resolved(admin, as_role):
+    """A string of the definition that writes one secret and takes data (``url:
+    "${workflow.input.base}?k=${workflow.secrets.A}"``): a reference planted in the data
+    stays as written, even to a secret the definition writes elsewhere in the task."""
+    a, b = unique("tok_a"), unique("tok_b")
+    put_secret(admin, a, VALUE)
+    put_secret(admin, b, "b-" + VALUE)
+    task_type, name = unique("sec_plant2"), unique("sec_plant2_wf")
+    admin.ok(admin.post("/metadata/taskdefs", [task_def(task_type)]))
+    admin.ok(admin.post("/metadata/workflow", workflow_def(name, [simple_task(task_type, "use", {
+        "url": f"${{workflow.input.base}}?k=${{workflow.secrets.{a}}}",
+        "header": f"${{workflow.secrets.{b}}}"})]), params={"overwrite": True}))
+    operator = as_role("operator")
+    planted = f"https://evil.invalid/${{workflow.secrets.{b}}}"
+    operator.ok(operator.post("/workflow", {"name": name, "input": {"base": planted}}))
+    (task,) = as_role("worker").get(f"/tasks/poll/batch/{task_type}?workerid=w1&count=1").json()
+    assert task["inputData"] == {"url": f"{planted}?k={VALUE}", "header": "b-" + VALUE}
+
+
 def test_an_inline_definition_naming_a_secret_needs_the_admin_role(admin, as_role):
     secret = unique("tok")
     put_secret(admin, secret, VALUE)

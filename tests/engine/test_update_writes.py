@@ -164,3 +164,52 @@ def test_a_claim_records_the_same_polled_event_with_or_without_a_task_limit(api)
         assert event.data == {"ref": "only", "from": "SCHEDULED", "to": "IN_PROGRESS", "workerId": "w-9",
                               "pollCount": 1, "startTime": task["startTime"]}
     assert events[free].keys() == events[limited].keys()
+
+
+def test_a_large_execution_locked_after_a_concurrent_update_numbers_its_next_task_after_it(api, transactional_db):
+    """Two updates of one execution of more than ``TaskList.LOAD_ALL_UP_TO`` tasks: the
+    second waits for the first's lock and must see the task the first scheduled when it
+    numbers its own (on PostgreSQL a statement that waited for a row lock reads the rest
+    as of its start, so the highest seq is read after the lock)."""
+    import threading
+    import time
+
+    from django.db import close_old_connections, transaction
+
+    from apps.engine import executor
+
+    worker = unique("race")
+    api.register_task_defs(task_def(worker, retryCount=0))
+    n = TaskList.LOAD_ALL_UP_TO + 4
+    name = unique("race_wf")
+    api.register_workflow(workflow_def(name, [simple_task(worker, f"t{i}") for i in range(n)]))
+    wid = api.start(name)
+    for i in range(n - 2):
+        api.complete(api.poll_one(worker), {"x": i})
+    task = api.poll_one(worker)  # seq n - 1; completing it schedules seq n
+    locked, seen = threading.Event(), {}
+
+    def first():
+        try:
+            with transaction.atomic():
+                executor.task_update(task_result={"workflowInstanceId": wid, "taskId": task["taskId"],
+                                                  "status": "COMPLETED", "outputData": {}})
+                locked.set()
+                time.sleep(0.5)  # the second locker is waiting meanwhile
+        finally:
+            close_old_connections()
+
+    def second():
+        locked.wait(30)
+        try:
+            with transaction.atomic():
+                seen["max"] = store.lock_workflow(wid).tasks.max_seq()
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert seen["max"] == n
