@@ -84,7 +84,8 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
     # no savepoint inside a caller's transaction: a failed claim fails the caller anyway
     with transaction.atomic(savepoint=False):
         with sql_cursor() as cursor:
-            if connection.vendor == "postgresql":
+            events_written = connection.vendor == "postgresql"
+            if events_written:
                 # A claim lost in a database crash only means the task is handed out again
                 # (at-least-once delivery), so its commit need not wait for the WAL flush;
                 # not so inside a caller's transaction (a task update must be durable).
@@ -114,9 +115,9 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
             handed, refused = limits.admit(tasks, now)
             if refused:
                 _give_back(cursor, refused, before)
-            if connection.vendor == "postgresql":  # the claim wrote the events of unlimited tasks
-                history.record_polls(cursor, [t for t in handed if t.concurrent_exec_limit or t.rate_limit_per_frequency],
-                                     now)
+            if events_written:  # the claim's statement wrote those of the tasks no limit holds back
+                handed_limited = [t for t in handed if t.concurrent_exec_limit or t.rate_limit_per_frequency]
+                history.record_polls(cursor, handed_limited, now)
             else:
                 history.record_polls(cursor, handed, now)
     if handed:

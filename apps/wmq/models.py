@@ -5,6 +5,10 @@ from django.db import models
 
 from apps.core.jsonfield import KeyOrderJSONField
 
+# The messages' table (Django's default name for WorkflowMessage), for plain SQL on the
+# path every workflow's end takes (``apps.wmq.queue.delete``).
+MESSAGE_TABLE = "wmq_workflowmessage"
+
 
 class WorkflowMessage(models.Model):
     """One message pushed to a running workflow (Conductor's ``WorkflowMessage``):

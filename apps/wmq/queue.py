@@ -19,7 +19,7 @@ from django.db.models import Max
 
 from apps.engine.status import TERMINAL_WORKFLOW
 from apps.engine.store import sql_cursor
-from apps.wmq.models import WorkflowMessage
+from apps.wmq.models import MESSAGE_TABLE, WorkflowMessage
 
 
 class QueueFull(Exception):
@@ -91,7 +91,7 @@ def delete(workflow_id: str) -> None:
     (a collector, a query built each time) cost more than the statement; no signal or
     relation hangs on a message."""
     with sql_cursor() as cursor:
-        cursor.execute(f"DELETE FROM {WorkflowMessage._meta.db_table} WHERE workflow_id = %s", [workflow_id])
+        cursor.execute(f"DELETE FROM {MESSAGE_TABLE} WHERE workflow_id = %s", [workflow_id])
 
 
 def drop_on_end(wf, previous_status: str | None, task_changes: list) -> None:

@@ -219,3 +219,9 @@ def test_batch_size_reads_as_conductor(raw, expected):
     task = TaskState(task_id="t", workflow_id="w", task_type="PULL_WORKFLOW_MESSAGES", task_def_name="p",
                      reference_task_name="p", input_data={} if raw is None else {"batchSize": raw})
     assert batch_size(task, 100) == expected
+
+
+def test_the_plain_delete_names_the_models_table():
+    from apps.wmq.models import MESSAGE_TABLE, WorkflowMessage
+
+    assert MESSAGE_TABLE == WorkflowMessage._meta.db_table
