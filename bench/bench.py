@@ -3,9 +3,11 @@
 What it does
   1. (``--start-server``) creates a fresh database (SQLite file in a temp dir, or a new
      PostgreSQL database on the server of ``--pg-url``/``DATABASE_URL``), migrates it and
-     starts the server on 127.0.0.1 on a free port: ``daphne`` (one process, or K
-     processes accepting on one shared listening socket), ``uvicorn --workers K`` or
-     ``gunicorn -k UvicornWorker -w K``. Otherwise it targets ``--url``.
+     starts the server on 127.0.0.1 on a free port: ``conductor-web``, the product's
+     ``python -m conductor_web.serve`` (one process, or K accepting on one port with
+     ``--reuse-port``); for comparison ``uvicorn --workers K``, ``gunicorn -k UvicornWorker
+     -w K``, granian or daphne (K processes on one shared listening socket; the product's
+     server before 2026-12-07), from ``--server-python``. Otherwise it targets ``--url``.
   2. registers TaskDefs bench_a, bench_b, bench_c (retryCount 0) and the WorkflowDef
      ``bench_wf`` (a -> b -> c, each task's input ``x`` = the previous output ``x``; the
      workflow output ``x`` = input + 3, checked for every workflow).
@@ -306,7 +308,17 @@ class Server:
         app = "conductor_web.asgi:application"
         log = open(self.tmp / "server.log", "ab")
         k = a.server_procs
-        if a.server == "daphne":
+        if a.server == "conductor-web":
+            # the product's own server command (conductor_web/serve.py: uvicorn); K processes
+            # accept on one port with SO_REUSEPORT (the kernel spreads connections)
+            port = free_port()
+            base = [py, "-m", "conductor_web.serve", "--host", "127.0.0.1", "--port", str(port)]
+            if a.access_log:
+                base.append("--access-log")
+            if k > 1:
+                base.append("--reuse-port")
+            cmds = [(base, ()) for _ in range(k)]
+        elif a.server == "daphne":
             base = [py, "-m", "daphne", "-v", "0"]
             if a.access_log:
                 base = [py, "-m", "daphne", "-v", "1", "--access-log", str(self.tmp / "access.log")]
@@ -731,9 +743,10 @@ def parse_args(argv=None):
                                     "(default $PG_URL or $DATABASE_URL); a new database is created beside it")
     g.add_argument("--pg-data", default=os.environ.get("BENCH_PG_DATA"),
                    help="data dir of the PostgreSQL cluster, to count its CPU (bench/with_pg.sh sets BENCH_PG_DATA)")
-    g.add_argument("--server", choices=("daphne", "uvicorn", "granian", "gunicorn", "gunicorn-wsgi"), default="daphne",
-                   help="gunicorn = gunicorn with UvicornWorker (ASGI); gunicorn-wsgi = gthread WSGI workers "
-                        "(API only, for comparison); uvicorn/gunicorn need --server-python of a venv that has them")
+    g.add_argument("--server", choices=("conductor-web", "daphne", "uvicorn", "granian", "gunicorn", "gunicorn-wsgi"),
+                   default="conductor-web",
+                   help="conductor-web = the product's server (python -m conductor_web.serve: uvicorn); gunicorn = gunicorn with UvicornWorker (ASGI); gunicorn-wsgi = gthread WSGI workers "
+                        "(API only, for comparison); daphne/gunicorn/granian need --server-python of a venv that has them")
     g.add_argument("--wsgi-threads", type=int, default=16, help="threads per gunicorn-wsgi worker")
     g.add_argument("--server-procs", type=int, default=1, help="K server processes")
     g.add_argument("--asgi-threads", type=int, default=0, help="ASGI_THREADS for daphne (0 = unset)")
@@ -742,7 +755,7 @@ def parse_args(argv=None):
                    help="project tree to serve (default: this checkout; e.g. a `git archive` of one commit)")
     g.add_argument("--gunicorn-worker-class", default="uvicorn_worker.UvicornWorker")
     g.add_argument("--server-env", action="append", default=[], metavar="K=V", help="extra server env var")
-    g.add_argument("--access-log", action="store_true", help="let daphne write an access log (off by default)")
+    g.add_argument("--access-log", action="store_true", help="let the server write an access log (off by default)")
     g.add_argument("--keep", action="store_true", help="keep the temp dir (server log, SQLite file)")
     g = p.add_argument_group("load")
     g.add_argument("--workflows", "-n", type=int, default=1000, help="N workflows in the main run")

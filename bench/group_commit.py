@@ -7,7 +7,7 @@ Creates a throwaway database (as ``profile_paths.py``), registers a workflow of 
 SIMPLE tasks of one type and, per round, runs a phase with ``GROUP_COMMIT`` off (each
 update in a pool thread, its own transaction) and one with it on (the committer thread,
 ``apps.engine.groupcommit``), each on ``n`` fresh workflows: ``--concurrency`` workers
-(coroutines on one event loop, as daphne's) each send ``POST /api/tasks/update-v2`` to
+(coroutines on one event loop, as the server's) each send ``POST /api/tasks/update-v2`` to
 the application (``conductor_web.asgi.application``, the fast path) and run the task it
 answers until it answers 204. Prints per phase the process's CPU ms per update
 (``time.process_time``, engine + driver, not the database server) and the wall ms per

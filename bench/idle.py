@@ -4,8 +4,8 @@
                                    [--timeout-ms 100 [--timeout-ms 5000 ...]] [--sdk-backoff]
                                    [--seconds 10] [--wakes 20] [--json-out FILE]
 
-Starts its own server (``bench.py``'s ``Server``: a fresh database, one daphne on
-127.0.0.1, no cluster), then:
+Starts its own server (``bench.py``'s ``Server``: a fresh database, one server
+process, ``python -m conductor_web.serve``, on 127.0.0.1, no cluster), then:
 
 1. idle: ``--workers`` threads long-poll empty queues (``GET /api/tasks/poll/batch/idle_i
    ?count=1&timeout=T``, each its own queue, as the SDK's TaskRunner; ``--sdk-backoff``
@@ -153,7 +153,8 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--wakes", type=int, default=20)
     p.add_argument("--app-dir", default=str(REPO), help="project tree to serve (e.g. a `git archive` of one commit)")
-    p.add_argument("--server", default="daphne", help="bench.py's --server (daphne, uvicorn, granian, ...)")
+    p.add_argument("--server", default="conductor-web",
+                   help="bench.py's --server (conductor-web, the product's; uvicorn, granian, ... for comparison)")
     p.add_argument("--json-out", metavar="FILE", help="append the JSON line to FILE")
     p.add_argument("--url", help="measure a running server instead (base URL, no /api; the idle phase only)")
     p.add_argument("--server-pid", type=int, action="append", default=[], metavar="PID",

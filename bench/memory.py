@@ -4,8 +4,8 @@
                                      [--deadline S] [--json-out FILE]
 
 1. At rest: a temp SQLite database prepared as `make run` prepares it (migrate,
-   load_examples, install_schedules), then ``scripts/run.sh 127.0.0.1 PORT`` (daphne and
-   the django-q2 cluster, with run.sh's Q_WORKERS) in a session of its own, API auth off
+   load_examples, install_schedules), then ``scripts/run.sh 127.0.0.1 PORT`` (the server,
+   ``python -m conductor_web.serve``, and the django-q2 cluster, with run.sh's Q_WORKERS) in a session of its own, API auth off
    as on a loopback `make run`. Once /health answers and the process tree has not changed
    for 3 s, it waits ``--rest-s`` seconds and reads each process's RSS (``VmRSS`` of
    /proc/PID/status) and PSS (``Pss`` of /proc/PID/smaps_rollup: each resident page divided
@@ -23,7 +23,7 @@
 
 Prints one JSON line ``{"memory": {...}}`` (also appended to ``--json-out``, which
 bench/summarize.py reads) and a few ``#`` lines; sizes in MB (MiB). It stops run.sh with
-SIGTERM (run.sh stops daphne and the cluster), then kills by PID any process of the tree
+SIGTERM (run.sh stops the server and the cluster), then kills by PID any process of the tree
 still there, and deletes the temp dir. A benchmark, not a test: nothing is asserted.
 """
 from __future__ import annotations
@@ -96,7 +96,7 @@ class RunShServer(Server):
                                            env=env, cwd=self.app_dir, stdout=log, stderr=subprocess.STDOUT,
                                            start_new_session=True))
         self.url = f"http://127.0.0.1:{port}"
-        self.description = "scripts/run.sh (daphne + qcluster)"
+        self.description = "scripts/run.sh (server + qcluster)"
         self.wait_healthy()
 
     def tree(self) -> dict[int, str]:
@@ -142,13 +142,13 @@ def _name(args: list[str], parent: str, i: int, n: int) -> str:
         if parent == "qcluster":
             return "qcluster sentinel"
         return "qcluster " + ("monitor" if i == n - 2 else "pusher" if i == n - 1 else f"worker {i + 1}")
-    if any(Path(a).name == "daphne" for a in args[:2]):
-        return "daphne"
+    if "conductor_web.serve" in args[1:3]:  # python -m conductor_web.serve
+        return "server"
     return Path(args[1] if Path(args[0]).name in ("bash", "sh") and len(args) > 1 else args[0]).name
 
 
 def settle(server: RunShServer, quiet_s: float = 3.0, timeout_s: float = 90.0) -> dict[int, str]:
-    """Wait (at most ``timeout_s``) until the tree holds daphne and the cluster and has not
+    """Wait (at most ``timeout_s``) until the tree holds the server and the cluster and has not
     changed for ``quiet_s`` seconds; returns it."""
     deadline = time.time() + timeout_s
     last: dict[int, str] = {}
@@ -157,7 +157,7 @@ def settle(server: RunShServer, quiet_s: float = 3.0, timeout_s: float = 90.0) -
         tree = server.tree()
         if tree != last:
             last, since = tree, time.time()
-        elif time.time() - since >= quiet_s and {"daphne", "qcluster sentinel"} <= set(tree.values()):
+        elif time.time() - since >= quiet_s and {"server", "qcluster sentinel"} <= set(tree.values()):
             break
         time.sleep(0.5)
     return last
@@ -165,7 +165,7 @@ def settle(server: RunShServer, quiet_s: float = 3.0, timeout_s: float = 90.0) -
 
 def snapshot(tree: dict[int, str]) -> list[dict]:
     out = []
-    for pid, name in sorted(tree.items()):  # by PID: run.sh, daphne, the cluster in spawn order
+    for pid, name in sorted(tree.items()):  # by PID: run.sh, the server, the cluster in spawn order
         rss, pss = mem_mb(pid)
         if rss is not None:
             out.append({"pid": pid, "name": name, "rss_mb": rss, "pss_mb": pss})

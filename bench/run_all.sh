@@ -7,13 +7,16 @@
 #
 # Env: APP_DIR     tree to serve (default: this checkout; use a `git archive` copy to pin a commit)
 #      PG_APP_DIR  tree to serve on PostgreSQL (default APP_DIR)
-#      SERVER_PY   python of a venv that also has uvicorn, gunicorn and uvicorn-worker
-#                  (default /tmp/srv-venv/bin/python; set-ups that need it are skipped without it)
+#      SERVER_PY   python of a venv that also has gunicorn, uvicorn-worker and daphne, for the
+#                  comparison set-ups (default /tmp/srv-venv/bin/python; a set-up whose server
+#                  it lacks is skipped)
 #      N, LONE     workflows per run (1000) and lone-workflow runs (50)
 #      PEERS=0     skip the peer rounds
 #      OSS=0       skip Conductor OSS (bench/run_oss.sh: its PostgreSQL store on this cluster, then SQLite)
-#      QUICK=1     only the main set-ups (PostgreSQL: daphne M=6 and 12, daphne x2, gunicorn-wsgi x2;
-#                  SQLite: daphne M=6, daphne x2), then one peer round
+#      QUICK=1     only the main set-ups (PostgreSQL: conductor-web M=6 and 12, conductor-web x2,
+#                  gunicorn-wsgi x2; SQLite: conductor-web M=6, conductor-web x2), then one peer round
+# Our server is the product's (bench.py --server conductor-web: python -m conductor_web.serve);
+# uvicorn --workers, gunicorn and daphne (the product's server before 2026-12-07) are for comparison.
 # Results: OUT_DIR/ours.jsonl, OUT_DIR/peers.jsonl, OUT_DIR/oss*.jsonl (default bench/results/run-DATE);
 # bench/summarize.py OUT_DIR prints the tables of bench/README.md.
 set -euo pipefail
@@ -29,17 +32,27 @@ LONE=${LONE:-50}
 PY=${PY:-.venv/bin/python}
 mkdir -p "$OUT"
 
-have_srv=0
-if [ -x "$SERVER_PY" ] && "$SERVER_PY" -c 'import uvicorn, gunicorn, uvicorn_worker' 2>/dev/null; then
-    have_srv=1
-fi
+have_srv() {  # have_srv SERVER: SERVER_PY can run bench.py's --server SERVER
+    local mods
+    case $1 in
+        gunicorn) mods="gunicorn, uvicorn_worker" ;;
+        gunicorn-wsgi) mods="gunicorn" ;;
+        *) mods=$1 ;;
+    esac
+    [ -x "$SERVER_PY" ] && "$SERVER_PY" -c "import $mods" 2>/dev/null
+}
 
 ours() {  # ours DB APP ARGS...: one run of bench.py, JSON appended to OUT/ours.jsonl
     local db=$1 app=$2
     shift 2
-    if [[ " $* " == *" --server-python "* ]] && [ "$have_srv" -eq 0 ]; then
-        echo "# skipped (no uvicorn/gunicorn venv at $SERVER_PY): $db $*"
-        return 0
+    if [[ " $* " == *" --server-python "* ]]; then
+        local srv=" $* "
+        srv=${srv##* --server }
+        srv=${srv%% *}
+        if ! have_srv "$srv"; then
+            echo "# skipped (no $srv in $SERVER_PY): $db $*"
+            return 0
+        fi
     fi
     "$PY" bench/bench.py --start-server --app-dir "$app" --db "$db" --pg-url "$PG_URL" \
         -n "$N" --lone "$LONE" --json-out "$OUT/ours.jsonl" "$@" 2>"$OUT/last-bench.err" | grep '^#' \
@@ -75,9 +88,9 @@ echo "## ours on PostgreSQL ($PG_APP_DIR)"
 for m in 3 6 12; do
     ours postgres "$PG_APP_DIR" --workers "$m"
 done
-ours postgres "$PG_APP_DIR" --workers 6 --asgi-threads 32
 ours postgres "$PG_APP_DIR" --workers 6 --server-procs 2
-ours postgres "$PG_APP_DIR" --workers 6 --server uvicorn --server-procs 2 --server-python "$SERVER_PY"
+ours postgres "$PG_APP_DIR" --workers 6 --server uvicorn --server-procs 2
+ours postgres "$PG_APP_DIR" --workers 6 --server daphne --server-procs 2 --server-python "$SERVER_PY"
 ours postgres "$PG_APP_DIR" --workers 6 --server gunicorn --server-procs 2 --server-python "$SERVER_PY"
 ours postgres "$PG_APP_DIR" --workers 6 --server gunicorn-wsgi --server-procs 2 --server-python "$SERVER_PY"
 
@@ -86,7 +99,8 @@ for m in 3 6 12; do
     ours sqlite "$APP_DIR" --workers "$m"
 done
 ours sqlite "$APP_DIR" --workers 6 --server-procs 2
-ours sqlite "$APP_DIR" --workers 6 --server uvicorn --server-procs 2 --server-python "$SERVER_PY"
+ours sqlite "$APP_DIR" --workers 6 --server uvicorn --server-procs 2
+ours sqlite "$APP_DIR" --workers 6 --server daphne --server-procs 2 --server-python "$SERVER_PY"
 ours sqlite "$APP_DIR" --workers 6 --server gunicorn-wsgi --server-procs 2 --server-python "$SERVER_PY"
 
 if [ "${PEERS:-1}" != 0 ]; then

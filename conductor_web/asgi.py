@@ -1,4 +1,5 @@
-"""ASGI entry point served by daphne: HTTP (Django) and WebSocket (Channels) routing."""
+"""ASGI entry point, served by uvicorn (``python -m conductor_web.serve``): HTTP (Django,
+with the worker fast path in front) and WebSocket (Channels) routing."""
 import os
 
 from django.core.asgi import get_asgi_application
@@ -10,19 +11,15 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (after Django setup
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from apps.api.bodylimit import install_daphne_guard, limit_request_body  # noqa: E402
+from apps.api.bodylimit import limit_request_body  # noqa: E402
 from apps.api.fastpath import worker_fast_path  # noqa: E402
-from apps.core.lifecycle import watch_server_shutdown  # noqa: E402
 from apps.ui.routing import websocket_urlpatterns  # noqa: E402
-
-# SIGTERM: requests waiting on the engine answer at once instead of holding the stop.
-watch_server_shutdown()
-# Bodies above CONDUCTOR_MAX_REQUEST_BODY_BYTES: 413 while they arrive, not once buffered.
-install_daphne_guard()
 
 application = ProtocolTypeRouter(
     {
-        # the worker protocol (poll, update) and starts skip Django's middleware and DRF
+        # Bodies above CONDUCTOR_MAX_REQUEST_BODY_BYTES: 413 while they arrive, not once
+        # buffered. The worker protocol (poll, update) and starts skip Django's middleware
+        # and DRF.
         "http": limit_request_body(worker_fast_path(django_asgi_app)),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

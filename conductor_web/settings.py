@@ -104,12 +104,8 @@ SECRETS_KEYS = _secrets_keys()
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
-# daphne's app (its ASGI runserver) loads Twisted, about 25 MB in every process: the
-# django-q2 cluster (`manage.py qcluster`, all its processes) serves no HTTP and does
-# without it. The servers are daphne itself, which loads it either way.
 _CLUSTER_PROCESS = "qcluster" in sys.argv
 INSTALLED_APPS = [
-    *([] if _CLUSTER_PROCESS else ["daphne"]),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

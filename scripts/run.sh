@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Serve conductor-web: daphne (HTTP + WebSocket) and the django-q2 cluster (system tasks,
+# Serve conductor-web: the HTTP server (uvicorn, conductor_web/serve.py: HTTP + WebSocket) and the django-q2 cluster (system tasks,
 # sweeper) side by side, until Ctrl-C or SIGTERM, which stop both.
 #
 #   scripts/run.sh [HOST [PORT]]      (default 127.0.0.1 8080)
@@ -15,14 +15,13 @@ cd "$(dirname "$0")/.."
 HOST=${1:-127.0.0.1}
 PORT=${2:-8080}
 VENV=${VENV:-.venv}
-# daphne's log level: 0 = warnings and errors only (no access log: workers poll many
-# times a second), 1 = also one line per request.
-DAPHNE_VERBOSITY=${DAPHNE_VERBOSITY:-0}
+# ACCESS_LOG=1: one log line per request (off by default: workers poll many times a second).
+ACCESS_LOG=${ACCESS_LOG:-0}
 # The django-q2 cluster finishes the job in hand before it stops (its sweeper threads
 # end with their current tick).
 STOP_TIMEOUT=${STOP_TIMEOUT:-45}
 # The embedded cluster's worker processes (each runs async system tasks and a standby
-# sweeper thread): 2 keep one machine's setup small (daphne + cluster about 215 MB of
+# sweeper thread): 2 keep one machine's setup small (server + cluster about 215 MB of
 # proportional memory at rest); a deployed cluster (deploy/cluster.sh) defaults to 4.
 export Q_WORKERS=${Q_WORKERS:-2}
 
@@ -34,7 +33,7 @@ parent=$PPID
 stop_children() {
   [ "$stopping" -eq 1 ] && return
   stopping=1
-  echo "conductor-web: stopping daphne and the qcluster (the cluster first finishes the job in hand, up to ${STOP_TIMEOUT}s)..."
+  echo "conductor-web: stopping the server and the qcluster (the cluster first finishes the job in hand, up to ${STOP_TIMEOUT}s)..."
   local i pid deadline=$((SECONDS + STOP_TIMEOUT))
   for pid in "${pids[@]}"; do
     kill -TERM "$pid" 2>/dev/null
@@ -82,7 +81,9 @@ start() {  # start NAME COMMAND...: run COMMAND in a new session, remember its P
   names+=("$name")
 }
 
-start daphne "$VENV/bin/daphne" -v "$DAPHNE_VERBOSITY" -b "$HOST" -p "$PORT" conductor_web.asgi:application
+server_args=(--host "$HOST" --port "$PORT")
+[ "$ACCESS_LOG" = 1 ] && server_args+=(--access-log)
+start server "$VENV/bin/python" -m conductor_web.serve "${server_args[@]}"
 start qcluster "$VENV/bin/python" manage.py qcluster
 
 base="http://$HOST:$PORT"

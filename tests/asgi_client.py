@@ -9,9 +9,9 @@ from asgiref.testing import ApplicationCommunicator
 
 def asgi_request(method: str, path: str, body, *, query: str = "", content_type: str = "application/json",
                  chunk_size: int = 7, headers: list[tuple[bytes, bytes]] | None = None) -> tuple[int, bytes]:
-    """Send ``body`` (JSON-encoded unless bytes/str) to the ASGI app daphne serves
+    """Send ``body`` (JSON-encoded unless bytes/str) to the ASGI app uvicorn serves
     (``conductor_web.asgi.application``), split into ``http.request`` messages of
-    ``chunk_size`` bytes without ``Content-Length`` (as daphne delivers a de-chunked body);
+    ``chunk_size`` bytes without ``Content-Length`` (as uvicorn delivers a de-chunked body);
     ``headers`` are added. Returns ``(status, response body)``."""
     return async_to_sync(asgi_call)(method, path, body, query=query, content_type=content_type,
                                     chunk_size=chunk_size, headers=headers)

@@ -23,6 +23,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from apps.core import lifecycle
+
 log = logging.getLogger(__name__)
 
 QUEUE_CHANNEL = "conductor_queue"
@@ -112,6 +114,18 @@ def _wake_local(queue_names: Iterable[str]) -> None:
             waiting = list(_waiters.get(name, ()))
         for waiter in waiting:
             waiter.wake()
+
+
+def wake_all() -> None:
+    """Wake every long poll of this process (the server is stopping: each one sees
+    ``apps.core.lifecycle.stopping`` and answers what it has at once)."""
+    with _waiters_lock:
+        waiting = [w for group in _waiters.values() for w in group]
+    for waiter in waiting:
+        waiter.wake()
+
+
+lifecycle.on_stop(wake_all)
 
 
 def add_listener(fn: Callable[[str], None]) -> None:

@@ -32,6 +32,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 
+from apps.core import lifecycle
 from apps.core.clock import now_ms
 from apps.core.errors import InvalidInput
 from apps.engine import history, limits, notify
@@ -327,6 +328,8 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
                 # a limit, a concurrent claim): look again then, never in a hot loop
                 wait = min(wait, max((next_at - now_ms()) / 1000 + 0.001, recheck_s if next_at <= now_ms() else 0))
             woken = await waiter.wait(wait)
+            if lifecycle.stopping.is_set():
+                return []  # the server is stopping (its wake-up): answer now, claim nothing more
             if not woken and wait >= remaining:
                 return []  # waited the whole timeout for a wake-up that did not come
 

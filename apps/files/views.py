@@ -25,7 +25,6 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from apps.api.bodylimit import spooled_body
 from apps.api.exceptions import error_response
 from apps.api.parsers import require_json
 from apps.api.views.base import ConductorApi, empty
@@ -186,9 +185,8 @@ def content(request, workflow_id: str, file_id: str):
         _op, upload_id, part_number = signing.verify(request.method, workflow_id, file_id, request.GET)
         if request.method != "PUT":
             return _download(request, workflow_id, file_id)
-        source = spooled_body(request)
-        source = request if source is None else source
-        etag = services.write_content(workflow_id, file_id, source, upload_id=upload_id, part_number=part_number)
+        # the body as Django's ASGI handler spooled it (to disk above FILE_UPLOAD_MAX_MEMORY_SIZE)
+        etag = services.write_content(workflow_id, file_id, request, upload_id=upload_id, part_number=part_number)
         if etag is None:
             return HttpResponse(status=204)
         response = HttpResponse(status=200)

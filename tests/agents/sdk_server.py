@@ -1,5 +1,5 @@
 """The server the SDK end-to-end agent suites run against: ``agent_server(workdir, env)``
-starts one (daphne + qcluster, API auth on) on its own database (SQLite in ``workdir``, or
+starts one (uvicorn + qcluster, API auth on) on its own database (SQLite in ``workdir``, or
 a PostgreSQL database of its own when the session's ``DATABASE_URL`` is PostgreSQL) with
 ``env`` added to its environment, and yields ``(server, runtime)``: the server and one
 ``AgentRuntime`` signed in with its admin key through the environment, as a user

@@ -1,5 +1,5 @@
 """Guardrails and memory of ``conductor.ai.agents`` agents end to end through the Python
-SDK's AgentRuntime (conductor-python 2.0.0) against a real server (daphne + qcluster, API
+SDK's AgentRuntime (conductor-python 2.0.0) against a real server (uvicorn + qcluster, API
 auth on, SQLite or the session's PostgreSQL), its ``openai`` provider a loopback stub
 answering from ``guard_defs.script``: an LLM judge that asks for a retry, a tool guardrail
 that stops a call before the tool runs, a team's output guardrail, a human review answered

@@ -1,6 +1,6 @@
 """Strategy ``manual`` and a swarm's ``handoffs`` conditions: the compiled shapes and the
 400s (plain Python, no database), then end to end through the Python SDK's AgentRuntime
-(conductor-python 2.0.0) against a real server (daphne + qcluster, API auth on, SQLite or
+(conductor-python 2.0.0) against a real server (uvicorn + qcluster, API auth on, SQLite or
 the session's PostgreSQL) whose ``openai`` provider is the loopback stub answering from
 ``strategy_defs.script``. The teams are written as the SDK's documentation writes them
 (``strategy_defs``)."""

@@ -1,5 +1,5 @@
 """Server-side agent tools end to end through the Python SDK's agent runtime
-(``conductor.ai.agents``, conductor-python 2.0.0) against a real server (daphne +
+(``conductor.ai.agents``, conductor-python 2.0.0) against a real server (uvicorn +
 qcluster, API auth on, its own SQLite or PostgreSQL database): ``mcp_tool`` against a
 loopback MCP server built with the official ``mcp`` package (``mcp_peer``), ``http_tool``
 against a loopback HTTP service with a secret header, ``agent_tool`` running a sub-agent

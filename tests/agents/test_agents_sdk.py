@@ -1,5 +1,5 @@
 """The Python SDK's agent runtime (``conductor.ai.agents``, conductor-python 2.0.0) end to
-end against a real server (daphne + qcluster, API auth on, its own database: SQLite, or
+end against a real server (uvicorn + qcluster, API auth on, its own database: SQLite, or
 PostgreSQL when the session's ``DATABASE_URL`` is), whose ``openai`` provider is a
 loopback OpenAI-compatible stub answering from ``agent_defs.script``. The agents are
 written as the SDK's documentation writes them (``agent_defs``); the SDK compiles them on

@@ -100,7 +100,7 @@ def _execute_one_unpolled_task(api, prefix: str, *, wait_seconds: int) -> dict:
 
 
 def test_execute_answers_at_once_when_the_server_is_stopping(api, monkeypatch):
-    """A server asked to stop (apps.core.lifecycle.stopping, set by daphne's shutdown)
+    """A server asked to stop (apps.core.lifecycle.stopping, set on SIGTERM by conductor_web.serve)
     answers a waiting execute with what it has instead of holding the stop."""
     import threading
 
@@ -113,23 +113,26 @@ def test_execute_answers_at_once_when_the_server_is_stopping(api, monkeypatch):
     assert body["status"] == "RUNNING" and body.get("signalTimeout") is True, body
 
 
-def test_the_shutdown_hook_registers_on_the_reactor(monkeypatch):
-    """watch_server_shutdown() sets ``stopping`` before the reactor's shutdown and starts
-    the exit watchdog after it (the reactor is a recorder here: nothing stops)."""
-    import sys
+@pytest.mark.django_db(transaction=True)  # the poll reads in a pool thread
+def test_begin_stop_sets_stopping_and_wakes_every_long_poll(monkeypatch):
+    """``lifecycle.begin_stop()`` (the server's SIGTERM handling, conductor_web.serve)
+    sets ``stopping`` and runs the stop callbacks: a long poll waiting on an empty queue
+    answers ``[]`` at once instead of holding the stop for its timeout."""
+    import asyncio
+    import threading
 
     from apps.core import lifecycle
+    from apps.engine import queue
 
-    class Reactor:
-        triggers: list = []
+    monkeypatch.setattr(lifecycle, "stopping", threading.Event())
+    queue_name = unique("stop_poll")
 
-        def addSystemEventTrigger(self, phase, event, fn):  # noqa: N802 - Twisted's name
-            self.triggers.append((phase, event, fn))
+    async def main():
+        poll = asyncio.ensure_future(queue.poll(task_type=queue_name, worker_id="w", count=1, timeout_ms=5000))
+        await asyncio.sleep(0.3)  # the poll has looked at the queue and waits
+        assert not poll.done()
+        lifecycle.begin_stop()
+        return await asyncio.wait_for(poll, timeout=60)  # a safety net: answered long before
 
-    reactor = Reactor()
-    monkeypatch.setitem(sys.modules, "twisted.internet.reactor", reactor)
-    assert lifecycle.watch_server_shutdown() is True
-    assert [(p, e) for p, e, _ in reactor.triggers] == [("before", "shutdown"), ("after", "shutdown")]
-    assert reactor.triggers[0][2] == lifecycle.stopping.set
-    monkeypatch.delitem(sys.modules, "twisted.internet.reactor")
-    assert lifecycle.watch_server_shutdown() is False
+    assert asyncio.run(main()) == []
+    assert lifecycle.stopping.is_set()

@@ -1,9 +1,9 @@
 """Request bodies sent with ``Transfer-Encoding: chunked`` and no ``Content-Length`` (how
 undici, the transport of the official TypeScript SDK, sends every body) reach every
-body-taking endpoint in full, through the real ASGI application daphne serves.
+body-taking endpoint in full, through the real ASGI application uvicorn serves.
 
 Each request goes in-process through ``conductor_web.asgi.application`` with the body split
-over several ``http.request`` messages, as daphne delivers a de-chunked body; the effect is
+over several ``http.request`` messages, as uvicorn delivers a de-chunked body; the effect is
 then read back through the API (a definition stored, an input kept, a task completed).
 """
 from __future__ import annotations

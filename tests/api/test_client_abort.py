@@ -1,10 +1,11 @@
 """A client that goes away, or a server that stops, during a long poll or an execute wait
-is normal: nothing is logged as an error (issue #14). Daphne cancels an application when
-it stops, and one that outlives its gone client; Django's ASGI handler cancelled in the
+is normal: nothing is logged as an error (issue #14). A server cancels an application
+when it stops (uvicorn once its graceful-shutdown time is up; daphne, which served us
+before, also one that outlived its gone client); Django's ASGI handler cancelled in the
 middle of its wait used to leave its disconnect listener behind, whose RequestAborted was
 then logged as "Task exception was never retrieved". These drive the ASGI application
-daphne serves (``conductor_web.asgi.application``) the way daphne does and collect what
-the event loop reports."""
+(``conductor_web.asgi.application``) the way such a server does and collect what the
+event loop reports."""
 from __future__ import annotations
 
 import asyncio
@@ -79,7 +80,7 @@ def test_a_client_leaving_a_long_poll_logs_nothing(api):
     async def script(app_task, inbox):
         await asyncio.sleep(0.2)
         await inbox.put({"type": "http.disconnect"})
-        app_task.cancel()  # daphne, once the application outlives its client
+        app_task.cancel()  # a server that cancels an application outliving its client
 
     reported, _ = _drive("GET", f"/api/tasks/poll/batch/{unique('empty')}", "timeout=2000", b"", script)
     assert reported == []
@@ -97,8 +98,8 @@ def test_a_client_leaving_an_execute_wait_logs_nothing(api, waiting_workflow):
 
 
 def test_a_server_stopping_during_an_execute_wait_answers_it_and_logs_nothing(api, waiting_workflow, monkeypatch):
-    """What daphne does on SIGTERM: ``stopping`` set, every application cancelled, then the
-    connections closed. It used to log the RequestAborted of Django's orphaned listener."""
+    """What a server does on SIGTERM: ``stopping`` set, every application cancelled (uvicorn
+    once its graceful-shutdown time is up), then the connections closed. It used to log the RequestAborted of Django's orphaned listener."""
     # the stop grace (5 s) bounds how long the view may take to answer after the cancel; on a
     # loaded machine the start itself, still under way at the cancel, can use it up (#14)
     monkeypatch.setattr(lifecycle, "STOP_GRACE_SECONDS", LIMIT_SECONDS)

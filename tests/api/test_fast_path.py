@@ -1,6 +1,6 @@
 """The poll path production uses, in process: a worker's loop (batch poll, ``update-v2``
 answering the next task, ``POST /api/tasks``) through ``conductor_web.asgi.application``,
-which daphne serves and where ``apps/api/fastpath.py`` answers these calls before Django.
+which uvicorn serves and where ``apps/api/fastpath.py`` answers these calls before Django.
 The result is read back through the API and must be what the Django views give."""
 from __future__ import annotations
 

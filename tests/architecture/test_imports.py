@@ -33,7 +33,6 @@ ACCEPTED_PRIVATE = {
     "apps.core.lifecycle: os._exit": "exit without waiting for threads",
     # Twisted knows a request's path before its body only as HTTPChannel._path (the Request
     # gets it after the whole body): file content has a body limit of its own (apps/files).
-    "apps.api.bodylimit: getattr(..., '_path')": "the request line before the body arrives",
 }
 _ATTR_FUNCTIONS = {"getattr", "hasattr", "setattr"}
 

@@ -1,4 +1,4 @@
-"""The whole path in a real server (daphne + ``manage.py qcluster``) against a real NATS:
+"""The whole path in a real server (uvicorn + ``manage.py qcluster``) against a real NATS:
 an EVENT task on ``nats_stream:`` is sent by the cluster's outbox job after commit, and
 the cluster's consumer thread hands it to the handler that starts a workflow."""
 from __future__ import annotations

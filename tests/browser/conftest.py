@@ -1,4 +1,4 @@
-"""Browser test fixtures: the real server (daphne with WebSockets + qcluster, on a fresh
+"""Browser test fixtures: the real server (uvicorn with WebSockets + qcluster, on a fresh
 database: ``tests/e2e/conftest.py``'s ``ConductorServer``), two accounts, and headless
 Debian chromium driven by Playwright's sync API.
 
@@ -90,7 +90,7 @@ class UiServer:
 
 @pytest.fixture(scope="session")
 def ui_server(tmp_path_factory):
-    """daphne + qcluster on a fresh database, with an operator ``admin`` (superuser) and a
+    """uvicorn + qcluster on a fresh database, with an operator ``admin`` (superuser) and a
     read-only ``watcher`` (``ui.view_executions``), both with password ``PASSWORD``. Its
     ``openai`` provider is a loopback OpenAI-compatible stub answering as
     ``tests.agents.agent_defs.script`` (the agents of tests/browser/test_agent_run.py)."""

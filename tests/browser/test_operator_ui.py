@@ -1,4 +1,4 @@
-"""The operator UI in real headless chromium against a real server (daphne + qcluster):
+"""The operator UI in real headless chromium against a real server (uvicorn + qcluster):
 sign in, search, open an execution, watch a node change colour live while a worker
 completes its task through the API, run actions (terminate, restart, bulk pause) and
 check their result; a read-only account sees no actions. Screenshots of the main pages

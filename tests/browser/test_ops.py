@@ -1,4 +1,4 @@
-"""Issue #31, parts 5-7, in headless chromium against the real server (daphne + qcluster)
+"""Issue #31, parts 5-7, in headless chromium against the real server (uvicorn + qcluster)
 with real SDK workers (``tests/browser/ops_workers.py``):
 
 * task logs: the log viewer of the task panel follows a running task's new lines live,

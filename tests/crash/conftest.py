@@ -40,5 +40,5 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.failed and "crash_server" in getattr(item, "fixturenames", ()):
         for server in _servers:
-            for name in ("daphne", "qcluster"):
+            for name in ("server", "qcluster"):
                 report.sections.append((f"conductor-web {name} output (tail)", tail(server.log_path(name), 80)))

@@ -4,7 +4,7 @@ starter that survives crashes, and the checks that compare the engine's history 
 that record.
 
 Server: ``CrashServer`` is the e2e ``ConductorServer`` (fresh database, migrate,
-install_schedules, daphne on 127.0.0.1 at a free port, ``manage.py qcluster``, each in a
+install_schedules, uvicorn on 127.0.0.1 at a free port, ``manage.py qcluster``, each in a
 session of its own) plus ``kill(name)`` (SIGKILL to the process group of exactly the
 process it started, then waits until no member of that group is left) and
 ``restart(name)`` (same command line, same port, same database).
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from tests.e2e.conftest import ConductorServer, ServerStartError, _executable, tail
+from tests.e2e.conftest import ConductorServer, ServerStartError, server_argv, tail
 
 WORKFLOW_NAME = "crash_chain"
 # referenceTaskName -> task type, in execution order
@@ -52,7 +52,7 @@ RETRY_PAUSE_SECONDS = 0.1
 
 def task_defs() -> list[dict]:
     """The worker TaskDefs: two retries without delay, a 5 s response timeout (a task
-    whose poll answer died with daphne is handed out again) and no overall timeout."""
+    whose poll answer died with uvicorn is handed out again) and no overall timeout."""
     return [{
         "name": name,
         "retryCount": RETRY_COUNT,
@@ -130,9 +130,9 @@ def _group_members(pgid: int) -> list[int]:
 
 
 class CrashServer(ConductorServer):
-    """A ``ConductorServer`` whose daphne and qcluster can be killed and restarted.
+    """A ``ConductorServer`` whose uvicorn and qcluster can be killed and restarted.
 
-    ``kills``/``restarts`` count per process name; ``daphne_downtime`` holds, per daphne
+    ``kills``/``restarts`` count per process name; ``server_downtime`` holds, per uvicorn
     kill, the seconds from SIGKILL to a healthy ``/api/health`` of the new process."""
 
     GROUP_EXIT_TIMEOUT_SECONDS = 10
@@ -142,11 +142,11 @@ class CrashServer(ConductorServer):
         self.kills: Counter = Counter()
         self.restarts: Counter = Counter()
         self.killed_at: dict[str, float] = {}
-        self.daphne_downtime: list[float] = []
+        self.server_downtime: list[float] = []
 
     def argv(self, name: str) -> list[str]:
-        if name == "daphne":
-            return [_executable("daphne"), "-b", "127.0.0.1", "-p", str(self.port), "conductor_web.asgi:application"]
+        if name == "server":
+            return server_argv(self.port)
         if name == "qcluster":
             return [sys.executable, "manage.py", "qcluster"]
         raise ValueError(name)
@@ -175,18 +175,18 @@ class CrashServer(ConductorServer):
 
     def restart(self, name: str) -> None:
         """Start ``name`` again with the same command line (same port and database)."""
-        if name == "daphne":
+        if name == "server":
             for _attempt in range(5):
-                self._spawn("daphne", self.argv("daphne"))
+                self._spawn("server", self.argv("server"))
                 if self._wait_healthy():
                     break
-                self._stop_one("daphne")
-                if "Address already in use" not in tail(self.log_path("daphne"), 5):
-                    raise ServerStartError(f"daphne did not come back at {self.url}:\n{self.diagnostics()}")
+                self._stop_one("server")
+                if "Address already in use" not in tail(self.log_path("server"), 5):
+                    raise ServerStartError(f"uvicorn did not come back at {self.url}:\n{self.diagnostics()}")
                 time.sleep(0.3)
             else:
-                raise ServerStartError(f"daphne could not bind port {self.port} again:\n{self.diagnostics()}")
-            self.daphne_downtime.append(time.monotonic() - self.killed_at["daphne"])
+                raise ServerStartError(f"uvicorn could not bind port {self.port} again:\n{self.diagnostics()}")
+            self.server_downtime.append(time.monotonic() - self.killed_at["server"])
         else:
             self._spawn(name, self.argv(name))
         self.restarts[name] += 1
@@ -435,7 +435,7 @@ def describe_workflow(wf: dict, ledger: Ledger) -> str:
 def log_errors(server: ConductorServer) -> str:
     """How many ERROR/CRITICAL lines each server log holds (all incarnations)."""
     counts = []
-    for name in ("daphne", "qcluster"):
+    for name in ("server", "qcluster"):
         try:
             text = server.log_path(name).read_text(errors="replace")
         except FileNotFoundError:

@@ -1,15 +1,15 @@
-"""Crash safety: a crash (kill -9 of daphne or of the cluster) at any moment loses no
+"""Crash safety: a crash (kill -9 of uvicorn or of the cluster) at any moment loses no
 execution and completes no task twice.
 
 200 workflows (SIMPLE a -> WAIT 1 s -> SIMPLE b -> INLINE -> SIMPLE c) are started
-through the API while SDK-like worker threads run them; meanwhile daphne and the
+through the API while SDK-like worker threads run them; meanwhile uvicorn and the
 qcluster are each killed with SIGKILL several times at random moments (1-3 s apart,
 sometimes both at once) and restarted on the same port and database after a short
 pause. Then, bounded in time, every workflow must end COMPLETED and the engine's
 history must agree with the workers' record:
 
 * each reference has exactly one COMPLETED task; WAIT and INLINE ran once; the only
-  extra attempts of a worker task are TIMED_OUT ones (a poll answer lost with daphne,
+  extra attempts of a worker task are TIMED_OUT ones (a poll answer lost with uvicorn,
   or an update that arrived after the response timeout), and the COMPLETED one is last;
 * the result the engine kept for each task is the one that worker delivery sent for
   that very task (``outputData.delivery`` = its taskId), and the workflow output is the
@@ -59,7 +59,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(290)]
 WORKFLOWS = 200
 START_PACE_SECONDS = 0.04        # 200 starts spread over ~8 s, so crashes hit starts too
 WORKERS_PER_TYPE = 3
-KILL_PLAN = ["daphne"] * 3 + ["qcluster"] * 3 + ["both"]   # 4 kills of each process
+KILL_PLAN = ["server"] * 3 + ["qcluster"] * 3 + ["both"]   # 4 kills of each process
 KILL_GAP_SECONDS = (1.0, 3.0)    # between a restart and the next kill
 DOWN_SECONDS = (0.2, 1.0)        # pause between a kill and the restart
 STARTS_SECONDS = 90              # from the servers being up to every start answered
@@ -115,7 +115,7 @@ def test_kill_restart_loses_no_execution_and_completes_no_task_twice(crash_serve
     timeline = []
     for target in plan:
         time.sleep(rng.uniform(*KILL_GAP_SECONDS))
-        names = ("daphne", "qcluster") if target == "both" else (target,)
+        names = ("server", "qcluster") if target == "both" else (target,)
         at = time.monotonic() - t0
         for name in names:
             server.kill(name)
@@ -166,7 +166,7 @@ def test_kill_restart_loses_no_execution_and_completes_no_task_twice(crash_serve
     gaps = sorted(d.polled_at for d in ledger.deliveries)
     longest_gap = max((b - a for a, b in zip(gaps, gaps[1:])), default=0.0)
     print(f"crash test: kills {dict(server.kills)}, restarts {dict(server.restarts)}; "
-          f"daphne back (kill -> healthy) in {', '.join(f'{s:.1f}' for s in server.daphne_downtime)} s")
+          f"uvicorn back (kill -> healthy) in {', '.join(f'{s:.1f}' for s in server.server_downtime)} s")
     print(f"crash test: {figures['completed']} of {WORKFLOWS} COMPLETED; engine tasks {figures['engine_tasks']} "
           f"({figures['timed_out']} TIMED_OUT: {figures['lost_poll_answers']} poll answers lost, "
           f"{figures['late_updates']} delivered but updated too late); deliveries {len(ledger.deliveries)}, "

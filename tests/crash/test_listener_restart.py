@@ -1,6 +1,6 @@
 """Status-listener deliveries survive a crash: a loopback receiver sees every subscribed
 transition of every workflow exactly once (as a 200-answered POST), although it refused
-deliveries while the server (daphne and the qcluster) was killed with SIGKILL and
+deliveries while the server (uvicorn and the qcluster) was killed with SIGKILL and
 restarted. Workers are the official SDK's task client; both databases."""
 from __future__ import annotations
 
@@ -99,11 +99,11 @@ def test_every_transition_is_delivered_once_across_a_restart(tmp_path, monkeypat
             refused = receiver.attempts()
             _wait(lambda: receiver.attempts() >= refused + 2, "refused delivery attempts")
             server.kill("qcluster")
-            server.kill("daphne")
+            server.kill("server")
 
             # 3. restarted, with the receiver back: everything arrives, nothing twice
             receiver.failing.clear()
-            server.restart("daphne")
+            server.restart("server")
             server.restart("qcluster")
             want = expected(first) + [e for i in ids for e in expected(i)]
             _wait(lambda: Counter(seen(receiver)) == Counter(want), "every notification after the restart")

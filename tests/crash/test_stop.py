@@ -1,12 +1,12 @@
 """Stopping on SIGTERM: a long ``POST /api/workflow/execute`` wait and a long poll in
 flight never delay a stop.
 
-A server (daphne) and its cluster (qcluster) are started on a fresh database with the
+A server (uvicorn) and its cluster (qcluster) are started on a fresh database with the
 synchronous-wait cap raised far above the stop bound (``CONDUCTOR_MAX_SYNC_WAIT_SECONDS``
 600). One client opens ``execute`` with ``waitForSeconds=600`` on a workflow whose only
 task nobody polls; another opens a batch poll with the longest long poll on a queue
 nothing is added to. Once the server shows both in flight (the execution exists; the
-poll is recorded in the queue's poll data), daphne gets SIGTERM: it must be gone within
+poll is recorded in the queue's poll data), uvicorn gets SIGTERM: it must be gone within
 ``STOP_LIMIT_SECONDS`` (far below the 600 s wait), and each client must have an answer
 or a closed connection by then (not a client-side timeout: its timeout is longer than
 the wait). Then the cluster gets SIGTERM and must be gone within the same bound. The
@@ -114,13 +114,13 @@ def test_sigterm_is_not_held_by_a_long_execute_wait_or_a_long_poll(long_sync_wai
         assert execute.is_alive(), f"the execute call ended early: {outcomes.get('execute')}"
 
     outcomes["stop"] = True
-    daphne_stop = _terminate(server.processes["daphne"], STOP_LIMIT_SECONDS)
-    server.processes.pop("daphne")
+    server_stop = _terminate(server.processes["server"], STOP_LIMIT_SECONDS)
+    server.processes.pop("server")
     execute.join(timeout=10)
     poller.join(timeout=10)
     for c in clients:
         c.close()
-    assert daphne_stop < STOP_LIMIT_SECONDS, "daphne did not stop on SIGTERM while a long wait was open"
+    assert server_stop < STOP_LIMIT_SECONDS, "uvicorn did not stop on SIGTERM while a long wait was open"
     assert not execute.is_alive() and not poller.is_alive(), f"a client still waits after the stop: {outcomes}"
     assert outcomes["execute"][0] in ("answer", "closed"), outcomes
     assert outcomes["poll"][0] in ("answer", "closed"), outcomes
@@ -128,6 +128,6 @@ def test_sigterm_is_not_held_by_a_long_execute_wait_or_a_long_poll(long_sync_wai
     cluster_stop = _terminate(server.processes["qcluster"], STOP_LIMIT_SECONDS)
     server.processes.pop("qcluster")
     assert cluster_stop < STOP_LIMIT_SECONDS, "the cluster did not stop on SIGTERM"
-    print(f"\nSIGTERM with a {EXECUTE_WAIT_SECONDS} s execute wait and a long poll open: daphne gone after "
-          f"{daphne_stop:.1f} s (execute: {outcomes['execute']}, poll: {outcomes['poll']}); "
+    print(f"\nSIGTERM with a {EXECUTE_WAIT_SECONDS} s execute wait and a long poll open: uvicorn gone after "
+          f"{server_stop:.1f} s (execute: {outcomes['execute']}, poll: {outcomes['poll']}); "
           f"cluster gone after {cluster_stop:.1f} s")

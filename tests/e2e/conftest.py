@@ -6,7 +6,7 @@
   session's ``DATABASE_URL`` points at PostgreSQL, a new database with a unique name on
   that same server (dropped at the end);
 * ``manage.py migrate`` and ``manage.py install_schedules`` for it;
-* ``daphne -b 127.0.0.1 -p PORT conductor_web.asgi:application`` and
+* ``python -m conductor_web.serve --host 127.0.0.1 --port PORT`` (uvicorn) and
   ``manage.py qcluster`` (``Q_WORKERS=2``), each in its own session;
 * it waits for ``GET /api/health`` and yields a ``ConductorServer`` whose ``url`` is
   ``http://127.0.0.1:PORT/api`` (``conductor_url`` yields just that string);
@@ -85,10 +85,10 @@ def tail(path: Path, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(empty)"
 
 
-def _executable(name: str) -> str:
-    """A console script of the interpreter running the tests (the project's venv)."""
-    candidate = Path(sys.executable).parent / name
-    return str(candidate) if candidate.exists() else name
+def server_argv(port: int) -> list[str]:
+    """The command of one HTTP server process (uvicorn, ``conductor_web.serve``) on
+    127.0.0.1:``port``, with the interpreter running the tests (the project's venv)."""
+    return [sys.executable, "-m", "conductor_web.serve", "--host", "127.0.0.1", "--port", str(port)]
 
 
 # --- databases -----------------------------------------------------------------------------
@@ -134,7 +134,7 @@ class ServerStartError(RuntimeError):
 
 
 class ConductorServer:
-    """daphne + qcluster on one fresh database. ``url`` is the API base URL."""
+    """uvicorn + qcluster on one fresh database. ``url`` is the API base URL."""
 
     def __init__(self, workdir: Path, database_url: str):
         self.workdir = workdir
@@ -216,29 +216,28 @@ class ConductorServer:
         for _attempt in range(3):
             self.port = free_port()
             self.url = f"http://127.0.0.1:{self.port}/api"
-            self._spawn("daphne", [_executable("daphne"), "-b", "127.0.0.1", "-p", str(self.port),
-                                   "conductor_web.asgi:application"])
+            self._spawn("server", server_argv(self.port))
             if self._wait_healthy():
                 if self._is_ours():
                     break
                 # another process (another suite's server) took the port first and answered
                 # the health check: not ours, so try another port
-                self._stop_one("daphne")
+                self._stop_one("server")
                 continue
-            self._stop_one("daphne")
-            if "Address already in use" not in tail(self.log_path("daphne")):
-                raise ServerStartError(f"daphne did not become healthy at {self.url}:\n{self.diagnostics()}")
+            self._stop_one("server")
+            if "Address already in use" not in tail(self.log_path("server")):
+                raise ServerStartError(f"uvicorn did not become healthy at {self.url}:\n{self.diagnostics()}")
         else:
-            raise ServerStartError(f"daphne could not bind a free port:\n{self.diagnostics()}")
+            raise ServerStartError(f"uvicorn could not bind a free port:\n{self.diagnostics()}")
         self._spawn("qcluster", [sys.executable, "manage.py", "qcluster"])
         time.sleep(0.5)
         self.assert_alive()
 
     def _is_ours(self) -> bool:
-        """The server at ``self.url`` is this one: our daphne still runs and the access key
+        """The server at ``self.url`` is this one: our uvicorn still runs and the access key
         made in this server's database gets a token there (another server on the same
         port would refuse it)."""
-        if self.processes["daphne"].poll() is not None:
+        if self.processes["server"].poll() is not None:
             return False
         try:
             resp = httpx.post(f"{self.url}/token", json={"keyId": self.key_id, "keySecret": self.key_secret},
@@ -250,7 +249,7 @@ class ConductorServer:
     def _wait_healthy(self) -> bool:
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
-            if self.processes["daphne"].poll() is not None:
+            if self.processes["server"].poll() is not None:
                 return False
             try:
                 if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
@@ -266,7 +265,7 @@ class ConductorServer:
             raise ServerStartError(f"server process(es) exited: {dead}\n{self.diagnostics()}")
 
     def diagnostics(self) -> str:
-        names = [n for n in ("daphne", "qcluster") if self.log_path(n).exists()]
+        names = [n for n in ("server", "qcluster") if self.log_path(n).exists()]
         return "\n".join(f"--- {n} (last {TAIL_LINES} lines of {self.log_path(n)})\n{tail(self.log_path(n))}"
                          for n in names)
 
@@ -327,5 +326,5 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.failed and "conductor_server" in getattr(item, "fixturenames", ()):
         for server in _servers:
-            for name in ("daphne", "qcluster"):
+            for name in ("server", "qcluster"):
                 report.sections.append((f"conductor-web {name} output (tail)", tail(server.log_path(name))))

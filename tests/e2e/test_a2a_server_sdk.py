@@ -1,5 +1,5 @@
 """Workflows served as A2A agents, called by the official ``a2a-sdk`` client (its A2A 0.3
-JSON-RPC transport, chosen from the card we serve) against a real server (daphne and the
+JSON-RPC transport, chosen from the card we serve) against a real server (uvicorn and the
 cluster, API auth on: the client's httpx client carries the key's token).
 
 The card is resolved from ``/api/a2a/workflow/{name}/.well-known/agent-card.json``;

@@ -1,6 +1,6 @@
-"""Files between tasks against a real server (daphne + qcluster, API auth on): two
+"""Files between tasks against a real server (uvicorn + qcluster, API auth on): two
 conductor-python SDK workers pass a ``conductor://file/<id>`` handle from one task to the
-next (``tests/e2e/file_workers.py``), the content goes through daphne both ways (a chunked
+next (``tests/e2e/file_workers.py``), the content goes through uvicorn both ways (a chunked
 upload, a streamed download), a file above the API's general body limit is accepted up to
 the files limit, and removing the execution removes the stored content."""
 import hashlib
@@ -78,9 +78,7 @@ def test_a_file_above_the_api_body_limit_streams_both_ways(conductor_server):
     created = api(server, "POST", "/files", json={"workflowId": workflow_id, "fileName": "big.bin"}).json()
     block = hashlib.sha256(b"seed").digest() * 32  # 1 KiB
     size = 17 * 1024 * 1024
-    # a client's own x-conductor-body-file header is dropped (daphne's handover names the body file)
-    put = httpx.put(created["uploadUrl"], content=block * (size // len(block)), timeout=120,
-                    headers={"X-Conductor-Body-File": "forged"})
+    put = httpx.put(created["uploadUrl"], content=block * (size // len(block)), timeout=120)
     assert put.status_code == 204, put.text
     file_id = created["fileHandleId"].removeprefix("conductor://file/")
     done = api(server, "POST", f"/files/{workflow_id}/{file_id}/upload-complete").json()

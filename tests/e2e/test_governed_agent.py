@@ -1,4 +1,4 @@
-"""The governed support agent example end to end: a real server (daphne + qcluster) whose
+"""The governed support agent example end to end: a real server (uvicorn + qcluster) whose
 ``openai`` provider and MCP allow-list point at loopback stubs through the environment,
 definitions loaded by ``manage.py load_examples`` (what ``make run`` does), the SDK's
 workers (``notify_customer``, ``open_incident``) in their own processes, the HUMAN

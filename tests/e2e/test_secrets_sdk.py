@@ -1,4 +1,4 @@
-"""Environment and secrets against a real started server (daphne + qcluster, API auth on),
+"""Environment and secrets against a real started server (uvicorn + qcluster, API auth on),
 whose own process environment holds SECRET_KEY, DATABASE_URL and a probe variable
 (docs/secrets.md):
 

@@ -1,4 +1,4 @@
-"""TaskDef limits hold across server processes: two daphne processes on one database, with
+"""TaskDef limits hold across server processes: two uvicorn processes on one database, with
 pollers of both racing over HTTP (the way workers on several hosts reach a cluster)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.e2e.conftest import STARTUP_TIMEOUT_SECONDS, _executable, free_port
+from tests.e2e.conftest import STARTUP_TIMEOUT_SECONDS, free_port, server_argv
 
 pytestmark = pytest.mark.e2e
 DEADLINE_SECONDS = 120  # a bound for the loops, not a timing assertion
@@ -17,10 +17,9 @@ DEADLINE_SECONDS = 120  # a bound for the loops, not a timing assertion
 
 @pytest.fixture(scope="module")
 def two_servers(conductor_server):
-    """``[url of the session server, url of a second daphne on the same database]``."""
+    """``[url of the session server, url of a second uvicorn on the same database]``."""
     port = free_port()
-    conductor_server._spawn("daphne-second", [_executable("daphne"), "-b", "127.0.0.1", "-p", str(port),
-                                              "conductor_web.asgi:application"])
+    conductor_server._spawn("server-second", server_argv(port))
     second = f"http://127.0.0.1:{port}/api"
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
@@ -30,11 +29,11 @@ def two_servers(conductor_server):
                     break
             except httpx.TransportError:
                 pass
-            assert time.monotonic() < deadline, "the second daphne did not start"
+            assert time.monotonic() < deadline, "the second uvicorn did not start"
             time.sleep(0.1)
         yield [conductor_server.url, second]
     finally:
-        conductor_server._stop_one("daphne-second")
+        conductor_server._stop_one("server-second")
 
 
 def setup_runs(url: str, runs: int, headers: dict, **limits) -> str:

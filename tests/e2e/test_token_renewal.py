@@ -27,7 +27,7 @@ EXPIRY_WAIT_SECONDS = 60  # a bound (a loaded machine answers slowly), not the T
 
 @pytest.fixture
 def short_token_server(tmp_path, monkeypatch):
-    """A server of its own (daphne + qcluster, fresh database) issuing 3-second tokens;
+    """A server of its own (uvicorn + qcluster, fresh database) issuing 3-second tokens;
     the SDK's variables point at it."""
     session_url = os.environ.get("DATABASE_URL", "")
     pg = PostgresDatabase(session_url) if _is_postgres(session_url) else None

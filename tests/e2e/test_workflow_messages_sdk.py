@@ -1,4 +1,4 @@
-"""The workflow message queue through the Python SDK against a real server (daphne and the
+"""The workflow message queue through the Python SDK against a real server (uvicorn and the
 cluster, API auth on): a workflow built with ``ConductorWorkflow`` and the SDK's
 ``PullWorkflowMessagesTask`` loops on its queue; ``WorkflowExecutor.send_message`` (conductor-python
 2.0.0, ``POST /api/workflow/{id}/messages``) feeds it; a push to the ended workflow

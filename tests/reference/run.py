@@ -3,7 +3,7 @@
     .venv/bin/python tests/reference/run.py [--out DIR] [--cases 1,3,...] [--no-specs]
 
 It starts Conductor OSS (scripts/conductor_oss.sh: the pinned server from Maven Central, its
-default SQLite store, 127.0.0.1) and our server (daphne + qcluster as ``make run`` starts
+default SQLite store, 127.0.0.1) and our server (uvicorn + qcluster as ``make run`` starts
 them, on SQLite, or on PostgreSQL when DATABASE_URL points at one; API auth off, as on
 Conductor OSS), side by side, then runs against each:
 
@@ -85,7 +85,7 @@ class OssServer:
 
 
 class OurServer:
-    """Ours, as tests/e2e/conftest.py starts it (daphne + qcluster on a fresh database)."""
+    """Ours, as tests/e2e/conftest.py starts it (uvicorn + qcluster on a fresh database)."""
 
     def __init__(self, workdir: Path):
         from tests.e2e.conftest import ConductorServer, PostgresDatabase, _is_postgres

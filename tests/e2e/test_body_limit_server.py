@@ -1,6 +1,6 @@
-"""daphne refuses an oversized request body while it arrives (apps/api/bodylimit.py's
-guard): a too-large Content-Length is answered 413 before any body byte is sent, and a
-chunked upload is answered 413 once past the limit, without the client finishing it."""
+"""The server refuses an oversized request body while it arrives (apps/api/bodylimit.py's
+middleware under uvicorn): a too-large Content-Length is answered 413 before any body byte is
+sent, and a chunked upload is answered 413 once past the limit, without the client finishing it."""
 from __future__ import annotations
 
 import json
