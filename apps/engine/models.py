@@ -95,8 +95,10 @@ class TaskExecution(models.Model):
     """
 
     task_id = models.CharField(primary_key=True, max_length=64)
+    # no index of its own: task_workflow_seq (workflow, seq) serves every look-up by
+    # workflow, and each index is written on every row version of a task (issue #25)
     workflow = models.ForeignKey(WorkflowExecution, on_delete=models.CASCADE, related_name="tasks",
-                                 db_column="workflow_id")
+                                 db_column="workflow_id", db_index=False)
     workflow_type = models.CharField(max_length=255)
     workflow_priority = models.IntegerField(default=0)
     task_type = models.CharField(max_length=64)
