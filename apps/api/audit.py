@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import lru_cache
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.engine.store import sql_cursor
 
 log = logging.getLogger(__name__)
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -63,16 +67,48 @@ def _row_fields(principal, method: str, path: str, route: str | None, query: dic
             "ok": status < 400, "message": (f"{status} {message}".strip())[:2000]}
 
 
+@lru_cache(maxsize=4)
+def _insert_statement(vendor: str) -> tuple[str, tuple]:
+    """``INSERT INTO <AuditLog's table> (<its columns but the auto pk>) VALUES (...)
+    RETURNING <pk>`` and the fields of its values, in order: built once per vendor."""
+    from apps.ui.models import AuditLog
+
+    meta = AuditLog._meta
+    fields = tuple(f for f in meta.concrete_fields if f is not meta.pk)
+    quote = connection.ops.quote_name
+    return (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(meta.pk.column)}", fields)
+
+
+def _insert_row(db, row: dict) -> int:
+    """Insert the audit row ``row`` (``_row_fields``: values by field name) on ``db`` (this
+    thread's default connection, the one ``sql_cursor`` writes on, in its current
+    transaction) with one hand-written statement (``_insert_statement``; prepared on
+    PostgreSQL by the engine's cursor) instead of the ORM's ``create`` (a model instance
+    and a compiled query per row), as ``create`` would write it: ``auto_now``/``auto_now_add`` fields get the current time, fields not
+    in ``row`` their default, each value converted by its field (``get_db_prep_save``:
+    JSON and datetime columns as the vendor stores them). Returns the row's id."""
+    sql, fields = _insert_statement(db.vendor)
+    now = timezone.now()
+    values = [f.get_db_prep_save(now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
+                                 else row[f.name] if f.name in row else f.get_default(), db)
+              for f in fields]
+    with transaction.mark_for_rollback_on_error(), sql_cursor() as cursor:
+        cursor.execute(sql, values)
+        return cursor.fetchone()[0]
+
+
 class AuditedCall:
     """The audit row of one API write, written in the transaction of the change it records.
 
     Used as ``with AuditedCall(...) as call: <the view>`` then ``record_api_write(call, ...)``.
     While the view runs, a database execute wrapper (``connection.execute_wrapper``, this
-    thread's connection only) inserts the row just before the call's first INSERT, UPDATE
-    or DELETE, inside the same transaction: committed with the change (at the change's
-    own durability), or rolled back with it. It is written as a success (``200``); a
-    call that ends otherwise has it corrected once answered. ``route`` is a callable
-    giving the URL pattern (known once the URL is resolved)."""
+    thread's connection only) inserts the row (``_insert_row``, on a cursor of that
+    connection) just before the call's first INSERT, UPDATE or DELETE, inside the same
+    transaction: committed with the change (at the change's own durability), or rolled
+    back with it. It is written as a success (``200``); a call that ends otherwise has it
+    corrected once answered. ``route`` is a callable giving the URL pattern (known once
+    the URL is resolved)."""
 
     def __init__(self, principal, method: str, path: str, query: dict, route=None):
         self.principal, self.method, self.path, self.query = principal, method, path, query
@@ -108,12 +144,10 @@ class AuditedCall:
 
     def __call__(self, execute, sql, params, many, context):
         if not self._writing and _WRITE.match(sql) and self._needs_row():
-            from apps.ui.models import AuditLog
-
-            self._writing = True
+            self._writing = True  # the row's own INSERT passes through this wrapper as is
             try:
-                self.row_id = AuditLog.objects.create(**_row_fields(
-                    self.principal, self.method, self.path, self.route(), self.query, 200)).pk
+                self.row_id = _insert_row(context["connection"], _row_fields(
+                    self.principal, self.method, self.path, self.route(), self.query, 200))
                 self._transaction = connection.atomic_blocks[0] if connection.atomic_blocks else None
                 self._committed = self._transaction is None  # autocommit: committed already
                 if not self._committed:

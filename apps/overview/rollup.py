@@ -32,12 +32,14 @@ import hashlib
 import time
 import zlib
 from collections import Counter
+from functools import lru_cache
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 
 from apps.engine.status import TERMINAL_WORKFLOW
+from apps.engine.store import sql_cursor
 from apps.overview.bins import bin_of
 from apps.overview.models import (DAY_MS, FOLD_PERIODS, HIST_FOLD_PERIODS, HOUR_MS, MINUTE_MS, REASON_ROLLUP_TABLE,
                                   ROLLUP_TABLE, ReasonRollup, Rollup, RollupFold)
@@ -122,23 +124,40 @@ def write(counts: Counter, reasons: Counter, slot: int = 0) -> None:
         digest = hashlib.sha1(key.encode()).hexdigest()
         examples[digest] = (key, example)
         reason_rows[(MINUTE_MS, at - at % MINUTE_MS, name, digest, slot)] += n
-    _add(ROLLUP_TABLE, ROLLUP_KEY, (), [(k, (), rows[k]) for k in sorted(rows)])
-    _add(REASON_ROLLUP_TABLE, REASON_KEY, ("reason_key", "example"),
-         [(k, examples[k[3]], reason_rows[k]) for k in sorted(reason_rows)])
+    with (sql_cursor() if max(len(rows), len(reason_rows)) <= FEW_ROWS else connection.cursor()) as cursor:
+        _add(cursor, ROLLUP_TABLE, ROLLUP_KEY, (), [(k, (), rows[k]) for k in sorted(rows)])
+        _add(cursor, REASON_ROLLUP_TABLE, REASON_KEY, ("reason_key", "example"),
+             [(k, examples[k[3]], reason_rows[k]) for k in sorted(reason_rows)])
 
 
-def _add(table: str, key: tuple[str, ...], extra: tuple[str, ...], rows: list[tuple]) -> None:
+def _add(cursor, table: str, key: tuple[str, ...], extra: tuple[str, ...], rows: list[tuple]) -> None:
     """One ``INSERT ... ON CONFLICT (key) DO UPDATE SET count = count + excluded.count`` of
-    ``rows`` = ``[(key values, extra values, count)]``, in the order given (sorted by key)."""
+    ``rows`` = ``[(key values, extra values, count)]``, in the order given (sorted by key),
+    on ``cursor`` (see ``FEW_ROWS``)."""
     if not rows:
         return
+    n = len(rows)
+    statement = _few_rows_upsert(table, key, extra, n) if n <= FEW_ROWS else _upsert(table, key, extra, n)
+    cursor.execute(statement, [v for k, e, n in rows for v in (*k, *e, n)])
+
+
+# A change writes a few rows (a handful of counters, a failure reason): their statements
+# are built once per shape and go through the engine's cursor (``apps.engine.store.sql_cursor``:
+# parameters bound on the server and statements prepared on PostgreSQL). More rows (a
+# fold's, a rare large change) go through Django's cursor: bound on the client, so no limit
+# on the number of parameters of one statement.
+FEW_ROWS = 16
+
+
+def _upsert(table: str, key: tuple[str, ...], extra: tuple[str, ...], n: int) -> str:
+    """The statement of ``_add`` for ``n`` rows."""
     columns = (*key, *extra, "count")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
-            + ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(rows))
-            + f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET count = {table}.count + excluded.count",
-            [v for k, e, n in rows for v in (*k, *e, n)])
+    return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+            + ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * n)
+            + f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET count = {table}.count + excluded.count")
+
+
+_few_rows_upsert = lru_cache(maxsize=64)(_upsert)
 
 
 def unfolded_since() -> int:
@@ -172,7 +191,7 @@ def fold(now: int) -> int:
                     for period in (HIST_FOLD_PERIODS if b >= 0 else FOLD_PERIODS):
                         adds[(period, kind_, bucket - bucket % period, name, version, measure, b, 0)] += n
                     marks.append((n, row_id))
-            _add(ROLLUP_TABLE, ROLLUP_KEY, (), [(k, (), adds[k]) for k in sorted(adds)])
+            _add(cursor, ROLLUP_TABLE, ROLLUP_KEY, (), [(k, (), adds[k]) for k in sorted(adds)])
             cursor.executemany(f"UPDATE {ROLLUP_TABLE} SET folded = folded + %s WHERE id = %s", marks)
             done += len(marks)
             cursor.execute(
@@ -187,7 +206,7 @@ def fold(now: int) -> int:
                     reason_adds[(period, bucket - bucket % period, name, digest, 0)] += n
                 texts[digest] = (key, example)
                 marks.append((n, row_id))
-            _add(REASON_ROLLUP_TABLE, REASON_KEY, ("reason_key", "example"),
+            _add(cursor, REASON_ROLLUP_TABLE, REASON_KEY, ("reason_key", "example"),
                  [(k, texts[k[3]], reason_adds[k]) for k in sorted(reason_adds)])
             cursor.executemany(f"UPDATE {REASON_ROLLUP_TABLE} SET folded = folded + %s WHERE id = %s", marks)
             done += len(marks)
