@@ -13,14 +13,15 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from apps.api.bodylimit import limit_request_body  # noqa: E402
 from apps.api.fastpath import worker_fast_path  # noqa: E402
+from apps.api.stopping import answer_when_cut  # noqa: E402
 from apps.ui.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # Bodies above CONDUCTOR_MAX_REQUEST_BODY_BYTES: 413 while they arrive, not once
-        # buffered. The worker protocol (poll, update) and starts skip Django's middleware
-        # and DRF.
-        "http": limit_request_body(worker_fast_path(django_asgi_app)),
+        # A request cut off by the server's stop: 503. Bodies above
+        # CONDUCTOR_MAX_REQUEST_BODY_BYTES: 413 while they arrive, not once buffered. The
+        # worker protocol (poll, update) and starts skip Django's middleware and DRF.
+        "http": answer_when_cut(limit_request_body(worker_fast_path(django_asgi_app))),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -383,9 +383,9 @@ def _header(scope, name: bytes) -> str | None:
 async def _django(django_app, scope, receive, send) -> None:
     """Django's ASGI handler, never cancelled in the middle of its own wait. Its
     ``ASGIHandler.handle`` waits on two tasks of its own: the view, and a listener that
-    raises RequestAborted once ``http.disconnect`` arrives. Cancelled there (daphne cancels
-    every application when it stops, and one that outlives its gone client by
-    ``application_close_timeout``), it leaves both behind; the connection's disconnect then
+    raises RequestAborted once ``http.disconnect`` arrives. Cancelled there (uvicorn cancels
+    the applications still running when its graceful-shutdown time is up; daphne, before
+    it, also one that outlived its gone client), it leaves both behind; the connection's disconnect then
     reaches the orphaned listener, and its RequestAborted was logged as "Task exception was
     never retrieved". So on a cancel Django is left to end by itself for up to
     ``lifecycle.STOP_GRACE_SECONDS`` (a stopping server answers waiting requests at once,

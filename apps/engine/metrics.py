@@ -1,6 +1,6 @@
 """Prometheus metrics with Conductor's names and labels, computed from the database.
 
-Every server process (daphne, the django-q2 cluster, the sweeper) changes executions, and
+Every server process (the HTTP server, the django-q2 cluster, the sweeper) changes executions, and
 only some of them serve ``GET /metrics``; counters kept in process memory would only see
 the events of the process that is scraped. So nothing is counted in memory at event
 time: a custom collector reads the database at scrape time (``DatabaseCollector``), and

@@ -47,6 +47,6 @@ urlpatterns = [
     path("audit/", views.audit, name="audit"),
     path("favicon.ico", views.favicon, name="favicon"),
     # Static files (CSS, scripts, vendored libraries) straight from the app's folders, so
-    # `make run` (daphne alone, DEBUG off) serves the pages whole without collectstatic.
+    # `make run` (the server alone, DEBUG off) serves the pages whole without collectstatic.
     re_path(r"^" + settings.STATIC_URL.lstrip("/") + r"(?P<path>.*)$", views.static_file, name="static"),
 ]
