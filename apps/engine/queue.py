@@ -327,6 +327,8 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
                 # a delayed task becomes visible (or one was there but not handed out:
                 # a limit, a concurrent claim): look again then, never in a hot loop
                 wait = min(wait, max((next_at - now_ms()) / 1000 + 0.001, recheck_s if next_at <= now_ms() else 0))
+            if lifecycle.stopping.is_set():
+                return []  # the server is stopping: no wait begins
             woken = await waiter.wait(wait)
             if lifecycle.stopping.is_set():
                 return []  # the server is stopping (its wake-up): answer now, claim nothing more

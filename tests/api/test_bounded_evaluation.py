@@ -114,10 +114,13 @@ def test_execute_answers_at_once_when_the_server_is_stopping(api, monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)  # the poll reads in a pool thread
-def test_begin_stop_sets_stopping_and_wakes_every_long_poll(monkeypatch):
+def test_begin_stop_sets_stopping_and_wakes_every_long_poll(monkeypatch, settings):
     """``lifecycle.begin_stop()`` (the server's SIGTERM handling, conductor_web.serve)
     sets ``stopping`` and runs the stop callbacks: a long poll waiting on an empty queue
-    answers ``[]`` at once instead of holding the stop for its timeout."""
+    answers ``[]`` at once instead of holding the stop for its timeout. On PostgreSQL the
+    poll waits for the listener's wake-up only, so without the stop's wake it would hold
+    its whole timeout (fails after the 60 s bound); on SQLite it looks again every
+    ``LONG_POLL_RECHECK_MS`` and sees ``stopping`` then."""
     import asyncio
     import threading
 
@@ -125,14 +128,16 @@ def test_begin_stop_sets_stopping_and_wakes_every_long_poll(monkeypatch):
     from apps.engine import queue
 
     monkeypatch.setattr(lifecycle, "stopping", threading.Event())
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "MAX_LONG_POLL_MS": 600_000}
     queue_name = unique("stop_poll")
 
     async def main():
-        poll = asyncio.ensure_future(queue.poll(task_type=queue_name, worker_id="w", count=1, timeout_ms=5000))
+        poll = asyncio.ensure_future(queue.poll(task_type=queue_name, worker_id="w", count=1, timeout_ms=600_000))
         await asyncio.sleep(0.3)  # the poll has looked at the queue and waits
         assert not poll.done()
         lifecycle.begin_stop()
-        return await asyncio.wait_for(poll, timeout=60)  # a safety net: answered long before
+        # a bound, not a timing: without the wake-up the poll would wait its 600 s
+        return await asyncio.wait_for(poll, timeout=60)
 
     assert asyncio.run(main()) == []
     assert lifecycle.stopping.is_set()
