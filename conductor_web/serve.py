@@ -35,6 +35,7 @@ SIGTERM or SIGINT stops at once (uvicorn's forced exit: requests in flight are d
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -71,7 +72,6 @@ def listen(host: str, port: int, reuse_port: bool = False, backlog: int = 2048) 
     except OSError as exc:
         sock.close()
         raise ListenError(exc.errno, exc.strerror or str(exc)) from exc
-    sock.set_inheritable(True)
     return sock
 
 
@@ -97,7 +97,6 @@ def _server_class():
 
 def _error_response(status: int, reason: str, message: str) -> bytes:
     from apps.api.exceptions import error_body
-    import json
 
     body = json.dumps(error_body(status, message)).encode()
     return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\nconnection: close\r\n"

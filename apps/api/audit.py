@@ -73,11 +73,10 @@ def _insert_statement(vendor: str) -> tuple[str, tuple]:
     RETURNING <pk>`` and the fields of its values, in order: built once per vendor."""
     from apps.ui.models import AuditLog
 
-    meta = AuditLog._meta
-    fields = tuple(f for f in meta.concrete_fields if f is not meta.pk)
+    table, pk_column, fields = AuditLog.insert_layout()
     quote = connection.ops.quote_name
-    return (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(meta.pk.column)}", fields)
+    return (f"INSERT INTO {quote(table)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(pk_column)}", fields)
 
 
 def _insert_row(db, row: dict) -> int:

@@ -318,8 +318,8 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
             else:
                 tasks, next_at = await attempt(task_type, worker_id, domain, count, woken)
             remaining = deadline - time.monotonic()
-            if tasks or remaining <= 0:
-                return tasks
+            if tasks or remaining <= 0 or lifecycle.stopping.is_set():
+                return tasks  # no wait begins once the server is stopping
             wait = remaining
             if not notify.start_queue_listener():
                 wait = min(wait, recheck_s)  # tasks queued by another process: look again
@@ -327,8 +327,6 @@ async def poll(*, task_type: str, worker_id: str | None = None, domain: str | No
                 # a delayed task becomes visible (or one was there but not handed out:
                 # a limit, a concurrent claim): look again then, never in a hot loop
                 wait = min(wait, max((next_at - now_ms()) / 1000 + 0.001, recheck_s if next_at <= now_ms() else 0))
-            if lifecycle.stopping.is_set():
-                return []  # the server is stopping: no wait begins
             woken = await waiter.wait(wait)
             if lifecycle.stopping.is_set():
                 return []  # the server is stopping (its wake-up): answer now, claim nothing more

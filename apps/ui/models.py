@@ -39,6 +39,14 @@ class AuditLog(models.Model):
             ("operate_workflows", "Can run actions on workflow executions"),
         ]
 
+    @classmethod
+    def insert_layout(cls) -> tuple[str, str, tuple]:
+        """``(table, primary key column, the concrete fields but the auto primary key)``:
+        what a hand-written INSERT of a row needs (``apps.api.audit`` writes the audit row
+        of each API write that way, on the worker path)."""
+        meta = cls._meta
+        return meta.db_table, meta.pk.column, tuple(f for f in meta.concrete_fields if f is not meta.pk)
+
     # ``group`` of the rows of one bulk action on executions selected on a search page
     # (``apps.ui.views.bulk``); other groups are BulkJob ids.
     SELECTION_GROUP_PREFIX = "sel-"
