@@ -656,10 +656,12 @@ CONDUCTOR_UI = {
     # Dynamic forks wider than this are drawn as one summary node.
     "GRAPH_DYNAMIC_EXPAND_LIMIT": envint("UI_GRAPH_DYNAMIC_EXPAND_LIMIT", 40),
 }
-# The Overview's counts (apps/overview): rows one busy counter is spread over (PostgreSQL
-# row-lock contention), and how long minute and hour rows are kept.
+# The Overview's counts (apps/overview): rows one counter is spread over (one per process
+# slot, so two processes' writes rarely wait for one row lock), seconds between two writes
+# of a process's counts, and how long minute and hour rows are kept.
 CONDUCTOR_OVERVIEW = {
     "ROLLUP_SLOTS": envint("OVERVIEW_ROLLUP_SLOTS", 4),
+    "FLUSH_SECONDS": float(os.environ.get("OVERVIEW_FLUSH_SECONDS") or 1.0),
     "MINUTE_KEEP_HOURS": envint("OVERVIEW_MINUTE_KEEP_HOURS", 48),
     "HOUR_KEEP_DAYS": envint("OVERVIEW_HOUR_KEEP_DAYS", 90),
 }

@@ -28,9 +28,11 @@ def _queue_listener_closed(django_db_setup):
     holds a connection to the test database: closed before pytest-django drops it."""
     yield
     from apps.engine import groupcommit, notify
+    from apps.overview import rollup
 
     notify.stop_queue_listener()
     groupcommit.stop()
+    rollup.stop_flusher(write=False)  # a test's leftover counts; its database is going
 
 
 @pytest.fixture

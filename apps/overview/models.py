@@ -19,9 +19,9 @@ says what is counted:
   scheduledTime, the worker lag) and ``run`` (endTime - startTime) of the attempts that
   ended having started.
 
-``bin`` is -1 for plain counts. ``slot`` spreads the increments of one busy counter
-over ``ROLLUP_SLOTS`` rows so concurrent transactions on PostgreSQL rarely wait for each
-other's row lock; readers sum the slots.
+``bin`` is -1 for plain counts. ``slot`` spreads one counter over ``ROLLUP_SLOTS`` rows,
+one per process slot (its pid modulo), so two processes' writes (``rollup.flush``) rarely
+wait for each other's row lock; readers sum the slots.
 
 ``ReasonRollup`` counts workflow failures (FAILED, TIMED_OUT, TERMINATED) by their
 ``reasonForIncompletion`` grouped as the executions search groups them (ids masked:

@@ -25,7 +25,7 @@ from apps.core.clock import now_ms
 from apps.engine.status import ACTIVE_WORKFLOW
 from apps.overview.bins import percentile
 from apps.overview.models import DAY_MS, HOUR_MS, MINUTE_MS, REASON_ROLLUP_TABLE, ROLLUP_TABLE
-from apps.overview.rollup import FAILED_WORKFLOW, TASK, TASK_ENDS, WORKFLOW, unfolded_since
+from apps.overview.rollup import FAILED_WORKFLOW, TASK, TASK_ENDS, WORKFLOW, flush, unfolded_since
 
 RANGES = {"1h": HOUR_MS, "6h": 6 * HOUR_MS, "24h": 24 * HOUR_MS, "7d": 7 * 24 * HOUR_MS}
 DEFAULT_RANGE = "1h"
@@ -387,7 +387,9 @@ def reasons(window: Window) -> list[dict]:
 
 
 def overview(window: Window, by_version: bool = False, now: int | None = None) -> dict:
-    """Everything the page shows (see the module doc)."""
+    """Everything the page shows (see the module doc), this process's pending counts
+    written first (``rollup.flush``)."""
+    flush()
     now = now_ms() if now is None else now
     return {
         "now": now,
