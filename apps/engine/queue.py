@@ -64,6 +64,10 @@ def _announce(tasks: list[TaskState]) -> None:
 _PICKED = ("SELECT task_id, " + ", ".join(_CLAIM_RESTORED) + " FROM engine_task_execution "
            "WHERE queue_name = %s AND status = 'SCHEDULED' AND visible_at <= %s "
            "ORDER BY workflow_priority DESC, visible_at LIMIT %s")
+# SQLite's planner, without statistics, prefers task_poll (both of its columns constrained)
+# and then sorts the whole queue; task_claim reads the queue in delivery order up to the
+# LIMIT (2,500 queued: 0.34 ms -> 0.006 ms per read)
+_PICKED_SQLITE = _PICKED.replace(" FROM engine_task_execution ", " FROM engine_task_execution INDEXED BY task_claim ")
 _CLAIM_CTE = (
     f"WITH picked AS ({_PICKED} FOR UPDATE SKIP LOCKED), claimed AS ("
     "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
@@ -99,7 +103,7 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
                 before = {t.task_id: r[width:] for t, r in zip(tasks, rows)}
             else:
                 # the IMMEDIATE transaction admits one writer: read the candidates, then claim them
-                cursor.execute(_PICKED, [queue_name, now, count])
+                cursor.execute(_PICKED_SQLITE, [queue_name, now, count])
                 found = cursor.fetchall()
                 if not found:
                     return []

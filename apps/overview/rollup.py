@@ -277,12 +277,29 @@ def stop_flusher(timeout_s: float = 5.0, write: bool = True) -> None:
     _pending.stop(timeout_s, write)
 
 
+# the most a process's exit waits for its last counts to be written (seconds)
+EXIT_FLUSH_S = 2.0
+
+
 @atexit.register
 def _flush_at_exit() -> None:
+    """Write the pending counts as the process ends, in a thread of its own (its own
+    connection, whatever state the ending thread's is in) and for at most
+    ``EXIT_FLUSH_S``: the exit is never held longer (the counts are then lost)."""
+    if not _pending.rows and not _pending.reason_rows:
+        return
+    writer = threading.Thread(target=_flush_and_close, name="overview-last-flush", daemon=True)
+    writer.start()
+    writer.join(EXIT_FLUSH_S)
+
+
+def _flush_and_close() -> None:
     try:
         flush()
     except Exception:  # noqa: BLE001 - the database may be gone already
         log.warning("the Overview's last counts were not written at exit", exc_info=True)
+    finally:
+        connection.close()
 
 
 def _add(cursor, table: str, key: tuple[str, ...], extra: tuple[str, ...], rows: list[tuple]) -> None:
