@@ -46,12 +46,13 @@ from __future__ import annotations
 import atexit
 import hashlib
 import logging
+import multiprocessing as mp
 import os
 import threading
 import time
 from collections import Counter
-from multiprocessing import util as mp_util
 from functools import lru_cache
+from multiprocessing import util as mp_util
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -189,8 +190,8 @@ class _Pending:
             self.reason_rows.update(reason_rows)
             self.examples.update(examples)
             if self.thread is None or self.pid != os.getpid() or not self.thread.is_alive():
-                if self.pid != os.getpid():
-                    # a process of multiprocessing (a cluster worker) ends through its
+                if self.pid != os.getpid() and mp.parent_process() is not None:
+                    # a child of multiprocessing (a cluster worker) ends through its
                     # finalizers, not atexit (its registry is emptied in each new child)
                     mp_util.Finalize(None, _flush_at_exit, exitpriority=10)
                 self.pid = os.getpid()
@@ -296,8 +297,8 @@ def _flush_at_exit() -> None:
 def _flush_and_close() -> None:
     try:
         flush()
-    except Exception:  # noqa: BLE001 - the database may be gone already
-        log.warning("the Overview's last counts were not written at exit", exc_info=True)
+    except Exception as exc:  # noqa: BLE001 - the database may be gone already (a script's)
+        log.warning("the Overview's last counts were not written at exit: %s", exc)
     finally:
         connection.close()
 
