@@ -9,7 +9,7 @@ idle.jsonl (bench/idle.py), growth.jsonl (bench/growth.py), memory.jsonl (bench/
 overview.jsonl (bench/overview.py: the Overview page's queries at 1,000,000 executions).
 Prints markdown: our runs, the peer runs, the comparison (ours ÷ best peer run of each
 system for step transitions/s; our CPU per step transition ÷ the peer's, higher is worse;
-the peer's serial p50 beside our lone-workflow p50), then one table of issue #9's targets:
+the peer's serial p50 beside our lone-workflow p50), then one table of the targets of issues #9 and #25:
 each measured figure, the bound it is compared with (taken from the same directory, i.e.
 the same run) and "met" / "not met", and the memory of each process.
 CPU per transition of a peer subtracts the fixed cost measured by its ``-fixed`` run
@@ -71,10 +71,11 @@ def peer_rounds(peers: list[dict]) -> list[dict]:
     return out
 
 
-# issue #9's targets
+# issue #9's targets, as issue #25 restated them
 THROUGHPUT_X = 2.0          # ours >= 2x the best peer's task transitions/s
 GROWTH_X = 1.5              # per-update cost at 2,000 tasks <= 1.5x the cost at 10
-IDLE_PCT = 2.0              # server CPU, % of one core, 20 workers long-polling empty queues
+IDLE_PCT = 2.0              # server CPU, % of one core, 20 workers long-polling empty queues (timeout >= 1 s)
+IDLE_SHORT_PCT = 5.0        # ... on the SDK's default 100 ms poll (issue #25; also below Conductor OSS's figure)
 WAKE_MS = 50.0              # a queued task reaches a waiting long poll in another process
 MEMORY_MB = 400.0           # the embedded server at rest
 STABLE_PCT = 5.0            # "stable" (our reading): no process's RSS grows more than this, in %,
@@ -189,12 +190,13 @@ def targets(d: Path, ours: list[dict], peers: list[dict]) -> None:
     # 5: idle and wake (bench/idle.py)
     for run in load(d / "idle.jsonl"):
         for i in run["idle"]:
+            bound = IDLE_PCT if i["timeout_ms"] >= 1000 else IDLE_SHORT_PCT
             poll = f"{i['timeout_ms'] / 1000:g} s long poll" if i["timeout_ms"] >= 1000 else \
                 f"{i['timeout_ms']} ms poll" + (", the SDK's default" if i["timeout_ms"] == 100 else "")
             rows.append((f"Idle: server CPU, {run['workers']} workers, {poll} ({run['db']})",
                          f"{i['idle_server_cpu_pct']} % of a core ({i['polls_per_s']} polls/s, "
                          f"{i['server_cpu_ms_per_poll']} ms/poll)",
-                         f"≤ {IDLE_PCT:g} %", i["idle_server_cpu_pct"] <= IDLE_PCT))
+                         f"≤ {bound:g} %", i["idle_server_cpu_pct"] <= bound))
         if run.get("wakes"):
             rows.append((f"Idle: cross-process wake, p50 / max ({run['db']}, {run['wakes']} wakes)",
                          f"{run['wake_ms_p50']} / {run['wake_ms_max']} ms", f"≤ {WAKE_MS:g} / {WAKE_MS:g} ms",
@@ -246,7 +248,7 @@ def targets(d: Path, ours: list[dict], peers: list[dict]) -> None:
                      ("" if big else f"; the target is for {STABLE_RUN:,} transitions"),
                      (full and not gone and worst["growth_2nd_half_pct"] <= STABLE_PCT) if big and worst else None))
 
-    print("\n### Against the targets (issue #9)\n")
+    print("\n### Against the targets (issues #9 and #25)\n")
     print("| target | measured | bound (this run) | met? |")
     print("|---|---|---|---|")
     for target, measured, bound, ok in rows:
