@@ -245,6 +245,10 @@ class _Pending:
 
 log = logging.getLogger(__name__)
 _pending = _Pending()
+# a forked child (a cluster worker) starts with none: what its parent had pending is the
+# parent's to write, and a lock held by one of the parent's threads at the fork would be
+# held for good in the child
+os.register_at_fork(after_in_child=lambda: _pending.__init__())
 # the flusher closes its connection after this many seconds without counts to write
 IDLE_CLOSE_S = 2.0
 

@@ -301,3 +301,35 @@ def test_engine_section_shows_the_broker_outbox_backlog(clock, viewer_client):
     backlog = viewer_client.get("/overview.json?range=1h").json()["engine"]["brokerBacklog"]
     assert sorted(backlog, key=lambda b: b["broker"]) == [
         {"broker": "amqp", "pending": 2, "oldestMs": 90_000}, {"broker": "kafka", "pending": 1, "oldestMs": 2_000}]
+
+
+def _count_in_child(row) -> None:
+    """A forked child's one count (``test_a_forked_child_writes_only_its_own_counts``),
+    written by its finalizers as it ends."""
+    from collections import Counter
+
+    from django.db import connection
+
+    connection.close()  # the parent's connection is not the child's
+    rollup._pending.add(Counter({row: 1}), Counter(), {})
+
+
+def test_a_forked_child_writes_only_its_own_counts(api, clock):
+    """django-q2 forks its workers: what the parent had pending when it forked is the
+    parent's to write, not the child's too (the child starts with no pending counts);
+    the child's own counts are written when it ends."""
+    import multiprocessing
+    from collections import Counter
+
+    from django.db import connection
+
+    name = unique("ov_fork")
+    row = (MINUTE_MS, rollup.WORKFLOW, clock.ms - clock.ms % MINUTE_MS, name, 1, "started", -1, 0)
+    rollup._pending.add(Counter({row: 5}), Counter(), {})
+    connection.close()
+    child = multiprocessing.get_context("fork").Process(target=_count_in_child, args=(row,))
+    child.start()
+    child.join(30)
+    assert child.exitcode == 0
+    rollup.flush()
+    assert Rollup.objects.get(name=name).count == 6
