@@ -68,6 +68,18 @@ _PICKED = ("SELECT task_id, " + ", ".join(_CLAIM_RESTORED) + " FROM engine_task_
 # and then sorts the whole queue; task_claim reads the queue in delivery order up to the
 # LIMIT (2,500 queued: 0.34 ms -> 0.006 ms per read)
 _PICKED_SQLITE = _PICKED.replace(" FROM engine_task_execution ", " FROM engine_task_execution INDEXED BY task_claim ")
+_has_claim_index = False
+
+
+def _picked_sqlite(cursor) -> str:
+    """``_PICKED_SQLITE`` once ``task_claim`` exists (``engine.0013`` applied; looked up
+    once per process), else ``_PICKED``: a database not migrated yet still hands tasks
+    out (``INDEXED BY`` an absent index is an error on every claim)."""
+    global _has_claim_index
+    if not _has_claim_index:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'task_claim'")
+        _has_claim_index = cursor.fetchone() is not None
+    return _PICKED_SQLITE if _has_claim_index else _PICKED
 _CLAIM_CTE = (
     f"WITH picked AS ({_PICKED} FOR UPDATE SKIP LOCKED), claimed AS ("
     "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
@@ -103,7 +115,7 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
                 before = {t.task_id: r[width:] for t, r in zip(tasks, rows)}
             else:
                 # the IMMEDIATE transaction admits one writer: read the candidates, then claim them
-                cursor.execute(_PICKED_SQLITE, [queue_name, now, count])
+                cursor.execute(_picked_sqlite(cursor), [queue_name, now, count])
                 found = cursor.fetchall()
                 if not found:
                     return []

@@ -22,9 +22,11 @@ concurrent update of the same task type waited for the row lock of the same coun
 its COMMIT, and under group commit on PostgreSQL two batches locked counters in opposite
 orders and deadlocked. What it costs: the Overview lags the engine by up to
 ``FLUSH_EVERY_S`` for changes saved by another process, and a process that is killed
-(SIGKILL, a crash) loses the counts of its last ``FLUSH_EVERY_S``; a process stopped with
-SIGTERM flushes them. Executions, their history and the searches are not affected: the
-counts are a summary, as Conductor's metrics are (Conductor keeps them in memory only).
+(SIGKILL, a crash) loses the counts of its last ``FLUSH_EVERY_S``; a process that ends
+normally (SIGTERM: the server, a cluster worker after its sweeper stopped) writes them,
+for at most ``EXIT_FLUSH_S``; one ended by the stop watchdog (``os._exit``) does not.
+Executions, their history and the searches are not affected: the counts are a summary,
+as Conductor's metrics are (Conductor keeps them in memory only).
 
 Folding (``fold``, a sweeper tick hook every ``FOLD_EVERY_S``): the minute rows' counts not
 yet folded (``count - folded``) are added to the hour rows (histograms also to the day
@@ -193,7 +195,7 @@ class _Pending:
                 if self.pid != os.getpid() and mp.parent_process() is not None:
                     # a child of multiprocessing (a cluster worker) ends through its
                     # finalizers, not atexit (its registry is emptied in each new child)
-                    mp_util.Finalize(None, _flush_at_exit, exitpriority=10)
+                    mp_util.Finalize(None, _flush_at_exit, exitpriority=0)  # after the sweeper's stop (10)
                 self.pid = os.getpid()
                 self.thread = threading.Thread(target=self._run, name="overview-flusher", daemon=True)
                 self.thread.start()
@@ -291,11 +293,16 @@ def _flush_at_exit() -> None:
     """Write the pending counts as the process ends, in a thread of its own (its own
     connection, whatever state the ending thread's is in) and for at most
     ``EXIT_FLUSH_S``: the exit is never held longer (the counts are then lost)."""
+    deadline = time.monotonic() + EXIT_FLUSH_S
+    thread = _pending.thread
+    if thread is not None and thread.is_alive():
+        # the flusher writes what it took (a flush in flight) and what is pending, then ends
+        _pending.stop(EXIT_FLUSH_S, write=True)
     if not _pending.rows and not _pending.reason_rows:
         return
     writer = threading.Thread(target=_flush_and_close, name="overview-last-flush", daemon=True)
     writer.start()
-    writer.join(EXIT_FLUSH_S)
+    writer.join(max(0.0, deadline - time.monotonic()))
 
 
 def _flush_and_close() -> None:

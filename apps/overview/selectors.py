@@ -12,6 +12,7 @@ executions).
 """
 from __future__ import annotations
 
+import logging
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -388,8 +389,12 @@ def reasons(window: Window) -> list[dict]:
 
 def overview(window: Window, by_version: bool = False, now: int | None = None) -> dict:
     """Everything the page shows (see the module doc), this process's pending counts
-    written first (``rollup.flush``)."""
-    flush()
+    written first (``rollup.flush``; when that write fails, the page shows what is written
+    and the counts stay pending)."""
+    try:
+        flush()
+    except Exception:  # noqa: BLE001 - a read-only page; the flusher tries again
+        logging.getLogger(__name__).warning("writing this process's Overview counts failed", exc_info=True)
     now = now_ms() if now is None else now
     return {
         "now": now,
