@@ -69,6 +69,8 @@ def cell(page, workflow: str, measure: str) -> str:
 
 
 def test_overview_with_sdk_workers(ui_server, sdk, chromium):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
     from tests.e2e.sdk_helpers import running_workers
 
     config, clients = sdk
@@ -128,14 +130,22 @@ def test_overview_with_sdk_workers(ui_server, sdk, chromium):
                     continue
 
                 # a click on the failure bar opens exactly the failed executions of its interval
-                point = page.evaluate(
-                    """(id) => { const d = window.conductorOverview.data;
-                       const row = d.workflows.find(w => 'wf-' + w.name === id);
-                       const i = row.series.FAILED.findIndex(n => n > 0);
-                       return Object.assign(window.conductorOverview.barPoint(id, 'FAILED', i),
-                                            {n: row.series.FAILED[i]}); }""", chart)
-                page.mouse.click(point["x"], point["y"])
-                page.wait_for_url("**/executions/**")
+                # (the point is read again if the chart was redrawn under the pointer: the page
+                # refreshes itself, and counts written by another process arrive up to a second later)
+                for attempt in range(3):
+                    point = page.evaluate(
+                        """(id) => { const d = window.conductorOverview.data;
+                           const row = d.workflows.find(w => 'wf-' + w.name === id);
+                           const i = row.series.FAILED.findIndex(n => n > 0);
+                           return Object.assign(window.conductorOverview.barPoint(id, 'FAILED', i),
+                                                {n: row.series.FAILED[i]}); }""", chart)
+                    page.mouse.click(point["x"], point["y"])
+                    try:
+                        page.wait_for_url("**/executions/**", timeout=15_000)
+                        break
+                    except PlaywrightTimeoutError:
+                        if attempt == 2:
+                            raise
                 listed = set(page.locator("table.executions tbody tr[data-workflow-id]").evaluate_all(
                     "rows => rows.map(r => r.dataset.workflowId)"))
                 assert listed and listed <= set(declined) and len(listed) == point["n"], (listed, declined)
