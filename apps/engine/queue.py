@@ -65,21 +65,11 @@ _PICKED = ("SELECT task_id, " + ", ".join(_CLAIM_RESTORED) + " FROM engine_task_
            "WHERE queue_name = %s AND status = 'SCHEDULED' AND visible_at <= %s "
            "ORDER BY workflow_priority DESC, visible_at LIMIT %s")
 # SQLite's planner, without statistics, prefers task_poll (both of its columns constrained)
-# and then sorts the whole queue; task_claim reads the queue in delivery order up to the
-# LIMIT (2,500 queued: 0.34 ms -> 0.006 ms per read)
-_PICKED_SQLITE = _PICKED.replace(" FROM engine_task_execution ", " FROM engine_task_execution INDEXED BY task_claim ")
-_has_claim_index = False
-
-
-def _picked_sqlite(cursor) -> str:
-    """``_PICKED_SQLITE`` once ``task_claim`` exists (``engine.0013`` applied; looked up
-    once per process), else ``_PICKED``: a database not migrated yet still hands tasks
-    out (``INDEXED BY`` an absent index is an error on every claim)."""
-    global _has_claim_index
-    if not _has_claim_index:
-        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'task_claim'")
-        _has_claim_index = cursor.fetchone() is not None
-    return _PICKED_SQLITE if _has_claim_index else _PICKED
+# and then sorts the whole queue. The unary + keeps visible_at out of the index search (the
+# documented SQLite idiom), so the index that gives the ORDER BY, task_claim, is taken and
+# read up to the LIMIT (2,500 queued: 0.34 ms -> 0.01 ms per read); on a database not yet
+# migrated to it, task_poll serves as before.
+_PICKED_SQLITE = _PICKED.replace("AND visible_at <= %s", "AND +visible_at <= %s")
 _CLAIM_CTE = (
     f"WITH picked AS ({_PICKED} FOR UPDATE SKIP LOCKED), claimed AS ("
     "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
@@ -115,7 +105,7 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
                 before = {t.task_id: r[width:] for t, r in zip(tasks, rows)}
             else:
                 # the IMMEDIATE transaction admits one writer: read the candidates, then claim them
-                cursor.execute(_picked_sqlite(cursor), [queue_name, now, count])
+                cursor.execute(_PICKED_SQLITE, [queue_name, now, count])
                 found = cursor.fetchall()
                 if not found:
                     return []

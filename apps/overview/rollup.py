@@ -157,12 +157,6 @@ def minute_rows(counts: Counter, reasons: Counter, slot: int = 0) -> tuple[Count
     return rows, reason_rows, examples
 
 
-def write(counts: Counter, reasons: Counter, slot: int = 0) -> None:
-    """Add ``increments``' output to the rollup tables as minute rows, in the current
-    transaction (``fold`` adds them to the hour and day rows later)."""
-    write_rows(*minute_rows(counts, reasons, slot))
-
-
 def write_rows(rows: Counter, reason_rows: Counter, examples: dict) -> None:
     """Add ``minute_rows``' output to the rollup tables, in the current transaction."""
     with (sql_cursor() if max(len(rows), len(reason_rows)) <= FEW_ROWS else connection.cursor()) as cursor:
@@ -250,7 +244,7 @@ _pending = _Pending()
 # a forked child (a cluster worker) starts with none: what its parent had pending is the
 # parent's to write, and a lock held by one of the parent's threads at the fork would be
 # held for good in the child
-os.register_at_fork(after_in_child=lambda: _pending.__init__())
+os.register_at_fork(after_in_child=_pending.__init__)
 # the flusher closes its connection after this many seconds without counts to write
 IDLE_CLOSE_S = 2.0
 

@@ -1,9 +1,9 @@
 """The order a poll hands tasks out in (``apps.engine.queue``): the highest
-``workflowPriority`` first, then the earliest visible, as Conductor's queue pops by
-priority. The claim reads the queue through the ``task_claim`` index (PostgreSQL by its
-plan, SQLite by ``INDEXED BY``) up to its LIMIT; these tests hold it to that order on
-either database, one task per poll and several per batch poll. Clock: frozen, advanced
-between the starts so each task has its own visible time."""
+``workflowPriority`` first, then the earliest visible, as Conductor's queue pops
+(``PostgresQueueDAO.peekMessages``: ``ORDER BY priority DESC, deliver_on, created_on``).
+The claim reads the queue through the ``task_claim`` index up to its LIMIT; these tests
+hold it to that order on either database, one task per poll and several per batch poll.
+Clock: frozen, advanced between the starts so each task has its own visible time."""
 from __future__ import annotations
 
 from tests.factories import task_def, unique, workflow_def
