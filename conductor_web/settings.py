@@ -393,6 +393,9 @@ CONDUCTOR = {
     "GROUP_COMMIT_THREADS": envint("CONDUCTOR_GROUP_COMMIT_THREADS", 1),
     "GROUP_COMMIT_MAX_OPS": envint("CONDUCTOR_GROUP_COMMIT_MAX_OPS", 64),
     "GROUP_COMMIT_WINDOW_MS": envint("CONDUCTOR_GROUP_COMMIT_WINDOW_MS", 0),
+    # PostgreSQL: a batch of several task updates runs fused (one lock statement, each
+    # table's writes in one statement; apps.engine.store.fused). off: call by call
+    "GROUP_COMMIT_FUSED": os.environ.get("CONDUCTOR_GROUP_COMMIT_FUSED", "on"),
     # A task refused by its TaskDef's rate or concurrency limit goes back to its queue,
     # hidden this long (ms) when no better time is known (apps.engine.limits).
     "TASK_LIMIT_POSTPONE_MS": envint("CONDUCTOR_TASK_LIMIT_POSTPONE_MS", 1000),

@@ -160,17 +160,27 @@ def update_answer(result: dict, v2: bool) -> tuple[int, str, bytes]:
         executor.task_update(task_result=result)
         return 200, TEXT, (result.get("taskId") or "").encode()
     _task, nxt = executor.task_update_and_claim(task_result=result)  # one transaction
+    return _next_task_answer(nxt)
+
+
+def _next_task_answer(nxt) -> tuple[int, str, bytes]:
+    """update-v2's answer: the worker's next task (its secrets put in) or 204."""
     given = executor.tasks_for_worker([nxt]) if nxt is not None else []
     if not given:
         return 204, TEXT, b""
     return 200, JSON, _dumps(task_json(given[0]))
 
 
-def _grouped_update(result: dict, v2: bool, by: str) -> tuple[tuple[int, str, bytes], list]:
+def _grouped_update(result: dict, v2: bool, by: str):
     """``update_answer`` in a committer thread (``apps.engine.groupcommit``), attributed
-    to ``by``; also the evaluations its decides asked for, which the caller runs after
-    the batch's COMMIT (``executor.run_handed_back``)."""
+    to ``by``, with the evaluations its decides asked for, which the caller runs after
+    the batch's COMMIT (``executor.run_handed_back``): ``(answer, evaluations)``. In a
+    fused batch, update-v2's claim of the next task waits for the batch's writes: a
+    ``groupcommit.Later`` that makes the same answer."""
     with history.acting(by), executor.evaluations_handed_back() as handed:
+        if v2 and groupcommit.fusing():
+            task = executor.task_update(task_result=result)
+            return groupcommit.Later(lambda: (_next_task_answer(executor.claim_after_update(task, result)), handed))
         answer = update_answer(result, v2)
     return answer, handed
 

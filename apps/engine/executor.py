@@ -75,6 +75,10 @@ def with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
 
 
 def _attempts(fn: Callable[[], T], attempts: int) -> T:
+    if store.fusing():
+        # in a fused batch the writes of an attempt are held: a failure fails the batch,
+        # which groupcommit rolls back and runs again call by call (each with its retries)
+        return fn()
     for attempt in range(attempts):
         try:
             return fn()
@@ -616,13 +620,10 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
         raise InvalidInput("outputData must be a JSON object")
 
     def run() -> tuple[TaskState | None, TaskState | None]:
-        with transaction.atomic():
+        # no savepoint of its own inside a fused batch (groupcommit): the batch is one unit
+        with transaction.atomic(savepoint=not store.fusing()):
             task = update()
-            nxt = None
-            if claim_next and task is not None and task.terminal and task.queue_name:
-                claimed = queue.claim(task.queue_name, 1, task_result.get("workerId") or task.worker_id)
-                nxt = claimed[0] if claimed else None
-            return task, nxt
+            return task, (claim_after_update(task, task_result) if claim_next else None)
 
     def update() -> TaskState | None:
         wf = store.lock_workflow(workflow_id)
@@ -665,6 +666,17 @@ def _task_update(task_result: dict, claim_next: bool) -> tuple[TaskState | None,
                      taskId=str(task_result.get("taskId") or "") or None,
                      workerId=str(task_result.get("workerId") or "") or None):
         return with_retries(run)
+
+
+def claim_after_update(task: TaskState | None, task_result: dict) -> TaskState | None:
+    """update-v2's second half, in the update's transaction: when the updated ``task`` is
+    terminal and a worker task, claim the next task of its queue (``[domain:]type``) for
+    the TaskResult's ``workerId`` (else the task's), IN_PROGRESS; None when there is none.
+    Source: TaskResource.updateTaskV2."""
+    if task is None or not task.terminal or not task.queue_name:
+        return None
+    claimed = queue.claim(task.queue_name, 1, task_result.get("workerId") or task.worker_id)
+    return claimed[0] if claimed else None
 
 
 MAX_REASON_CHARS = 500

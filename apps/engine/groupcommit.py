@@ -48,6 +48,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from apps.engine import store
+
 log = logging.getLogger(__name__)
 
 # a committer closes its connection after this many seconds without a call (tests drop
@@ -56,11 +58,28 @@ IDLE_CLOSE_S = 2.0
 
 
 class _Call:
-    __slots__ = ("fn", "args", "loop", "future")
+    __slots__ = ("fn", "args", "loop", "future", "key")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, loop: asyncio.AbstractEventLoop,
-                 future: asyncio.Future):
-        self.fn, self.args, self.loop, self.future = fn, args, loop, future
+                 future: asyncio.Future, key: str | None = None):
+        self.fn, self.args, self.loop, self.future, self.key = fn, args, loop, future, key
+
+
+class Later:
+    """What a call hands back from inside a fused batch when part of its work must see
+    the batch's writes: ``finish()`` runs after the batch's ``flush``, in the same
+    transaction, and its return value is the call's result (update-v2's claim of the
+    worker's next task: ``apps.api.fastpath``)."""
+
+    __slots__ = ("finish",)
+
+    def __init__(self, finish: Callable[[], Any]):
+        self.finish = finish
+
+
+def fusing() -> bool:
+    """Whether the calling committer is running a fused batch (``store.fused``)."""
+    return store.fusing()
 
 
 class _Committer(threading.Thread):
@@ -126,11 +145,74 @@ class _Committer(threading.Thread):
 
 
 def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
-    """Run the batch's calls in one transaction, each in its own savepoint; one
+    """Run a batch: fused (``_execute_fused``) on PostgreSQL when it has several calls of
+    known workflows, else (and when the fused run failed) call by call (``_execute_each``)."""
+    if len(batch) > 1 and fused_enabled() and all(c.key for c in batch):
+        try:
+            results = _execute_fused(batch)
+            _counts["fused"] += 1
+            return results
+        except Exception as exc:  # noqa: BLE001 - rolled back: each call runs again on its own
+            _counts["fused_rolled_back"] += 1
+            log.info("a fused batch of %d call(s) was rolled back (%s: %s); running them one by one",
+                     len(batch), type(exc).__name__, exc)
+    return _execute_each(batch)
+
+
+def _execute_fused(batch: list[_Call]) -> list[tuple[bool, Any]]:
+    """Run the batch in one transaction as fused segments (``store.fused``): each segment
+    is the longest run of calls of distinct workflows; its workflows are locked and read
+    with two statements, its calls run one after the other with their writes held, the
+    writes sent together (``FusedBatch.flush``), then each ``Later`` finished. Any
+    exception rolls the whole transaction back and is raised (the caller runs the calls
+    one by one); a call cancelled before it ran is answered CancelledError."""
+    results: dict[int, tuple[bool, Any]] = {}
+    live = [c for c in batch if not c.future.cancelled()]
+    with transaction.atomic():
+        start = 0
+        while start < len(live):
+            keys: set[str] = set()
+            end = start
+            while end < len(live) and live[end].key not in keys:
+                keys.add(live[end].key)
+                end += 1
+            segment = live[start:end]
+            with store.fused([c.key for c in segment]) as fused_batch:
+                values = [c.fn(*c.args) for c in segment]
+                fused_batch.flush()
+            for call, value in zip(segment, values):
+                results[id(call)] = (True, value.finish() if isinstance(value, Later) else value)
+            start = end
+    return [results.get(id(c)) or (False, asyncio.CancelledError()) for c in batch]
+
+
+def _execute_each(batch: list[_Call]) -> list[tuple[bool, Any]]:
+    """Run the batch's calls in one transaction, each in its own savepoint (a lone call
+    needs none: its failure rolls back only itself); one
     ``(ok, result or exception)`` per call, all errors when BEGIN or COMMIT failed or a
     call's savepoint could not be rolled back (the connection broke: Django would then
     roll the whole transaction back at its end without raising)."""
     results: list[tuple[bool, Any]] = []
+    if len(batch) == 1:
+        call = batch[0]
+        if call.future.cancelled():
+            return [(False, asyncio.CancelledError())]
+        raised = None
+        try:
+            with transaction.atomic():
+                try:
+                    value = call.fn(*call.args)
+                    if isinstance(value, Later):
+                        value = value.finish()
+                except Exception as exc:  # noqa: BLE001 - handed to its caller below
+                    raised = exc
+                    raise
+        except Exception as exc:  # noqa: BLE001 - handed to its caller
+            if exc is not raised:  # BEGIN or COMMIT failed: a new connection for the next batch
+                log.warning("a group commit of 1 call failed: %s", exc)
+                _close_quietly()
+            return [(False, exc)]
+        return [(True, value)]
     try:
         with transaction.atomic():
             for call in batch:
@@ -140,6 +222,8 @@ def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
                 try:
                     with transaction.atomic():  # its RELEASE may raise too: one result per call
                         value = call.fn(*call.args)
+                        if isinstance(value, Later):
+                            value = value.finish()
                 except Exception as exc:  # noqa: BLE001 - handed to its caller; the others go on
                     if transaction.get_rollback():
                         raise  # not rolled back to its savepoint: the batch is lost, say so to all
@@ -148,12 +232,16 @@ def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
                     results.append((True, value))
     except Exception as exc:  # noqa: BLE001 - nothing of the batch is kept
         log.warning("a group commit of %d call(s) failed: %s", len(batch), exc)
-        try:
-            connection.close()  # a new connection for the next batch
-        except Exception:  # noqa: BLE001
-            pass
+        _close_quietly()  # a new connection for the next batch
         return [(False, exc)] * len(batch)
     return results
+
+
+def _close_quietly() -> None:
+    try:
+        connection.close()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _answer(batch: list[_Call], results: list[tuple[bool, Any]]) -> None:
@@ -185,18 +273,29 @@ _lock = threading.Lock()
 def enabled() -> bool:
     """Whether the fast path hands task updates to the committers:
     ``CONDUCTOR["GROUP_COMMIT"]`` on or off, or ``auto`` (the default): on for SQLite,
-    off for PostgreSQL. Measured (docs/performance.md): on SQLite, whose one writer
-    serialises the updates anyway, one transaction per batch cut the CPU per update by
-    about a third; on PostgreSQL, which already flushes the WAL once for the commits
-    that wait together (its own group commit), running the updates one after the other
-    on one connection made them slower than concurrent transactions."""
+    and on PostgreSQL when batches run fused (``fused_enabled``, the default). Measured
+    (docs/performance.md): on SQLite, whose one writer serialises the updates anyway,
+    one transaction per batch cut the CPU per update by about a third; on PostgreSQL,
+    which already flushes the WAL once for the commits that wait together (its own group
+    commit), running the updates one after the other on one connection made them slower
+    than concurrent transactions, and fused (a batch's statements made as one set) about
+    a quarter cheaper in CPU per transition and faster."""
     value = settings.CONDUCTOR.get("GROUP_COMMIT", "auto")
     if isinstance(value, str):
         value = value.strip().lower()
         if value == "auto":
-            return connection.vendor == "sqlite"
+            return connection.vendor == "sqlite" or fused_enabled()
         return value in ("on", "true", "1", "yes")
     return bool(value)
+
+
+def fused_enabled() -> bool:
+    """Whether a batch of several calls runs fused (``_execute_fused``):
+    ``CONDUCTOR["GROUP_COMMIT_FUSED"]`` (on by default) on PostgreSQL (``store.fusable``)."""
+    value = settings.CONDUCTOR.get("GROUP_COMMIT_FUSED", "on")
+    if isinstance(value, str):
+        value = value.strip().lower() in ("on", "true", "1", "yes")
+    return bool(value) and store.fusable()
 
 
 def _committer_for(key: str | None) -> _Committer:
@@ -223,15 +322,22 @@ def submit(fn: Callable[..., Any], *args, key: str | None = None) -> asyncio.Fut
     loop."""
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    call = _Call(fn, args, loop, future)
+    call = _Call(fn, args, loop, future, key)
     while not _committer_for(key).submit(call):
         pass  # its committer ended after it was picked (``stop``): the next pick starts a new one
     return future
 
 
+# batches of this process run fused, and fused runs rolled back (then run call by call)
+_counts = {"fused": 0, "fused_rolled_back": 0}
+
+
 def stats() -> dict[str, int]:
-    """``{"batches": n, "calls": n}`` executed by this process's committers (bench, tests)."""
-    return {"batches": sum(c.batches for c in _committers), "calls": sum(c.executed for c in _committers)}
+    """``{"batches": n, "calls": n, "fused": n, "fused_rolled_back": n}``: batches and
+    calls executed by this process's current committers; batches run fused and fused runs
+    rolled back since the process started (bench, tests)."""
+    return {"batches": sum(c.batches for c in _committers), "calls": sum(c.executed for c in _committers),
+            **_counts}
 
 
 def waiting() -> int:

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import threading
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -63,6 +64,7 @@ from django.conf import settings
 from django.db import connection
 
 from apps.core.clock import now_ms
+from apps.engine import rowsets
 from apps.engine.state import TaskState, WorkflowState
 
 EVENT_TABLE = "engine_execution_event"
@@ -239,17 +241,77 @@ class Batch:
         self.rows.append((workflow_id or self.workflow_id, self.now, kind, task_id, bounded(data).decode()))
 
     def write(self, cursor) -> None:
-        """Insert the events (one multi-row INSERT) and, on a sample of saves, compact."""
+        """Insert the events (one multi-row INSERT) and, on a sample of saves, compact;
+        inside ``deferring`` both wait for ``write_deferred``."""
         if not self.rows:
             return
-        cast = _json_placeholder()
-        sql = (f"INSERT INTO {EVENT_TABLE} (workflow_id, time, kind, task_id, data) VALUES "
-               + ", ".join([f"(%s, %s, %s, %s, {cast})"] * len(self.rows)))
-        cursor.execute(sql, [v for row in self.rows for v in row])
         every = int(settings.CONDUCTOR.get("HISTORY_COMPACT_EVERY", 64))
-        if every <= 1 or random.random() < len(self.rows) / every:
+        sampled = every <= 1 or random.random() < len(self.rows) / every
+        held = _deferred.rows
+        if held is not None:
+            held.extend(self.rows)
+            if sampled:
+                _deferred.compact.update(r[0] for r in self.rows)
+            return
+        _insert(cursor, self.rows)
+        if sampled:
             for workflow_id in {r[0] for r in self.rows}:
                 compact(workflow_id, cursor=cursor)
+
+
+def _insert(cursor, rows: list[tuple]) -> None:
+    """The events ``rows`` in multi-row INSERTs (at most ``_ROWS_PER_INSERT`` rows each:
+    PostgreSQL takes at most 65,535 parameters per statement)."""
+    if connection.vendor == "postgresql":
+        rowsets.insert(cursor, "engine.ExecutionEvent", _EVENT_COLUMNS, rows)
+        return
+    cast = _json_placeholder()
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        part = rows[start:start + _ROWS_PER_INSERT]
+        sql = (f"INSERT INTO {EVENT_TABLE} (workflow_id, time, kind, task_id, data) VALUES "
+               + ", ".join([f"(%s, %s, %s, %s, {cast})"] * len(part)))
+        cursor.execute(sql, [v for row in part for v in row])
+
+
+_ROWS_PER_INSERT = 5000
+_EVENT_COLUMNS = ("workflow_id", "time", "kind", "task_id", "data")
+
+
+class _Deferred(threading.local):
+    """Per thread: the events held by ``deferring`` (None outside it) and the executions
+    whose history a sampled save asked to compact."""
+
+    def __init__(self):
+        self.rows: list[tuple] | None = None
+        self.compact: set[str] = set()
+
+
+_deferred = _Deferred()
+
+
+@contextlib.contextmanager
+def deferring():
+    """``with history.deferring():`` the events of the saves made in this thread are held,
+    not inserted, until ``write_deferred`` (one INSERT for all of them; the fused batch
+    of ``store.fused``). Leaving the block drops what was not written (a rolled-back
+    batch). Not reentrant."""
+    _deferred.rows, _deferred.compact = [], set()
+    try:
+        yield
+    finally:
+        _deferred.rows, _deferred.compact = None, set()
+
+
+def write_deferred(cursor) -> None:
+    """Insert the events held by ``deferring`` so far (in the order they were made) and
+    run the compactions the sampled saves asked for; the block goes on holding later ones."""
+    rows, ids = _deferred.rows, _deferred.compact
+    if rows:
+        _insert(cursor, rows)
+        rows.clear()
+    for workflow_id in sorted(ids):
+        compact(workflow_id, cursor=cursor)
+    ids.clear()
 
 
 def _action_event(batch: Batch, note: dict | None) -> dict | None:

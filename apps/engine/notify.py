@@ -15,6 +15,7 @@ On SQLite (or while the listener is not connected) long polls re-check every
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -244,6 +245,46 @@ def publish_queued(queue_names: Iterable[str]) -> None:
     names = sorted({q for q in queue_names if q})
     if not names or connection.vendor != "postgresql":
         return
+    held = _held_queues.names
+    if held is not None:
+        held.update(names)  # one statement for the whole fused batch (``publish_held``)
+        return
+    _publish(names)
+
+
+class _HeldQueues(threading.local):
+    def __init__(self):
+        self.names: set[str] | None = None
+
+
+_held_queues = _HeldQueues()
+
+
+@contextlib.contextmanager
+def holding_publications():
+    """``with notify.holding_publications():`` the ``publish_queued`` of this thread are
+    gathered, not sent, until ``publish_held`` (the fused batch of ``store.fused``: one
+    ``pg_notify`` statement per batch). Leaving the block drops what was not sent."""
+    _held_queues.names = set()
+    try:
+        yield
+    finally:
+        _held_queues.names = None
+
+
+def publish_held() -> None:
+    """Send the notifications gathered by ``holding_publications`` so far (in the
+    transaction: delivered at its commit)."""
+    held = _held_queues.names
+    if held:
+        names = sorted(held)
+        held.clear()
+        _publish(names)
+
+
+def _publish(names: list[str]) -> None:
+    from django.db import connection
+
     token = process_token()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q",

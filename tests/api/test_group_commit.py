@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from django.db import connection
 from tests.asgi_client import asgi_call
 from tests.factories import Api, simple_task, task_def, unique, workflow_def
 
@@ -99,6 +100,9 @@ def test_concurrent_update_v2_calls_share_one_commit_and_each_gets_its_own_next_
     after = groupcommit.stats()
     # the held call's batch, then one batch of all n updates: one transaction, one COMMIT
     assert (after["batches"] - before["batches"], after["calls"] - before["calls"]) == (2, n + 1)
+    # on PostgreSQL that batch ran fused (store.fused), and was not rolled back
+    fused = 1 if connection.vendor == "postgresql" else 0
+    assert (after["fused"] - before["fused"], after["fused_rolled_back"] - before["fused_rolled_back"]) == (fused, 0)
     assert [status for status, _ in answers] == [200] * n
     handed = [json.loads(body) for _, body in answers]
     # each caller its own next task: n distinct b tasks, IN_PROGRESS for w1, none handed twice
@@ -107,6 +111,14 @@ def test_concurrent_update_v2_calls_share_one_commit_and_each_gets_its_own_next_
     for i, t in enumerate(polled):
         got = api.task(t["taskId"])
         assert (got["status"], got["outputData"]) == ("COMPLETED", {"n": i})
+        # each history in its order: a scheduled, polled, updated; b scheduled, then polled
+        # (by one of the n callers)
+        b = [x["taskId"] for x in api.workflow(t["workflowInstanceId"], include_tasks=True)["tasks"]
+             if x["referenceTaskName"] == "b"]
+        events = api.get(f"/workflow/{t['workflowInstanceId']}/history").json()["events"]
+        assert [(e["kind"], e.get("taskId")) for e in events if e["kind"].startswith("task.")] == [
+            ("task.scheduled", t["taskId"]), ("task.polled", t["taskId"]), ("task.updated", t["taskId"]),
+            ("task.scheduled", b[0]), ("task.polled", b[0])]
     # and again, unheld: every workflow completes, nothing left on the queue
     async def unheld():
         return await asyncio.gather(*[_post("/api/tasks/update-v2", _result(t)) for t in handed])
@@ -163,15 +175,16 @@ def test_a_database_error_inside_a_batch_is_rolled_back_alone(one_committer):
     assert set(TaskDef.objects.filter(name__in=names).values_list("name", flat=True)) == {names[0], names[2]}
 
 
-async def _submitted_in_one_batch(calls: list[tuple]) -> list:
-    """``groupcommit.submit(fn, *args)`` of each ``(fn, *args)`` while the committer is
-    held, so that they form one batch; their results or exceptions in order."""
+async def _submitted_in_one_batch(calls: list[tuple], keys: list[str] | None = None) -> list:
+    """``groupcommit.submit(fn, *args, key=key)`` of each ``(fn, *args)`` (``keys``: the
+    workflow id of each, or none) while the committer is held, so that they form one
+    batch; their results or exceptions in order."""
     from apps.engine import groupcommit
 
     gate, holding = threading.Event(), threading.Event()
     held = groupcommit.submit(lambda: (holding.set(), gate.wait(30)))
     assert await asyncio.to_thread(holding.wait, 30)
-    futures = [groupcommit.submit(*call) for call in calls]
+    futures = [groupcommit.submit(*call, key=key) for call, key in zip(calls, keys or [None] * len(calls))]
     gate.set()
     await held
     return await asyncio.gather(*futures, return_exceptions=True)
@@ -200,6 +213,38 @@ def test_a_connection_lost_inside_a_batch_fails_every_call_of_it(one_committer):
     # the committer goes on with a new connection
     assert asyncio.run(_submitted_in_one_batch([(create, names[2])])) == [names[2]]
     assert TaskDef.objects.filter(name=names[2]).exists()
+
+
+@pytest.mark.postgres
+def test_a_fused_batch_whose_task_changed_under_it_is_run_again_call_by_call(api, one_committer):
+    """A fused batch holds its compare-and-set task UPDATEs until its flush; when a task
+    changed meanwhile (here: another call of the same batch moved it) the flush finds it,
+    and the whole batch is rolled back and run again call by call, each with the engine's
+    own checks: the answers and the stored state are those of the calls run one by one."""
+    from apps.api import fastpath
+    from apps.engine import groupcommit
+    from apps.engine.models import TaskExecution
+
+    _task, polled = _started(api, 2)
+    first, second = polled
+
+    def update_first():
+        return fastpath._grouped_update(_result(first, outputData={"late": True}), True, "test")
+
+    def cancel_first() -> int:  # another workflow's call, writing the first's task at once
+        return TaskExecution.objects.filter(task_id=first["taskId"], status="IN_PROGRESS").update(status="CANCELED")
+
+    before = groupcommit.stats()
+    (answer, _handed), moved = asyncio.run(_submitted_in_one_batch(
+        [(update_first,), (cancel_first,)], keys=[first["workflowInstanceId"], second["workflowInstanceId"]]))
+    after = groupcommit.stats()
+    assert (after["fused"] - before["fused"], after["fused_rolled_back"] - before["fused_rolled_back"]) == (0, 1)
+    # run again one by one: the update completed the task and was handed the next one; the
+    # other call then found nothing IN_PROGRESS to move
+    assert answer[0] == 200 and json.loads(answer[2])["referenceTaskName"] == "b"
+    assert moved == 0
+    got = api.task(first["taskId"])
+    assert (got["status"], got["outputData"]) == ("COMPLETED", {"late": True})
 
 
 def _database_url() -> str:
