@@ -35,6 +35,20 @@ def _queue_listener_closed(django_db_setup):
     rollup.stop_flusher(write=False)  # a test's leftover counts; its database is going
 
 
+@pytest.fixture(autouse=True)
+def _overview_flusher_stopped():
+    """The Overview's flusher thread (``apps.overview.rollup``), started by a test's
+    counts, ends with that test and drops what it did not write: a later test without
+    database access would make its next write fail (pytest-django refuses it in every
+    thread), and the failure's logged traceback, formatted while another thread parses
+    Python (Python 3.11's ``traceback`` parses the failing line), has crashed
+    ``ast.parse`` there (SystemError: AST constructor recursion depth mismatch)."""
+    yield
+    from apps.overview import rollup
+
+    rollup.stop_flusher(write=False)
+
+
 @pytest.fixture
 def http_stub():
     """``http_stub(handler=None, http11=False) -> HttpStub``: a loopback HTTP server

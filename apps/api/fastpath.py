@@ -179,10 +179,19 @@ def _grouped_update(result: dict, v2: bool, by: str):
     ``groupcommit.Later`` that makes the same answer."""
     with history.acting(by), executor.evaluations_handed_back() as handed:
         if v2 and groupcommit.fusing():
-            task = executor.task_update(task_result=result)
-            return groupcommit.Later(lambda: (_next_task_answer(executor.claim_after_update(task, result)), handed))
+            later = groupcommit.Later(None, _claim_together, (executor.task_update(task_result=result), result, None))
+            later.finish = lambda: (_next_task_answer(later.data[2]), handed)
+            return later
         answer = update_answer(result, v2)
     return answer, handed
+
+
+def _claim_together(laters: list) -> None:
+    """The next tasks of a fused batch's update-v2 calls, claimed together (one claim per
+    queue: ``executor.claim_after_updates``), each kept in its Later's data."""
+    claimed = executor.claim_after_updates([(later.data[0], later.data[1]) for later in laters])
+    for later, nxt in zip(laters, claimed):
+        later.data = (*later.data[:2], nxt)
 
 
 def _run_handed_back(requests: list) -> None:

@@ -679,6 +679,22 @@ def claim_after_update(task: TaskState | None, task_result: dict) -> TaskState |
     return claimed[0] if claimed else None
 
 
+def claim_after_updates(updates: list[tuple[TaskState | None, dict]]) -> list[TaskState | None]:
+    """``claim_after_update`` of several ``(task, task_result)`` at once (a fused batch of
+    update-v2 calls): one claim per queue for all the workers waiting on it
+    (``queue.claim_for``); the next tasks in the order of ``updates``."""
+    out: list[TaskState | None] = [None] * len(updates)
+    by_queue: dict[str, list[int]] = {}
+    for i, (task, _result) in enumerate(updates):
+        if task is not None and task.terminal and task.queue_name:
+            by_queue.setdefault(task.queue_name, []).append(i)
+    for queue_name, indexes in by_queue.items():
+        workers = [updates[i][1].get("workerId") or updates[i][0].worker_id for i in indexes]
+        for i, nxt in zip(indexes, queue.claim_for(queue_name, workers)):
+            out[i] = nxt
+    return out
+
+
 MAX_REASON_CHARS = 500
 
 

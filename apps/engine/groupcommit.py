@@ -69,12 +69,25 @@ class Later:
     """What a call hands back from inside a fused batch when part of its work must see
     the batch's writes: ``finish()`` runs after the batch's ``flush``, in the same
     transaction, and its return value is the call's result (update-v2's claim of the
-    worker's next task: ``apps.api.fastpath``)."""
+    worker's next task: ``apps.api.fastpath``). With ``together``, a function of a list
+    of Laters: it is called once with all the Laters of the segment that name it, before
+    any of them finishes (to do their common work at once: one claim per queue)."""
 
-    __slots__ = ("finish",)
+    __slots__ = ("finish", "together", "data")
 
-    def __init__(self, finish: Callable[[], Any]):
-        self.finish = finish
+    def __init__(self, finish: Callable[[], Any], together: Callable[[list], None] | None = None, data: Any = None):
+        self.finish, self.together, self.data = finish, together, data
+
+
+def _finish(values: list) -> list:
+    """The segment's values with every Later finished (each ``together`` first, once)."""
+    groups: dict[Callable, list[Later]] = {}
+    for value in values:
+        if isinstance(value, Later) and value.together is not None:
+            groups.setdefault(value.together, []).append(value)
+    for together, laters in groups.items():
+        together(laters)
+    return [value.finish() if isinstance(value, Later) else value for value in values]
 
 
 def fusing() -> bool:
@@ -180,8 +193,8 @@ def _execute_fused(batch: list[_Call]) -> list[tuple[bool, Any]]:
             with store.fused([c.key for c in segment]) as fused_batch:
                 values = [c.fn(*c.args) for c in segment]
                 fused_batch.flush()
-            for call, value in zip(segment, values):
-                results[id(call)] = (True, value.finish() if isinstance(value, Later) else value)
+            for call, value in zip(segment, _finish(values)):
+                results[id(call)] = (True, value)
             start = end
     return [results.get(id(c)) or (False, asyncio.CancelledError()) for c in batch]
 
@@ -201,9 +214,7 @@ def _execute_each(batch: list[_Call]) -> list[tuple[bool, Any]]:
         try:
             with transaction.atomic():
                 try:
-                    value = call.fn(*call.args)
-                    if isinstance(value, Later):
-                        value = value.finish()
+                    value = _finish([call.fn(*call.args)])[0]
                 except Exception as exc:  # noqa: BLE001 - handed to its caller below
                     raised = exc
                     raise
@@ -221,9 +232,7 @@ def _execute_each(batch: list[_Call]) -> list[tuple[bool, Any]]:
                     continue
                 try:
                     with transaction.atomic():  # its RELEASE may raise too: one result per call
-                        value = call.fn(*call.args)
-                        if isinstance(value, Later):
-                            value = value.finish()
+                        value = _finish([call.fn(*call.args)])[0]
                 except Exception as exc:  # noqa: BLE001 - handed to its caller; the others go on
                     if transaction.get_rollback():
                         raise  # not rolled back to its savepoint: the batch is lost, say so to all

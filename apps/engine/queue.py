@@ -132,6 +132,54 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
     return handed
 
 
+# PostgreSQL: one claim for several workers at once, the i-th task claimed for the i-th
+# worker id of the array (a fused batch's update-v2 calls of one queue, ``claim_for``)
+_CLAIM_FOR_CTE = (
+    f"WITH picked AS ({_PICKED} FOR UPDATE SKIP LOCKED), "
+    "numbered AS (SELECT picked.*, row_number() OVER () AS n FROM picked), "
+    "workers AS (SELECT w, n FROM unnest(%s::text[]) WITH ORDINALITY AS x(w, n)), claimed AS ("
+    "UPDATE engine_task_execution AS t SET status = 'IN_PROGRESS', "
+    "start_time = CASE WHEN t.start_time = 0 THEN %s ELSE t.start_time END, "
+    "update_time = %s, worker_id = workers.w, poll_count = t.poll_count + 1, callback_after_seconds = 0 "
+    "FROM numbered JOIN workers USING (n) WHERE t.task_id = numbered.task_id RETURNING "
+    + ", ".join(f"t.{c}" for c in TASK_FIELDS) + ", "
+    + ", ".join(f"numbered.{c} AS before_{c}" for c in _CLAIM_RESTORED) + ", numbered.n AS claimed_for"
+    + "), polled AS (" + history.polled_events_from("claimed") + ") SELECT * FROM claimed")
+
+
+def claim_for(queue_name: str, worker_ids: list[str | None], now: int | None = None) -> list[TaskState | None]:
+    """One task of ``queue_name`` for each of ``worker_ids`` (IN_PROGRESS for that worker),
+    claimed together: the list of tasks in the order of ``worker_ids``, None for a worker
+    left without one (the queue had fewer, or a TaskDef limit held a task back, as in
+    ``claim``). Inside the caller's transaction. PostgreSQL: one statement for all of
+    them (``_CLAIM_FOR_CTE``); elsewhere one ``claim`` per worker."""
+    now = now if now is not None else now_ms()
+    if connection.vendor != "postgresql":
+        out = []
+        for worker_id in worker_ids:
+            got = claim(queue_name, 1, worker_id, now)
+            out.append(got[0] if got else None)
+        return out
+    width = len(TASK_FIELDS)
+    with transaction.atomic(savepoint=False), sql_cursor() as cursor:
+        cursor.execute(_CLAIM_FOR_CTE, [queue_name, now, len(worker_ids), list(worker_ids), now, now, now])
+        rows = cursor.fetchall()
+        tasks = [task_from_row(r[:width]) for r in rows]
+        before = {t.task_id: r[width:width + len(_CLAIM_RESTORED)] for t, r in zip(tasks, rows)}
+        slot = {t.task_id: int(r[-1]) - 1 for t, r in zip(tasks, rows)}
+        tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
+        handed, refused = limits.admit(tasks, now)
+        if refused:
+            _give_back(cursor, refused, before)
+        history.record_polls(cursor, [t for t in handed if t.concurrent_exec_limit or t.rate_limit_per_frequency], now)
+    out: list[TaskState | None] = [None] * len(worker_ids)
+    for task in handed:
+        out[slot[task.task_id]] = task
+    if handed:
+        _announce(handed)
+    return out
+
+
 def _give_back(cursor, refused: dict[str, int], before: dict[str, tuple]) -> None:
     """Undo the claim of ``refused`` tasks (``{task_id: visible_at}``): SCHEDULED again with
     the values they had, one poll fewer, visible from the postponed time."""

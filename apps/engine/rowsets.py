@@ -1,4 +1,5 @@
-"""Many rows in one fixed statement on PostgreSQL: ``INSERT ... SELECT ... FROM unnest(...)``.
+"""Many rows in one statement on PostgreSQL: ``COPY ... FROM STDIN``, or ``INSERT ... SELECT
+... FROM unnest(...)``.
 
 A multi-row ``VALUES`` list is a new statement text for every number of rows: psycopg
 parses its placeholders again (its cache is keyed by the text) and PostgreSQL plans it
@@ -38,7 +39,21 @@ def insert_sql(model: str, columns: tuple[str, ...]) -> str:
 
 def insert(cursor, model: str, columns: tuple[str, ...], rows: list) -> None:
     """Insert ``rows`` (sequences in the order of ``columns``, JSON columns as JSON text)
-    into ``model``'s table with ``insert_sql`` on ``cursor``; nothing when there are none.
+    into ``model``'s table on ``cursor``: by ``COPY ... FROM STDIN`` when the cursor can
+    (the engine's ``store._BoundCursor`` without execute wrappers; measured in process,
+    6 task rows: 0.06-0.11 ms of client CPU against 0.38 for ``insert_sql``'s arrays and
+    0.45 for a VALUES list), else with ``insert_sql``; nothing when there are none.
     PostgreSQL only."""
-    if rows:
-        cursor.execute(insert_sql(model, columns), [list(values) for values in zip(*rows)])
+    if not rows:
+        return
+    copy_rows = getattr(cursor, "copy_rows", None)
+    if copy_rows is not None and copy_rows(_table(model), columns, rows):
+        return
+    cursor.execute(insert_sql(model, columns), [list(values) for values in zip(*rows)])
+
+
+@lru_cache(maxsize=16)
+def _table(model: str) -> str:
+    from django.apps import apps as registry
+
+    return registry.get_model(model)._meta.db_table

@@ -132,6 +132,19 @@ class _BoundCursor:
             executor = partial(wrapper, executor)
         executor(sql, params, many, {"connection": db, "cursor": self})
 
+    def copy_rows(self, table: str, columns: tuple[str, ...], rows: list) -> bool:
+        """``COPY table (columns) FROM STDIN`` of ``rows`` (sequences in the order of
+        ``columns``; JSON columns as JSON text), with Django's error translation; False
+        (nothing sent) while execute wrappers are installed, which see only statements."""
+        db = self._db
+        if db.execute_wrappers:
+            return False
+        with db.wrap_database_errors:
+            with self._cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        return True
+
     def fetchone(self):
         return self._cursor.fetchone()
 

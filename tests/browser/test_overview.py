@@ -133,6 +133,8 @@ def test_overview_with_sdk_workers(ui_server, sdk, chromium):
                 # (the point is read again if the chart was redrawn under the pointer: the page
                 # refreshes itself, and counts written by another process arrive up to a second later)
                 for attempt in range(3):
+                    # the chart in the viewport (a click at a point outside it reaches nothing)
+                    page.locator(f"#chart-{chart}").scroll_into_view_if_needed()
                     point = page.evaluate(
                         """(id) => { const d = window.conductorOverview.data;
                            const row = d.workflows.find(w => 'wf-' + w.name === id);

@@ -55,3 +55,48 @@ def test_a_task_not_yet_visible_waits_whatever_its_priority(api, clock):
     assert api.poll(ttype) == []
     clock.advance(31)
     assert api.poll_one(ttype)["taskId"] == top["taskId"]
+
+
+def test_one_claim_for_several_workers_gives_each_its_own_of_the_first_tasks(api, clock):
+    """``queue.claim_for`` (a fused batch's update-v2 calls of one queue, claimed at once):
+    the first tasks of the queue's order, one per worker (which worker gets which of them
+    is not promised), IN_PROGRESS for that worker, with its task.polled event; a worker
+    beyond the queue's tasks gets None."""
+    from django.db import transaction
+
+    from apps.engine import queue
+
+    ttype, started = queued(api, clock, [0, 9, 5, 7, 0])
+    with transaction.atomic():
+        got = queue.claim_for(ttype, ["w1", "w2", "w3"])
+    assert sorted(t.workflow_id for t in got) == sorted(expected_order(started)[:3])
+    rest = [wid for wid in expected_order(started)[3:]]
+    with transaction.atomic():
+        got = queue.claim_for(ttype, ["w1", "w2", "w3"])
+    assert got[2] is None and sorted(t.workflow_id for t in got[:2]) == sorted(rest)
+    for task, worker in zip(got[:2], ["w1", "w2"]):
+        stored = api.task(task.task_id)
+        assert (stored["status"], stored["workerId"], stored["pollCount"]) == ("IN_PROGRESS", worker, 1)
+        events = api.get(f"/workflow/{task.workflow_id}/history").json()["events"]
+        assert [e["data"]["workerId"] for e in events if e["kind"] == "task.polled"] == [worker]
+    assert api.poll(ttype) == []
+
+
+def test_one_claim_for_several_workers_keeps_a_concurrency_limit(api, clock):
+    """A TaskDef's concurrentExecLimit holds back what a joint claim took beyond it: the
+    tasks over the limit go back to the queue, their workers get None."""
+    from django.db import transaction
+
+    from apps.engine import queue
+
+    ttype = unique("limited")
+    api.register_task_defs(task_def(ttype, concurrentExecLimit=1))
+    name = unique("limited_wf")
+    api.register_workflow(workflow_def(name, [{"name": ttype, "taskReferenceName": "work", "type": "SIMPLE"}]))
+    for i in range(3):
+        api.start(name, {"i": i})
+        clock.advance(1)
+    with transaction.atomic():
+        got = queue.claim_for(ttype, ["w1", "w2", "w3"])
+    assert [t is not None for t in got] == [True, False, False]
+    assert api.poll(ttype) == []  # one IN_PROGRESS: the limit holds the others back
