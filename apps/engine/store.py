@@ -134,15 +134,23 @@ class _BoundCursor:
 
     def copy_rows(self, table: str, columns: tuple[str, ...], rows: list) -> bool:
         """``COPY table (columns) FROM STDIN`` of ``rows`` (sequences in the order of
-        ``columns``; JSON columns as JSON text), with Django's error translation; False
-        (nothing sent) while execute wrappers are installed, which see only statements."""
+        ``columns``; JSON columns as JSON text), with Django's error translation. The
+        connection's execute wrappers see it as ``INSERT INTO table (columns) /* COPY */``
+        (no parameters; the API's audit row is written before a call's first write:
+        ``apps.api.audit``). Returns True."""
         db = self._db
-        if db.execute_wrappers:
-            return False
-        with db.wrap_database_errors:
-            with self._cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+        names = ", ".join(columns)
+
+        def run(sql, params, many, context):
+            with db.wrap_database_errors:
+                with self._cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+
+        executor = run
+        for wrapper in reversed(db.execute_wrappers):
+            executor = partial(wrapper, executor)
+        executor(f"INSERT INTO {table} ({names}) /* COPY FROM STDIN */", None, False, {"connection": db, "cursor": self})
         return True
 
     def fetchone(self):
