@@ -49,6 +49,11 @@ _TASK_UPDATE_FIELDS = tuple(f for f in TASK_FIELDS if f not in ("task_id", "work
 _WORKFLOW_UPDATE_FIELDS = tuple(f for f in WORKFLOW_FIELDS if f not in ("workflow_id", "definition"))
 
 
+class FusedConflict(Exception):
+    """A workflow was locked twice in one fused batch (``fused``): the batch must be rolled
+    back and run call by call."""
+
+
 class StaleState(Exception):
     """A task row changed under us (claimed by a poll); the caller retries the operation."""
 
@@ -578,8 +583,13 @@ class _RowSource:
 
 def _read(workflow_id: str, *, lock: bool, include_tasks: bool = True, lazy: bool = False) -> WorkflowState | None:
     batch = _fused.batch
-    if lock and include_tasks and batch is not None and workflow_id in batch.prefetched:
-        return batch.take(workflow_id)
+    if lock and batch is not None:
+        if workflow_id in batch.locked:
+            # its first service's writes are held: a second one would read without them
+            raise FusedConflict(workflow_id)
+        batch.locked.add(workflow_id)
+        if include_tasks and workflow_id in batch.prefetched:
+            return batch.take(workflow_id)
     sql = _s()
     with sql_cursor() as cursor:
         if include_tasks and (lock or lazy):
@@ -825,13 +835,16 @@ class FusedBatch:
     its task rows, or None when it does not exist; ``lock_workflow`` takes it from there
     once (a second service of the same workflow reads the database: the batch's own
     writes must be flushed before, which ``groupcommit`` ensures by fusing only distinct
-    workflows). Whatever the services wrote themselves (logs, listeners' rows, a rare
+    workflows; a workflow locked a second time in the batch, by a side effect of another
+    workflow's update, raises FusedConflict: the batch is run again call by call).
+    Whatever the services wrote themselves (logs, listeners' rows, a rare
     DELETE) went to the database at once, inside the same transaction."""
 
-    __slots__ = ("prefetched", "inserts", "updates", "workflow_updates")
+    __slots__ = ("prefetched", "locked", "inserts", "updates", "workflow_updates")
 
     def __init__(self):
         self.prefetched: dict[str, tuple | None] = {}
+        self.locked: set[str] = set()  # every workflow a service of the batch locked
         self.inserts: list[list] = []
         self.updates: dict[str, list[list]] = {}
         self.workflow_updates: dict[str, list[list]] = {}

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from tests.asgi_client import asgi_call
 from tests.factories import Api, simple_task, task_def, unique, workflow_def
 
@@ -245,6 +245,42 @@ def test_a_fused_batch_whose_task_changed_under_it_is_run_again_call_by_call(api
     assert moved == 0
     got = api.task(first["taskId"])
     assert (got["status"], got["outputData"]) == ("COMPLETED", {"late": True})
+
+
+@pytest.mark.postgres
+def test_a_workflow_locked_twice_in_a_fused_batch_makes_it_run_call_by_call(api, one_committer):
+    """A side effect of one workflow's update may lock another workflow of the same
+    batch, whose own update then reads it again: its first writes are held and a second
+    read would not see them. The second lock rolls the fused batch back (FusedConflict)
+    and the calls run one by one: both take effect."""
+    from apps.api import fastpath
+    from apps.engine import executor, groupcommit, store
+
+    _task, polled = _started(api, 2)
+    first, second = polled
+
+    def update_first_and_touch_second():
+        answer = fastpath._grouped_update(_result(first), True, "test")
+        with transaction.atomic(savepoint=not store.fusing()):
+            loaded = store.Loaded(store.lock_workflow(second["workflowInstanceId"]))
+            loaded.wf.variables = {**(loaded.wf.variables or {}), "touched": True}
+            store.save(loaded, executor.decide(loaded.wf, executor.now_ms()), workflow_changed=True)
+        return answer
+
+    def update_second():
+        return fastpath._grouped_update(_result(second, outputData={"second": True}), True, "test")
+
+    before = groupcommit.stats()
+    (answer, _), (answer2, _) = asyncio.run(_submitted_in_one_batch(
+        [(update_first_and_touch_second,), (update_second,)],
+        keys=[first["workflowInstanceId"], second["workflowInstanceId"]]))
+    after = groupcommit.stats()
+    assert (after["fused"] - before["fused"], after["fused_rolled_back"] - before["fused_rolled_back"]) == (0, 1)
+    assert answer[0] == 200 and answer2[0] == 200
+    wf = api.workflow(second["workflowInstanceId"], include_tasks=True)
+    assert wf["variables"].get("touched") is True
+    assert api.task(second["taskId"])["outputData"] == {"second": True}
+    assert api.task(first["taskId"])["status"] == "COMPLETED"
 
 
 def _database_url() -> str:
