@@ -388,7 +388,8 @@ CONDUCTOR = {
     # GROUP_COMMIT_MAX_OPS per transaction; GROUP_COMMIT_WINDOW_MS > 0 waits that long for
     # company before each batch (0: none, batches grow with the load). GROUP_COMMIT=off
     # runs each update in a pool thread in its own transaction; auto (the default): on
-    # for SQLite, off for PostgreSQL (measured: docs/performance.md).
+    # for SQLite, and for PostgreSQL while GROUP_COMMIT_FUSED is on (measured:
+    # docs/performance.md).
     "GROUP_COMMIT": os.environ.get("CONDUCTOR_GROUP_COMMIT", "auto"),
     "GROUP_COMMIT_THREADS": envint("CONDUCTOR_GROUP_COMMIT_THREADS", 1),
     "GROUP_COMMIT_MAX_OPS": envint("CONDUCTOR_GROUP_COMMIT_MAX_OPS", 64),
