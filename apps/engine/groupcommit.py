@@ -165,6 +165,11 @@ def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
             results = _execute_fused(batch)
             _counts["fused"] += 1
             return results
+        except _CommitFailed as failed:
+            # it may have committed (the acknowledgement lost): never run again, as alone
+            log.warning("the COMMIT of a fused batch of %d call(s) failed: %s", len(batch), failed.error)
+            _close_quietly()
+            return [(False, failed.error)] * len(batch)
         except Exception as exc:  # noqa: BLE001 - rolled back: each call runs again on its own
             _counts["fused_rolled_back"] += 1
             log.info("a fused batch of %d call(s) was rolled back (%s: %s); running them one by one",
@@ -176,27 +181,55 @@ def _execute_fused(batch: list[_Call]) -> list[tuple[bool, Any]]:
     """Run the batch in one transaction as fused segments (``store.fused``): each segment
     is the longest run of calls of distinct workflows; its workflows are locked and read
     with two statements, its calls run one after the other with their writes held, the
-    writes sent together (``FusedBatch.flush``), then each ``Later`` finished. Any
-    exception rolls the whole transaction back and is raised (the caller runs the calls
-    one by one); a call cancelled before it ran is answered CancelledError."""
+    writes sent together (``FusedBatch.flush``), then each ``Later`` finished. An
+    exception before the COMMIT rolls the whole transaction back and is raised (the
+    caller runs the calls one by one); a failed COMMIT raises _CommitFailed (the caller
+    answers every call with its error: the batch may have committed). A call cancelled
+    before it ran is answered CancelledError."""
     results: dict[int, tuple[bool, Any]] = {}
     live = [c for c in batch if not c.future.cancelled()]
-    with transaction.atomic():
-        start = 0
-        while start < len(live):
-            keys: set[str] = set()
-            end = start
-            while end < len(live) and live[end].key not in keys:
-                keys.add(live[end].key)
-                end += 1
-            segment = live[start:end]
-            with store.fused([c.key for c in segment]) as fused_batch:
-                values = [c.fn(*c.args) for c in segment]
-                fused_batch.flush()
-            for call, value in zip(segment, _finish(values)):
-                results[id(call)] = (True, value)
-            start = end
+    ran = False
+    try:
+        with transaction.atomic():
+            _run_segments(live, results)
+            if transaction.get_rollback():
+                # a call failed in a block without a savepoint and its caller went on:
+                # leaving would roll the whole batch back without a word
+                raise store.FusedConflict("the batch's transaction was marked for rollback")
+            ran = True
+    except Exception as exc:
+        if ran:  # every call ran: leaving the block, the COMMIT, failed
+            raise _CommitFailed(exc) from exc
+        raise
     return [results.get(id(c)) or (False, asyncio.CancelledError()) for c in batch]
+
+
+class _CommitFailed(Exception):
+    """The COMMIT of a fused batch failed after every call ran: the batch may or may not
+    be committed (a connection lost while its acknowledgement was in flight)."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _run_segments(live: list[_Call], results: dict[int, tuple[bool, Any]]) -> None:
+    """The fused segments of ``_execute_fused``, in the open transaction; ``results``
+    filled by call id."""
+    start = 0
+    while start < len(live):
+        keys: set[str] = set()
+        end = start
+        while end < len(live) and live[end].key not in keys:
+            keys.add(live[end].key)
+            end += 1
+        segment = live[start:end]
+        with store.fused([c.key for c in segment]) as fused_batch:
+            values = [c.fn(*c.args) for c in segment]
+            fused_batch.flush()
+        for call, value in zip(segment, _finish(values)):
+            results[id(call)] = (True, value)
+        start = end
 
 
 def _execute_each(batch: list[_Call]) -> list[tuple[bool, Any]]:

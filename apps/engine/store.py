@@ -840,11 +840,13 @@ class FusedBatch:
     Whatever the services wrote themselves (logs, listeners' rows, a rare
     DELETE) went to the database at once, inside the same transaction."""
 
-    __slots__ = ("prefetched", "locked", "inserts", "updates", "workflow_updates")
+    __slots__ = ("prefetched", "locked", "inserts", "updates", "workflow_updates", "savepoint_rolled_back")
 
     def __init__(self):
         self.prefetched: dict[str, tuple | None] = {}
         self.locked: set[str] = set()  # every workflow a service of the batch locked
+        # a savepoint rolled back inside the batch: writes held inside it would survive
+        self.savepoint_rolled_back = False
         self.inserts: list[list] = []
         self.updates: dict[str, list[list]] = {}
         self.workflow_updates: dict[str, list[list]] = {}
@@ -873,7 +875,11 @@ class FusedBatch:
     def flush(self) -> None:
         """Send what the services held: new tasks, task UPDATEs (StaleState when one of
         them changed no row: the caller rolls the whole batch back), workflow UPDATEs,
-        history events, then the queue notifications."""
+        history events, then the queue notifications. FusedConflict, nothing sent, when
+        a savepoint was rolled back inside the batch (a service that failed and whose
+        caller went on: the writes it held are not undone by the rollback)."""
+        if self.savepoint_rolled_back:
+            raise FusedConflict("a savepoint was rolled back inside the batch")
         inserts, self.inserts = self.inserts, []
         updates, self.updates = self.updates, {}
         workflow_updates, self.workflow_updates = self.workflow_updates, {}
@@ -929,12 +935,21 @@ def fused(workflow_ids: list[str]):
     batch.prefetched = dict.fromkeys(workflow_ids)
     for r in rows:
         batch.prefetched[r[0]] = (r, tasks.get(r[0]))
+    db = connections[DEFAULT_DB_ALIAS]
+    rollback = db._savepoint_rollback
+
+    def savepoint_rollback(sid):  # this thread's connection only, for the batch's time
+        batch.savepoint_rolled_back = True
+        return rollback(sid)
+
     with history.deferring(), notify.holding_publications():
         _fused.batch = batch
+        db._savepoint_rollback = savepoint_rollback
         try:
             yield batch
         finally:
             _fused.batch = None
+            del db._savepoint_rollback  # the class's own again
 
 
 def fusing() -> bool:

@@ -283,6 +283,83 @@ def test_a_workflow_locked_twice_in_a_fused_batch_makes_it_run_call_by_call(api,
     assert api.task(first["taskId"])["status"] == "COMPLETED"
 
 
+@pytest.mark.postgres
+def test_a_savepoint_rolled_back_inside_a_fused_call_makes_the_batch_run_call_by_call(api, one_committer):
+    """A service that fails inside a savepoint whose caller goes on (a sub-workflow's
+    start refused): in a fused batch its writes are held, and rolling the savepoint back
+    would not undo them. The rollback marks the batch, which is then run call by call:
+    the rolled-back write is not stored, the updates are."""
+    from apps.api import fastpath
+    from apps.engine import executor, groupcommit, store
+
+    _task, polled = _started(api, 3)
+    first, second, third = polled
+
+    def update_first_with_a_rolled_back_write():
+        answer = fastpath._grouped_update(_result(first), True, "test")
+        try:
+            with transaction.atomic():
+                loaded = store.Loaded(store.lock_workflow(second["workflowInstanceId"]))
+                loaded.wf.variables = {**(loaded.wf.variables or {}), "rolled_back": True}
+                store.save(loaded, executor.decide(loaded.wf, executor.now_ms()), workflow_changed=True)
+                raise ValueError("the nested service fails after its save")
+        except ValueError:
+            pass
+        return answer
+
+    before = groupcommit.stats()
+    (answer, _), (answer3, _) = asyncio.run(_submitted_in_one_batch(
+        [(update_first_with_a_rolled_back_write,), (fastpath._grouped_update, _result(third), True, "test")],
+        keys=[first["workflowInstanceId"], third["workflowInstanceId"]]))
+    after = groupcommit.stats()
+    assert (after["fused"] - before["fused"], after["fused_rolled_back"] - before["fused_rolled_back"]) == (0, 1)
+    assert (answer[0], answer3[0]) == (200, 200)
+    assert "rolled_back" not in (api.workflow(second["workflowInstanceId"])["variables"] or {})
+    assert [api.task(t["taskId"])["status"] for t in polled] == ["COMPLETED", "IN_PROGRESS", "COMPLETED"]
+
+
+@pytest.mark.postgres
+def test_a_fused_batch_whose_commit_fails_is_not_run_again(api, one_committer, monkeypatch):
+    """The COMMIT of a fused batch raises after the database committed (the connection
+    lost while the acknowledgement was in flight): every call is answered with the error,
+    as a lone update would be, and none runs a second time (its logs are written once)."""
+    from django.db import OperationalError
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    from apps.api import fastpath
+    from apps.engine import groupcommit
+    from apps.engine.models import TaskExecLog
+
+    commit, fused, failed, in_fused = DatabaseWrapper.commit, groupcommit._execute_fused, [], threading.local()
+
+    def marked(batch):
+        in_fused.on = True
+        try:
+            return fused(batch)
+        finally:
+            in_fused.on = False
+
+    def commit_then_fail(self):
+        commit(self)
+        if getattr(in_fused, "on", False) and not failed:
+            failed.append(True)
+            raise OperationalError("server closed the connection unexpectedly (simulated, after COMMIT)")
+
+    _task, polled = _started(api, 2)
+    monkeypatch.setattr(groupcommit, "_execute_fused", marked)
+    monkeypatch.setattr(DatabaseWrapper, "commit", commit_then_fail)
+    before = groupcommit.stats()
+    answers = asyncio.run(_submitted_in_one_batch(
+        [(fastpath._grouped_update, {**_result(t), "logs": [{"log": "once"}]}, True, "test") for t in polled],
+        keys=[t["workflowInstanceId"] for t in polled]))
+    monkeypatch.setattr(DatabaseWrapper, "commit", commit)
+    after = groupcommit.stats()
+    assert failed and [isinstance(a, OperationalError) for a in answers] == [True, True], answers
+    assert after["fused_rolled_back"] == before["fused_rolled_back"]
+    assert TaskExecLog.objects.filter(task_id__in=[t["taskId"] for t in polled]).count() == 2
+    assert [api.task(t["taskId"])["status"] for t in polled] == ["COMPLETED", "COMPLETED"]
+
+
 def _database_url() -> str:
     from django.db import connection
 
