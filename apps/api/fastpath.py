@@ -179,19 +179,19 @@ def _grouped_update(result: dict, v2: bool, by: str):
     ``groupcommit.Later`` that makes the same answer."""
     with history.acting(by), executor.evaluations_handed_back() as handed:
         if v2 and groupcommit.fusing():
-            later = groupcommit.Later(None, _claim_together, (executor.task_update(task_result=result), result, None))
-            later.finish = lambda: (_next_task_answer(later.data[2]), handed)
-            return later
+            # data: [updated task, TaskResult, next task (set by _claim_together)]
+            data = [executor.task_update(task_result=result), result, None]
+            return groupcommit.Later(lambda: (_next_task_answer(data[2]), handed), _claim_together, data)
         answer = update_answer(result, v2)
     return answer, handed
 
 
 def _claim_together(laters: list) -> None:
     """The next tasks of a fused batch's update-v2 calls, claimed together (one claim per
-    queue: ``executor.claim_after_updates``), each kept in its Later's data."""
+    queue: ``executor.claim_after_updates``), each put in its Later's data."""
     claimed = executor.claim_after_updates([(later.data[0], later.data[1]) for later in laters])
     for later, nxt in zip(laters, claimed):
-        later.data = (*later.data[:2], nxt)
+        later.data[2] = nxt
 
 
 def _run_handed_back(requests: list) -> None:

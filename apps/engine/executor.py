@@ -673,10 +673,7 @@ def claim_after_update(task: TaskState | None, task_result: dict) -> TaskState |
     terminal and a worker task, claim the next task of its queue (``[domain:]type``) for
     the TaskResult's ``workerId`` (else the task's), IN_PROGRESS; None when there is none.
     Source: TaskResource.updateTaskV2."""
-    if task is None or not task.terminal or not task.queue_name:
-        return None
-    claimed = queue.claim(task.queue_name, 1, task_result.get("workerId") or task.worker_id)
-    return claimed[0] if claimed else None
+    return claim_after_updates([(task, task_result)])[0]
 
 
 def claim_after_updates(updates: list[tuple[TaskState | None, dict]]) -> list[TaskState | None]:
@@ -896,7 +893,7 @@ def system_task_claim(task_id: str) -> bool:
     from SCHEDULED, with a ``task.polled`` history event by this server's instance id in
     the same transaction; an IN_PROGRESS task is re-run after a crash). True if it may run."""
     now = now_ms()
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(), store.sql_cursor() as cursor:
         cursor.execute("UPDATE engine_task_execution SET status = 'IN_PROGRESS', start_time = %s, update_time = %s, "
                        "poll_count = 1 WHERE task_id = %s AND status = 'SCHEDULED' "
                        "RETURNING workflow_id, reference_task_name", [now, now, task_id])

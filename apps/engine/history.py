@@ -64,7 +64,6 @@ from django.conf import settings
 from django.db import connection
 
 from apps.core.clock import now_ms
-from apps.engine import rowsets
 from apps.engine.state import TaskState, WorkflowState
 
 EVENT_TABLE = "engine_execution_event"
@@ -260,20 +259,17 @@ class Batch:
 
 
 def _insert(cursor, rows: list[tuple]) -> None:
-    """The events ``rows`` in multi-row INSERTs (at most ``_ROWS_PER_INSERT`` rows each:
-    PostgreSQL takes at most 65,535 parameters per statement)."""
+    """The events ``rows`` on ``cursor`` (``store.sql_cursor``'s): one COPY on PostgreSQL
+    (``copy_rows``), one multi-row INSERT on SQLite."""
     if connection.vendor == "postgresql":
-        rowsets.insert(cursor, "engine.ExecutionEvent", _EVENT_COLUMNS, rows)
+        cursor.copy_rows(EVENT_TABLE, _EVENT_COLUMNS, rows)
         return
     cast = _json_placeholder()
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        part = rows[start:start + _ROWS_PER_INSERT]
-        sql = (f"INSERT INTO {EVENT_TABLE} (workflow_id, time, kind, task_id, data) VALUES "
-               + ", ".join([f"(%s, %s, %s, %s, {cast})"] * len(part)))
-        cursor.execute(sql, [v for row in part for v in row])
+    sql = (f"INSERT INTO {EVENT_TABLE} (workflow_id, time, kind, task_id, data) VALUES "
+           + ", ".join([f"(%s, %s, %s, %s, {cast})"] * len(rows)))
+    cursor.execute(sql, [v for row in rows for v in row])
 
 
-_ROWS_PER_INSERT = 5000
 _EVENT_COLUMNS = ("workflow_id", "time", "kind", "task_id", "data")
 
 

@@ -118,17 +118,27 @@ def claim(queue_name: str, count: int, worker_id: str | None, now: int | None = 
                     f"WHERE status = 'SCHEDULED' AND task_id IN ({marks}) RETURNING {', '.join(TASK_FIELDS)}",
                     [now, now, worker_id, *before])
                 tasks = [task_from_row(r) for r in cursor.fetchall()]
-            tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
-            handed, refused = limits.admit(tasks, now)
-            if refused:
-                _give_back(cursor, refused, before)
-            if events_written:  # the claim's statement wrote those of the tasks no limit holds back
-                handed_limited = [t for t in handed if t.concurrent_exec_limit or t.rate_limit_per_frequency]
-                history.record_polls(cursor, handed_limited, now)
-            else:
-                history.record_polls(cursor, handed, now)
+            handed = _hand_out(cursor, tasks, before, now, events_written=events_written)
     if handed:
         _announce(handed)
+    return handed
+
+
+def _hand_out(cursor, tasks: list[TaskState], before: dict[str, tuple], now: int, *,
+              events_written: bool) -> list[TaskState]:
+    """The claimed ``tasks`` a claim hands out, in delivery order: those over a TaskDef
+    limit given back (``before``: their ``_CLAIM_RESTORED`` values by task id), the
+    ``task.polled`` events of the others written (on PostgreSQL, ``events_written``, the
+    claim's statement wrote those of the tasks no limit can hold back)."""
+    tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
+    handed, refused = limits.admit(tasks, now)
+    if refused:
+        _give_back(cursor, refused, before)
+    if events_written:
+        handed_limited = [t for t in handed if t.concurrent_exec_limit or t.rate_limit_per_frequency]
+        history.record_polls(cursor, handed_limited, now)
+    else:
+        history.record_polls(cursor, handed, now)
     return handed
 
 
@@ -167,11 +177,7 @@ def claim_for(queue_name: str, worker_ids: list[str | None], now: int | None = N
         tasks = [task_from_row(r[:width]) for r in rows]
         before = {t.task_id: r[width:width + len(_CLAIM_RESTORED)] for t, r in zip(tasks, rows)}
         slot = {t.task_id: int(r[-1]) - 1 for t, r in zip(tasks, rows)}
-        tasks.sort(key=lambda t: (-t.workflow_priority, t.visible_at))
-        handed, refused = limits.admit(tasks, now)
-        if refused:
-            _give_back(cursor, refused, before)
-        history.record_polls(cursor, [t for t in handed if t.concurrent_exec_limit or t.rate_limit_per_frequency], now)
+        handed = _hand_out(cursor, tasks, before, now, events_written=True)
     out: list[TaskState | None] = [None] * len(worker_ids)
     for task in handed:
         out[slot[task.task_id]] = task
