@@ -382,8 +382,8 @@ CONDUCTOR = {
     # no task was queued on it (its own commits, PostgreSQL's LISTEN/NOTIFY, SQLite's WAL
     # index tell), for at most this many ms (what a lost wake-up could cost); 0 = off.
     "IDLE_QUEUE_KNOWLEDGE_MS": envint("CONDUCTOR_IDLE_QUEUE_KNOWLEDGE_MS", 5000),
-    # Group commit of the fast path's task updates (apps.engine.groupcommit): concurrent
-    # updates share one transaction and one COMMIT, executed by this many persistent
+    # Group commit of the fast path's task updates and starts (apps.engine.groupcommit):
+    # concurrent calls share one transaction and one COMMIT, executed by this many persistent
     # committer threads (a workflow's updates always on the same one), at most
     # GROUP_COMMIT_MAX_OPS per transaction; GROUP_COMMIT_WINDOW_MS > 0 waits that long for
     # company before each batch (0: none, batches grow with the load). GROUP_COMMIT=off
@@ -394,6 +394,9 @@ CONDUCTOR = {
     "GROUP_COMMIT_THREADS": envint("CONDUCTOR_GROUP_COMMIT_THREADS", 1),
     "GROUP_COMMIT_MAX_OPS": envint("CONDUCTOR_GROUP_COMMIT_MAX_OPS", 64),
     "GROUP_COMMIT_WINDOW_MS": envint("CONDUCTOR_GROUP_COMMIT_WINDOW_MS", 0),
+    # Threads per committer taking turns: the next batch executes on another connection
+    # while one commits. auto: 2 on PostgreSQL, 1 on SQLite (one writer)
+    "GROUP_COMMIT_PIPELINE": os.environ.get("CONDUCTOR_GROUP_COMMIT_PIPELINE", "auto"),
     # PostgreSQL: a batch of several task updates runs fused (one lock statement, each
     # table's writes in one statement; apps.engine.store.fused). off: call by call
     "GROUP_COMMIT_FUSED": os.environ.get("CONDUCTOR_GROUP_COMMIT_FUSED", "on"),

@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.engine.store import sql_cursor
+from apps.engine.store import insert_rows, sql_cursor
 
 log = logging.getLogger(__name__)
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -88,13 +88,35 @@ def _insert_row(db, row: dict) -> int:
     in ``row`` their default, each value converted by its field (``get_db_prep_save``:
     JSON and datetime columns as the vendor stores them). Returns the row's id."""
     sql, fields = _insert_statement(db.vendor)
-    now = timezone.now()
-    values = [f.get_db_prep_save(now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
-                                 else row[f.name] if f.name in row else f.get_default(), db)
-              for f in fields]
+    values = _values(fields, row, db)
     with transaction.mark_for_rollback_on_error(), sql_cursor() as cursor:
         cursor.execute(sql, values)
         return cursor.fetchone()[0]
+
+
+def record_with_change(principal, method: str, path: str) -> None:
+    """The audit row of a write call that changes something in the current transaction,
+    as a success (``200``): written with the change (inside a fused batch held for its
+    flush, ``store.insert_rows``), so a crash keeps both or neither; rolled back with it
+    when the call fails (its caller then records the refusal with ``record_api_write``
+    of a fresh ``AuditedCall``). The group-committed start of ``apps.api.fastpath``, whose
+    answer is the success once its transaction commits."""
+    from apps.ui.models import AuditLog
+
+    table, _pk, fields = AuditLog.insert_layout()
+    values = _values(fields, _row_fields(principal, method, path, None, {}, 200), connection)
+    quote = connection.ops.quote_name
+    insert_rows(quote(table), tuple(quote(f.column) for f in fields), [values])
+
+
+def _values(fields: tuple, row: dict, db) -> list:
+    """The values of ``fields`` for the audit row ``row`` (``_row_fields``), as ``create``
+    would write them on ``db``: ``auto_now``/``auto_now_add`` fields the current time,
+    fields not in ``row`` their default, each converted by its field (``get_db_prep_save``)."""
+    now = timezone.now()
+    return [f.get_db_prep_save(now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
+                               else row[f.name] if f.name in row else f.get_default(), db)
+            for f in fields]
 
 
 class AuditedCall:

@@ -250,6 +250,68 @@ def start_call(body: bytes, principal=None) -> tuple[int, str, bytes]:
     return 200, TEXT, start_from_request(req, principal=principal).encode()
 
 
+def _plan(body: bytes, principal):
+    """The ``executor.StartPlan`` of a ``POST /api/workflow`` body (a pool thread: the
+    definition's look-up, the input schema, external payloads); its connection closed
+    afterwards."""
+    from apps.api.views.workflow import plan_from_request, validate_start_request
+
+    try:
+        req = _json_object(body, "StartWorkflowRequest")
+        validate_start_request(req)
+        return plan_from_request(req, principal=principal)
+    finally:
+        close_old_connections()
+
+
+_plan_in_pool = sync_to_async(_plan, thread_sensitive=False)
+
+
+def _grouped_start(plan, principal, audited: bool):
+    """``executor.start_planned`` in a committer thread (``apps.engine.groupcommit``),
+    attributed to ``principal``, with its audit row written in the same transaction
+    (``audit.record_with_change``): ``(workflow id, evaluations)``, the evaluations its
+    decide asked for, which the caller runs after the batch's COMMIT."""
+    with history.acting(_actor(principal)), executor.evaluations_handed_back() as handed:
+        if audited:
+            audit.record_with_change(principal, "POST", "/api/workflow")
+        workflow_id = executor.start_planned(plan)
+    return workflow_id, handed
+
+
+def _record_refusal(principal, path: str, status: int, message: str) -> None:
+    try:
+        audit.record_api_write(audit.AuditedCall(principal, "POST", path, {}, route=lambda: path), status, message)
+    finally:
+        close_old_connections()
+
+
+_refusal_in_pool = sync_to_async(_record_refusal, thread_sensitive=False)
+
+
+async def start_grouped(body: bytes, principal=None) -> tuple[int, str, bytes]:
+    """``POST /api/workflow`` through a group commit: the request checked and planned in a
+    pool thread (``_plan``), then inserted and decided by a committer in a batch's
+    transaction with other starts and task updates (``apps.engine.groupcommit``),
+    answered with the workflow id once that COMMIT returned; the scripts its decide asked
+    for run in a pool thread before the answer, as ``start_call`` runs them. A refused
+    start is audited as ``_acting`` audits it. Conductor's error body on failure."""
+    path = "/api/workflow"
+    audited = audit.is_audited("POST", path)
+    try:
+        plan = await _plan_in_pool(body, principal)
+        workflow_id, handed = await groupcommit.submit(_grouped_start, plan, principal, audited,
+                                                       key=plan.workflow_id, fresh=True)
+        if handed:
+            await _handed_back_in_pool(handed)
+        return 200, TEXT, workflow_id.encode()
+    except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
+        status, error = logged_body_for_exception(exc)
+        if audited:
+            await _refusal_in_pool(principal, path, status, str(error.get("message") or ""))
+        return status, JSON, _dumps(error)
+
+
 def _guarded(fn, *args):
     """Run a call in a pool thread: Conductor's error body on failure; the thread's
     database connection is closed or returned to its pool afterwards, as Django does at
@@ -487,7 +549,9 @@ def worker_fast_path(django_app):
                 status, error = logged_body_for_exception(exc)
                 await _respond(send, status, JSON, _dumps(error))
                 return
-            if path == "/api/workflow":
+            if path == "/api/workflow" and groupcommit.enabled():
+                await _respond(send, *await start_grouped(body, principal))
+            elif path == "/api/workflow":
                 await _respond(send, *await _run(_acting(principal, path, start_call), body, principal))
             elif groupcommit.enabled() and not audit.is_audited(method, path):
                 await _respond(send, *await update_grouped(body, path, principal))

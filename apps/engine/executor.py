@@ -253,7 +253,7 @@ def _resolve_definition(name: str | None, version: int | None, workflow_def: dic
                         not_found: str) -> dict:
     """The definition a start runs, TaskDefs populated: the inline ``workflow_def``
     (validated) or the registered one (``definitions.registered_populated``, cached per
-    process and checked against the database); NotFound as ``workflow_start`` says."""
+    process and checked against the database); NotFound as ``plan_start`` says."""
     if workflow_def:
         return populate_task_definitions(workflow_def_validate(workflow_def=workflow_def, path="startWorkflow.workflowDef"))
     populated = definitions.registered_populated(name, version)
@@ -264,14 +264,39 @@ def _resolve_definition(name: str | None, version: int | None, workflow_def: dic
     return populated
 
 
-def workflow_start(*, name: str | None, version: int | None = None, input: dict | None = None,
-                   correlation_id: str | None = None, priority: int | None = 0,
-                   task_to_domain: dict | None = None, workflow_def: dict | None = None,
-                   created_by: str | None = None, parent_workflow_id: str | None = None,
-                   parent_workflow_task_id: str | None = None, event: str | None = None,
-                   idempotency_key: str | None = None, idempotency_strategy: str | None = None,
-                   not_found: str = "request", workflow_id: str | None = None) -> str:
-    """Start a workflow execution and decide it once; return its id.
+def workflow_start(**request) -> str:
+    """Start a workflow execution and decide it once; return its id: ``start_planned`` of
+    ``plan_start(**request)`` (the arguments and errors are ``plan_start``'s and
+    ``start_planned``'s). Source: WorkflowExecutorOps.startWorkflow (decides
+    synchronously inside the call)."""
+    return start_planned(plan_start(**request))
+
+
+@dataclasses.dataclass
+class StartPlan:
+    """A start checked and ready to run (``plan_start``): the new execution (no tasks
+    yet; its id chosen), and its idempotency key and strategy. ``start_planned`` runs it
+    in one transaction; a group-commit thread runs it inside a batch's
+    (``apps.api.fastpath``), after the slow or user-supplied part (definition look-up,
+    input schema, external payloads) ran elsewhere."""
+
+    wf: WorkflowState
+    idempotency_key: str | None = None
+    idempotency_strategy: str | None = None
+
+    @property
+    def workflow_id(self) -> str:
+        return self.wf.workflow_id
+
+
+def plan_start(*, name: str | None, version: int | None = None, input: dict | None = None,
+               correlation_id: str | None = None, priority: int | None = 0,
+               task_to_domain: dict | None = None, workflow_def: dict | None = None,
+               created_by: str | None = None, parent_workflow_id: str | None = None,
+               parent_workflow_task_id: str | None = None, event: str | None = None,
+               idempotency_key: str | None = None, idempotency_strategy: str | None = None,
+               not_found: str = "request", workflow_id: str | None = None) -> StartPlan:
+    """Check a start and build its execution, writing nothing: a ``StartPlan``.
 
     ``workflow_def`` (camelCase WorkflowDef) is run as given, without registration;
     otherwise ``name``/``version`` (None = latest) are looked up. The execution keeps the
@@ -284,8 +309,7 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
     default) Conflict ``Workflow with idempotencyKey %s already exists: %s``. A WorkflowDef
     ``inputSchema`` (JSON Schema in ``inputSchema.data``) is enforced when
     ``enforceSchema`` is true: InvalidInput naming each offending field, nothing stored.
-    Side effects: inserts the workflow and its first tasks; on commit wakes pollers.
-    Source: WorkflowExecutorOps.startWorkflow (decides synchronously inside the call).
+    Reads definitions (cached) and nothing else; ``start_planned`` writes.
     """
     if not name and not (workflow_def and workflow_def.get("name")):
         raise validation_failed([{"path": "startWorkflow.arg0.name", "message": "Workflow name cannot be null or empty"}])
@@ -306,10 +330,6 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
     wf_input = dict(definition.get("inputTemplate") or {})
     wf_input.update(input)
     _check_input_schema(definition, wf_input)
-    if idempotency_key:
-        existing = _idempotent_existing(definition["name"], idempotency_key, idempotency_strategy)
-        if existing:
-            return existing
     now = now_ms()
     wf = WorkflowState(
         workflow_id=workflow_id or new_id(),
@@ -330,23 +350,39 @@ def workflow_start(*, name: str | None, version: int | None = None, input: dict 
         create_time=now,
         update_time=now,
     )
+    return StartPlan(wf, idempotency_key, idempotency_strategy)
+
+
+def start_planned(plan: StartPlan) -> str:
+    """Run a ``StartPlan``: insert the execution and its first tasks, decided once, in one
+    transaction (a savepoint of the caller's; none inside a fused batch, whose writes
+    are held: ``store.fused``); return its id. With an idempotency key an existing
+    execution of that key is returned (strategy RETURN_EXISTING) or refused (Conflict
+    ``Workflow with idempotencyKey %s already exists: %s``, FAIL: the SDK's default),
+    also when a concurrent start with the same key wins the race (IntegrityError).
+    Side effects: on commit wakes pollers."""
+    wf, key = plan.wf, plan.idempotency_key
+    if key:
+        existing = _idempotent_existing(wf.workflow_name, key, plan.idempotency_strategy)
+        if existing:
+            return existing
 
     def run() -> str:
-        with transaction.atomic():
+        with transaction.atomic(savepoint=not store.fusing()):
             wf.tasks = []
-            outcome = decide(wf, now)
+            outcome = decide(wf, wf.create_time)
             store.insert_workflow(wf)
             store.insert_tasks(outcome.new_tasks)
             after_commit(wf, outcome)
         return wf.workflow_id
 
-    if not idempotency_key:
+    if not key:
         return with_retries(run)
     try:
         return with_retries(run)
     except IntegrityError:
         # a concurrent start with the same key won the race
-        existing = _idempotent_existing(definition["name"], idempotency_key, idempotency_strategy)
+        existing = _idempotent_existing(wf.workflow_name, key, plan.idempotency_strategy)
         if existing:
             return existing
         raise

@@ -58,11 +58,12 @@ IDLE_CLOSE_S = 2.0
 
 
 class _Call:
-    __slots__ = ("fn", "args", "loop", "future", "key")
+    __slots__ = ("fn", "args", "loop", "future", "key", "fresh")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, loop: asyncio.AbstractEventLoop,
-                 future: asyncio.Future, key: str | None = None):
+                 future: asyncio.Future, key: str | None = None, fresh: bool = False):
         self.fn, self.args, self.loop, self.future, self.key = fn, args, loop, future, key
+        self.fresh = fresh  # the key is the id of the execution this call starts
 
 
 class Later:
@@ -95,18 +96,37 @@ def fusing() -> bool:
     return store.fusing()
 
 
-class _Committer(threading.Thread):
-    """One committer thread: its deque of calls, its database connection (Django's
-    per-thread connection, kept open between batches)."""
+class _Committer:
+    """One committer: its deque of calls and its threads (``GROUP_COMMIT_PIPELINE``, each
+    with its own database connection, Django's per-thread connection kept open between
+    batches), which take turns: the thread whose turn it is takes every call waiting and
+    executes them as one batch, and hands the turn on just before its COMMIT, so the next
+    batch is taken and executed while this one commits (a pipeline of transactions on
+    distinct connections; a call whose workflow the committing batch still holds waits
+    for that COMMIT on the row's lock, so one workflow's calls still apply in order)."""
 
-    def __init__(self, index: int):
-        super().__init__(name=f"conductor-committer-{index}", daemon=True)
+    def __init__(self, index: int, threads: int = 1):
         self.calls: deque[_Call] = deque()
         self.ready = threading.Condition(threading.Lock())
+        self.turn = threading.Lock()  # held by the thread taking and executing a batch
         self.stopping = False
         self.ended = False
         self.batches = 0
         self.executed = 0
+        self._threads = [threading.Thread(target=self._run, name=f"conductor-committer-{index}.{k}", daemon=True)
+                         for k in range(max(1, threads))]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def is_alive(self) -> bool:
+        return any(thread.is_alive() for thread in self._threads)
+
+    def join(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def submit(self, call: _Call) -> bool:
         """Queue ``call``; False when this committer has ended (stopped meanwhile): the
@@ -122,17 +142,33 @@ class _Committer(threading.Thread):
         """Let it end once the calls handed to it are done."""
         with self.ready:
             self.stopping = True
-            self.ready.notify()
+            self.ready.notify_all()
 
-    def run(self) -> None:
+    def _run(self) -> None:
         try:
-            while (batch := self._take()) is not None:
+            while True:
+                while not self.turn.acquire(timeout=IDLE_CLOSE_S):
+                    connection.close()  # waiting for a turn as long as a committer idles
+                turn = [True]
+
+                def hand_on() -> None:  # the next batch may be taken while this one commits
+                    if turn[0]:
+                        turn[0] = False
+                        self.turn.release()
+
                 try:
-                    results = _execute(batch)
-                except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting
-                    results = [(False, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))] * len(batch)
-                self.batches += 1
-                self.executed += len(batch)
+                    batch = self._take()
+                    if batch is None:
+                        return
+                    try:
+                        results = _execute(batch, hand_on)
+                    except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting
+                        results = [(False, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))] * len(batch)
+                finally:
+                    hand_on()
+                with self.ready:
+                    self.batches += 1
+                    self.executed += len(batch)
                 _answer(batch, results)
         finally:
             connection.close()
@@ -157,12 +193,14 @@ class _Committer(threading.Thread):
             return [self.calls.popleft() for _ in range(n)]
 
 
-def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
+def _execute(batch: list[_Call], before_commit: Callable[[], None] = lambda: None) -> list[tuple[bool, Any]]:
     """Run a batch: fused (``_execute_fused``) on PostgreSQL when it has several calls of
-    known workflows, else (and when the fused run failed) call by call (``_execute_each``)."""
+    known workflows, else (and when the fused run failed) call by call (``_execute_each``).
+    ``before_commit`` is called once every call has run, just before the COMMIT (the
+    committer hands its turn on)."""
     if len(batch) > 1 and fused_enabled() and all(c.key for c in batch):
         try:
-            results = _execute_fused(batch)
+            results = _execute_fused(batch, before_commit)
             _counts["fused"] += 1
             return results
         except _CommitFailed as failed:
@@ -174,10 +212,10 @@ def _execute(batch: list[_Call]) -> list[tuple[bool, Any]]:
             _counts["fused_rolled_back"] += 1
             log.info("a fused batch of %d call(s) was rolled back (%s: %s); running them one by one",
                      len(batch), type(exc).__name__, exc)
-    return _execute_each(batch)
+    return _execute_each(batch, before_commit)
 
 
-def _execute_fused(batch: list[_Call]) -> list[tuple[bool, Any]]:
+def _execute_fused(batch: list[_Call], before_commit: Callable[[], None] = lambda: None) -> list[tuple[bool, Any]]:
     """Run the batch in one transaction as fused segments (``store.fused``): each segment
     is the longest run of calls of distinct workflows; its workflows are locked and read
     with two statements, its calls run one after the other with their writes held, the
@@ -197,6 +235,7 @@ def _execute_fused(batch: list[_Call]) -> list[tuple[bool, Any]]:
                 # leaving would roll the whole batch back without a word
                 raise store.FusedConflict("the batch's transaction was marked for rollback")
             ran = True
+            before_commit()
     except Exception as exc:
         if ran:  # every call ran: leaving the block, the COMMIT, failed
             raise _CommitFailed(exc) from exc
@@ -224,7 +263,8 @@ def _run_segments(live: list[_Call], results: dict[int, tuple[bool, Any]]) -> No
             keys.add(live[end].key)
             end += 1
         segment = live[start:end]
-        with store.fused([c.key for c in segment]) as fused_batch:
+        with store.fused([c.key for c in segment if not c.fresh],
+                         [c.key for c in segment if c.fresh]) as fused_batch:
             values = [c.fn(*c.args) for c in segment]
             fused_batch.flush()
         for call, value in zip(segment, _finish(values)):
@@ -232,7 +272,7 @@ def _run_segments(live: list[_Call], results: dict[int, tuple[bool, Any]]) -> No
         start = end
 
 
-def _execute_each(batch: list[_Call]) -> list[tuple[bool, Any]]:
+def _execute_each(batch: list[_Call], before_commit: Callable[[], None] = lambda: None) -> list[tuple[bool, Any]]:
     """Run the batch's calls in one transaction, each in its own savepoint (a lone call
     needs none: its failure rolls back only itself); one
     ``(ok, result or exception)`` per call, all errors when BEGIN or COMMIT failed or a
@@ -251,6 +291,7 @@ def _execute_each(batch: list[_Call]) -> list[tuple[bool, Any]]:
                 except Exception as exc:  # noqa: BLE001 - handed to its caller below
                     raised = exc
                     raise
+                before_commit()
         except Exception as exc:  # noqa: BLE001 - handed to its caller
             if exc is not raised:  # BEGIN or COMMIT failed: a new connection for the next batch
                 log.warning("a group commit of 1 call failed: %s", exc)
@@ -272,6 +313,7 @@ def _execute_each(batch: list[_Call]) -> list[tuple[bool, Any]]:
                     results.append((False, exc))
                 else:
                     results.append((True, value))
+            before_commit()
     except Exception as exc:  # noqa: BLE001 - nothing of the batch is kept
         log.warning("a group commit of %d call(s) failed: %s", len(batch), exc)
         _close_quietly()  # a new connection for the next batch
@@ -340,13 +382,24 @@ def fused_enabled() -> bool:
     return bool(value) and store.fusable()
 
 
+def pipeline_threads() -> int:
+    """Threads per committer (``CONDUCTOR["GROUP_COMMIT_PIPELINE"]``): ``auto`` (the
+    default) is 2 on PostgreSQL, where one batch executes on one connection while the one
+    before commits on another, and 1 on SQLite, whose one writer would make the next batch
+    wait for that COMMIT anyway."""
+    value = settings.CONDUCTOR.get("GROUP_COMMIT_PIPELINE", "auto")
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return 2 if connection.vendor == "postgresql" else 1
+    return max(1, int(value))
+
+
 def _committer_for(key: str | None) -> _Committer:
     count = max(1, int(settings.CONDUCTOR.get("GROUP_COMMIT_THREADS", 1)))
     with _lock:  # uncontended but for ``stop``
         if len(_committers) != count or not all(c.is_alive() for c in _committers):
             alive = [c for c in _committers if c.is_alive() and not c.stopping]
             while len(alive) < count:
-                committer = _Committer(len(alive))
+                committer = _Committer(len(alive), pipeline_threads())
                 committer.start()
                 alive.append(committer)
             for dropped in alive[count:]:  # fewer GROUP_COMMIT_THREADS than before
@@ -355,16 +408,17 @@ def _committer_for(key: str | None) -> _Committer:
         return _committers[zlib.crc32(key.encode()) % count if key else 0]
 
 
-def submit(fn: Callable[..., Any], *args, key: str | None = None) -> asyncio.Future:
+def submit(fn: Callable[..., Any], *args, key: str | None = None, fresh: bool = False) -> asyncio.Future:
     """Hand ``fn(*args)`` (synchronous; it runs in a committer thread inside the batch's
     transaction, its writes in their own savepoint) to the committer of ``key`` (a
-    workflow id: one workflow's calls run in order on one committer); returns a future
+    workflow id: one workflow's calls run in order on one committer; with ``fresh``, the
+    id of the execution ``fn`` starts, which a fused batch does not lock); returns a future
     of the running event loop, set to ``fn``'s result or exception once the batch's
     COMMIT returned (the exception of BEGIN/COMMIT when those failed). Call on the event
     loop."""
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    call = _Call(fn, args, loop, future, key)
+    call = _Call(fn, args, loop, future, key, fresh)
     while not _committer_for(key).submit(call):
         pass  # its committer ended after it was picked (``stop``): the next pick starts a new one
     return future

@@ -660,11 +660,40 @@ def load_workflow(workflow_id: str, include_tasks: bool = True) -> WorkflowState
 
 def insert_workflow(wf: WorkflowState) -> None:
     """Insert a new workflow row (without its tasks; ``wf.tasks`` are the tasks the start
-    inserts, handed with it to the transition recorders of ``events``)."""
+    inserts, handed with it to the transition recorders of ``events``); in a fused batch
+    held for its flush, with its events."""
+    batch = _fused.batch
     with sql_cursor() as cursor:
-        cursor.execute(_s()["insert_wf"], _workflow_params(wf, WORKFLOW_FIELDS))
+        if batch is not None:
+            batch.workflow_inserts.append(_workflow_params(wf, WORKFLOW_FIELDS))
+        else:
+            cursor.execute(_s()["insert_wf"], _workflow_params(wf, WORKFLOW_FIELDS))
         history.record_start(wf).write(cursor)
     notify.transitions(wf, None, [(t, None) for t in wf.tasks])
+
+
+def insert_rows(table: str, columns: tuple[str, ...], rows: list) -> None:
+    """New rows of ``table`` (names quoted as needed; sequences of values in the order of ``columns``, as the
+    database stores them; JSON as JSON text), in the current transaction: in a fused
+    batch held for its flush (one COPY per table with the batch's other rows), else one
+    COPY on PostgreSQL or one ``executemany`` INSERT on SQLite. For rows other layers
+    write with a service's change (the API's audit row, ``apps.api.audit``)."""
+    if not rows:
+        return
+    batch = _fused.batch
+    if batch is not None:
+        batch.rows.setdefault((table, tuple(columns)), []).extend(rows)
+        return
+    _write_rows(table, tuple(columns), rows)
+
+
+def _write_rows(table: str, columns: tuple[str, ...], rows: list) -> None:
+    with sql_cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.copy_rows(table, columns, rows)
+        else:
+            cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})",
+                               rows)
 
 
 def insert_tasks(tasks: list[TaskState]) -> None:
@@ -820,12 +849,13 @@ def _update_workflow(cursor, sql: str, params: list) -> None:
 # --- the fused batch ---------------------------------------------------------------------------
 
 class FusedBatch:
-    """The statements of several services (task updates of distinct workflows, run one
-    after the other by a committer, ``apps.engine.groupcommit``) made as one set, on
-    PostgreSQL: the workflows locked and read with two statements (``fused``), each
-    service's writes held (new tasks, the compare-and-set task UPDATEs, the workflow
-    UPDATEs, the history events, the queue notifications) and sent by ``flush`` as one
-    COPY per table and one pipelined ``executemany`` per UPDATE shape.
+    """The statements of several services (task updates of distinct workflows and starts,
+    run one after the other by a committer, ``apps.engine.groupcommit``) made as one set,
+    on PostgreSQL: the workflows locked and read with two statements (``fused``), each
+    service's writes held (new executions, new tasks, the compare-and-set task UPDATEs,
+    the workflow UPDATEs, the history events, the queue notifications, other layers'
+    rows) and sent by ``flush`` as one COPY per table and one pipelined ``executemany``
+    per UPDATE shape.
 
     ``prefetched`` maps a workflow id to its locked row (with its highest task seq) and
     its task rows, or None when it does not exist (a large execution is not in it);
@@ -836,16 +866,19 @@ class FusedBatch:
     Whatever the services wrote themselves (logs, listeners' rows, a rare
     DELETE) went to the database at once, inside the same transaction."""
 
-    __slots__ = ("prefetched", "locked", "inserts", "updates", "workflow_updates", "savepoint_rolled_back")
+    __slots__ = ("prefetched", "locked", "workflow_inserts", "inserts", "updates", "workflow_updates", "rows",
+                 "savepoint_rolled_back")
 
     def __init__(self):
         self.prefetched: dict[str, tuple | None] = {}
         self.locked: set[str] = set()  # every workflow a service of the batch locked
         # a savepoint rolled back inside the batch: writes held inside it would survive
         self.savepoint_rolled_back = False
-        self.inserts: list[list] = []
+        self.workflow_inserts: list[list] = []  # new executions (starts)
+        self.inserts: list[list] = []  # new tasks
         self.updates: dict[str, list[list]] = {}
         self.workflow_updates: dict[str, list[list]] = {}
+        self.rows: dict[tuple[str, tuple[str, ...]], list] = {}  # ``insert_rows`` of other layers
 
     def take(self, workflow_id: str) -> WorkflowState | None:
         """The prefetched workflow (locked by ``fused``), as ``lock_workflow`` reads it."""
@@ -861,18 +894,26 @@ class FusedBatch:
         return wf
 
     def flush(self) -> None:
-        """Send what the services held: new tasks, task UPDATEs (StaleState when one of
-        them changed no row: the caller rolls the whole batch back), workflow UPDATEs,
-        history events, then the queue notifications. FusedConflict, nothing sent, when
+        """Send what the services held: new executions, new tasks, other layers' rows
+        (``insert_rows``), task UPDATEs (StaleState when one of them changed no row: the
+        caller rolls the whole batch back), workflow UPDATEs, history events, then the
+        queue notifications. FusedConflict, nothing sent, when
         a savepoint was rolled back inside the batch (a service that failed and whose
         caller went on: the writes it held are not undone by the rollback)."""
         if self.savepoint_rolled_back:
             raise FusedConflict("a savepoint was rolled back inside the batch")
+        workflow_inserts, self.workflow_inserts = self.workflow_inserts, []
         inserts, self.inserts = self.inserts, []
         updates, self.updates = self.updates, {}
         workflow_updates, self.workflow_updates = self.workflow_updates, {}
+        rows, self.rows = self.rows, {}
+        if workflow_inserts:
+            with sql_cursor() as cursor:
+                cursor.copy_rows(WF_TABLE, WORKFLOW_FIELDS, workflow_inserts)
         if inserts:
             _insert_task_rows(inserts)
+        for (table, columns), values in rows.items():
+            _write_rows(table, columns, values)
         with sql_cursor() as cursor:
             for sql, rows in updates.items():
                 cursor.executemany(sql, rows)
@@ -898,31 +939,36 @@ def fusable() -> bool:
 
 
 @contextlib.contextmanager
-def fused(workflow_ids: list[str]):
-    """``with store.fused(ids) as batch: ...; batch.flush()``: lock the distinct
+def fused(workflow_ids: list[str], fresh: tuple[str, ...] | list[str] = ()):
+    """``with store.fused(ids, fresh) as batch: ...; batch.flush()``: lock the distinct
     ``workflow_ids`` (``SELECT ... ORDER BY workflow_id FOR UPDATE``) and read their tasks
     (an execution of at most ``TaskList.LOAD_ALL_UP_TO`` tasks whole; a larger one reads
     its unsettled tasks when its service locks it), then hold the writes of the services
-    run in the block until ``flush`` (``FusedBatch``). Must run inside
+    run in the block until ``flush`` (``FusedBatch``). ``fresh``: the ids of executions
+    the block's starts insert (nothing to lock; a service locking one of them before the
+    flush raises FusedConflict, as it would not see the held row). Must run inside
     ``transaction.atomic()`` on PostgreSQL; leaving the block without ``flush`` drops
     the held writes (the caller rolls the transaction back). Not reentrant."""
     if _fused.batch is not None:
         raise RuntimeError("store.fused is not reentrant")
     batch = FusedBatch()
     sql = _s()
-    with sql_cursor() as cursor:
-        cursor.execute(sql["lock_many"], [list(workflow_ids)])
-        rows = cursor.fetchall()
-        small = [r[0] for r in rows if int(r[-1] or 0) <= TaskList.LOAD_ALL_UP_TO]
-        tasks: dict[str, list] = {workflow_id: [] for workflow_id in small}
-        if small:
-            cursor.execute(sql["tasks_many"], [small])
-            at = TASK_FIELDS.index("workflow_id")
-            for r in cursor.fetchall():
-                tasks[r[at]].append(r)
+    rows, tasks = [], {}
+    if workflow_ids:  # none: a batch of starts only
+        with sql_cursor() as cursor:
+            cursor.execute(sql["lock_many"], [list(workflow_ids)])
+            rows = cursor.fetchall()
+            small = [r[0] for r in rows if int(r[-1] or 0) <= TaskList.LOAD_ALL_UP_TO]
+            tasks = {workflow_id: [] for workflow_id in small}
+            if small:
+                cursor.execute(sql["tasks_many"], [small])
+                at = TASK_FIELDS.index("workflow_id")
+                for r in cursor.fetchall():
+                    tasks[r[at]].append(r)
     # None: no such workflow; a large execution is left out (``lock_workflow`` reads it as
     # alone: its unsettled tasks, the others when asked for; its row is locked already)
     batch.prefetched = dict.fromkeys(workflow_ids)
+    batch.locked.update(fresh)
     for r in rows:
         if r[0] in tasks:
             batch.prefetched[r[0]] = (r, tasks[r[0]])

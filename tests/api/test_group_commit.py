@@ -132,6 +132,77 @@ def test_concurrent_update_v2_calls_share_one_commit_and_each_gets_its_own_next_
     assert api.poll(task, count=5, worker_id="w2") == []
 
 
+def _audited_starts() -> list[tuple[str, bool, str]]:
+    from apps.ui.models import AuditLog
+
+    return list(AuditLog.objects.filter(action="api:POST /api/workflow").order_by("pk")
+                .values_list("username", "ok", "message"))
+
+
+def test_starts_join_the_batch_of_task_updates_with_their_audit_rows(api, one_committer):
+    from apps.engine import groupcommit
+
+    task, polled = _started(api, 3)
+    other_task, name = unique("gc_other"), unique("gc_started")  # not the updates' queue
+    api.register_task_defs(task_def(other_task))
+    api.register_workflow(workflow_def(name, [simple_task(other_task, "a")]))
+    audited_before = len(_audited_starts())
+    before = groupcommit.stats()
+    answers = asyncio.run(_in_one_batch(
+        [("/api/workflow", {"name": name, "input": {"i": 100 + i}, "correlationId": f"c{i}"}) for i in range(4)]
+        + [("/api/tasks/update-v2", _result(t)) for t in polled]))
+    after = groupcommit.stats()
+    assert (after["batches"] - before["batches"], after["calls"] - before["calls"]) == (2, 8)
+    # on PostgreSQL the starts and the updates ran as one fused batch, not rolled back
+    fused = 1 if connection.vendor == "postgresql" else 0
+    assert (after["fused"] - before["fused"], after["fused_rolled_back"] - before["fused_rolled_back"]) == (fused, 0)
+    assert [status for status, _ in answers] == [200] * 7
+    started = [body.decode() for _, body in answers[:4]]
+    assert len(set(started)) == 4
+    for i, workflow_id in enumerate(started):
+        wf = api.workflow(workflow_id, include_tasks=True)
+        assert (wf["status"], wf["input"], wf["correlationId"]) == ("RUNNING", {"i": 100 + i}, f"c{i}")
+        assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [("a", "SCHEDULED")]
+        events = api.get(f"/workflow/{workflow_id}/history").json()["events"]
+        assert [e["kind"] for e in events] == ["workflow.started", "task.scheduled"]
+    # each start audited in its transaction, as a success of the anonymous caller
+    assert _audited_starts()[audited_before:] == [("anonymous", True, "200")] * 4
+    # the updates' next tasks are the b tasks; the new a tasks wait on the queue
+    assert {json.loads(body)["referenceTaskName"] for _, body in answers[4:]} == {"b"}
+    assert api.poll(task, count=10, worker_id="w2") == []
+    assert {t["workflowInstanceId"] for t in api.poll(other_task, count=10, worker_id="w2")} == set(started)
+
+
+def test_a_start_refused_inside_a_batch_is_audited_and_leaves_the_others_started(api, one_committer):
+    from apps.engine import groupcommit
+
+    _task, polled = _started(api, 1)
+    name = api.workflow(polled[0]["workflowInstanceId"])["workflowName"]
+    audited_before = len(_audited_starts())
+    key = unique("idem")
+    before = groupcommit.stats()
+    answers = asyncio.run(_in_one_batch(
+        [("/api/workflow", {"name": name, "input": {}, "idempotencyKey": key, "idempotencyStrategy": "FAIL"}),
+         ("/api/workflow", {"name": name, "input": {}, "idempotencyKey": key, "idempotencyStrategy": "FAIL"}),
+         ("/api/workflow", {"name": name, "input": {"other": True}}),
+         ("/api/tasks", _result(polled[0]))]))
+    after = groupcommit.stats()
+    # on PostgreSQL the fused batch met the key twice (a unique violation at its flush):
+    # rolled back and run call by call, where the second start of the key is refused
+    rolled_back = 1 if connection.vendor == "postgresql" else 0
+    assert after["fused_rolled_back"] - before["fused_rolled_back"] == rolled_back
+    statuses = [status for status, _ in answers]
+    assert sorted(statuses[:2]) == [200, 409] and statuses[2:] == [200, 200]
+    winner = answers[statuses.index(200)][1].decode()
+    refused = json.loads(answers[statuses.index(409)][1])
+    assert refused["message"] == f"Workflow with idempotencyKey {key} already exists: {winner}"
+    assert api.workflow(answers[2][1].decode())["status"] == "RUNNING"
+    assert api.task(polled[0]["taskId"])["status"] == "COMPLETED"
+    # three rows: two starts with their change, the refusal once answered
+    rows = _audited_starts()[audited_before:]
+    assert sorted(rows) == sorted([("anonymous", True, "200")] * 2 + [("anonymous", False, f"409 {refused['message']}")])
+
+
 def test_an_update_that_fails_inside_a_batch_leaves_the_others_committed(api, one_committer):
     _task, polled = _started(api, 3)
     other = polled[2]
@@ -332,10 +403,10 @@ def test_a_fused_batch_whose_commit_fails_is_not_run_again(api, one_committer, m
 
     commit, fused, failed, in_fused = DatabaseWrapper.commit, groupcommit._execute_fused, [], threading.local()
 
-    def marked(batch):
+    def marked(batch, *args):
         in_fused.on = True
         try:
-            return fused(batch)
+            return fused(batch, *args)
         finally:
             in_fused.on = False
 

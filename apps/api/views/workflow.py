@@ -33,7 +33,15 @@ def _start_request(data) -> dict:
 
 def start_from_request(req: dict, *, principal, name: str | None = None, version: int | None = None) -> str:
     """Start a workflow from a StartWorkflowRequest dict (camelCase) for ``principal`` (the
-    caller's access key; None when auth is off). An inline ``workflowDef`` that names a
+    caller's access key; None when auth is off): ``executor.start_planned`` of
+    ``plan_from_request``; its id."""
+    return executor.start_planned(plan_from_request(req, principal=principal, name=name, version=version))
+
+
+def plan_from_request(req: dict, *, principal, name: str | None = None,
+                      version: int | None = None) -> executor.StartPlan:
+    """The ``executor.StartPlan`` of a StartWorkflowRequest dict (camelCase) for
+    ``principal``, nothing written. An inline ``workflowDef`` that names a
     secret (``${workflow.secrets.X}``) needs the admin role, as reading a secret's value
     does: its tasks would hand the caller the value (stricter than Conductor, which lets
     any caller start one). Raises Forbidden for that, InvalidInput for a bad request."""
@@ -42,7 +50,7 @@ def start_from_request(req: dict, *, principal, name: str | None = None, version
         raise InvalidInput("workflowDef must be a WorkflowDef object")
     if workflow_def is not None and secrets.references(workflow_def):
         require_role(principal, ROLE_ADMIN, "start an inline workflowDef that names secrets")
-    return executor.workflow_start(
+    return executor.plan_start(
         name=name or req.get("name"),
         version=version if version is not None else req.get("version"),
         # externalInputPayloadStoragePath: the input uploaded to external payload storage
