@@ -287,6 +287,66 @@ def test_a_connection_lost_inside_a_batch_fails_every_call_of_it(one_committer):
 
 
 @pytest.mark.postgres
+def test_the_next_batch_executes_while_one_commits_and_waits_for_its_workflow(api, one_committer, settings,
+                                                                                monkeypatch):
+    """GROUP_COMMIT_PIPELINE: while a batch's COMMIT is held, the committer's other thread
+    takes the next batch: another workflow's update executes and commits meanwhile, and a
+    call on the workflow the committing batch changed waits for that COMMIT on the row's
+    lock, then sees the change (one workflow's calls still apply in order)."""
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    from apps.api import fastpath
+    from apps.engine import groupcommit, store
+
+    settings.CONDUCTOR = {**settings.CONDUCTOR, "GROUP_COMMIT_PIPELINE": 2}
+    _task, (first, second) = _started(api, 2)
+    commit, marked, holding, gate = DatabaseWrapper.commit, threading.local(), threading.Event(), threading.Event()
+
+    def held_commit(self):
+        if getattr(marked, "hold", False):
+            marked.hold = False
+            holding.set()
+            assert gate.wait(30)
+        return commit(self)
+
+    def update_first():
+        marked.hold = True  # this batch's COMMIT waits for the gate
+        return fastpath._grouped_update(_result(first), False, "test")
+
+    def status_of_first() -> str:
+        wf = store.lock_workflow(first["workflowInstanceId"])
+        return next(t.status for t in wf.tasks if t.task_id == first["taskId"])
+
+    def waiting_on_a_lock() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+            return cursor.fetchone()[0] > 0
+
+    monkeypatch.setattr(DatabaseWrapper, "commit", held_commit)
+
+    async def scenario():
+        held = groupcommit.submit(update_first, key=first["workflowInstanceId"])
+        assert await asyncio.to_thread(holding.wait, 30)
+        # the other thread's batch: executed and committed while the first COMMIT is held
+        other = await asyncio.wait_for(groupcommit.submit(
+            fastpath._grouped_update, _result(second), False, "test", key=second["workflowInstanceId"]), 30)
+        assert not gate.is_set() and not held.done()
+        seen = groupcommit.submit(status_of_first, key=first["workflowInstanceId"])
+        for _ in range(3000):  # until it waits for the row the held batch locked (bounded: 30 s)
+            if await asyncio.to_thread(waiting_on_a_lock):
+                break
+            await asyncio.sleep(0.01)
+        assert not seen.done()
+        gate.set()
+        return await held, other, await seen
+
+    first_answer, other_answer, seen = asyncio.run(scenario())
+    assert first_answer[0][0] == other_answer[0][0] == 200
+    assert seen == "COMPLETED"
+    assert api.task(second["taskId"])["status"] == "COMPLETED"
+
+
+@pytest.mark.postgres
 def test_a_fused_batch_whose_task_changed_under_it_is_run_again_call_by_call(api, one_committer):
     """A fused batch holds its compare-and-set task UPDATEs until its flush; when a task
     changed meanwhile (here: another call of the same batch moved it) the flush finds it,
