@@ -687,6 +687,18 @@ def insert_rows(table: str, columns: tuple[str, ...], rows: list) -> None:
     _write_rows(table, tuple(columns), rows)
 
 
+def delete_for_workflow(table: str, workflow_id: str) -> None:
+    """``DELETE FROM table WHERE workflow_id = %s`` in the current transaction; in a fused
+    batch held for its flush, one statement for all the batch's workflows (the rows other
+    layers drop with an execution's end: its workflow message queue, ``apps.wmq``)."""
+    batch = _fused.batch
+    if batch is not None:
+        batch.deletes.setdefault(table, set()).add(workflow_id)
+        return
+    with sql_cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE workflow_id = %s", [workflow_id])
+
+
 def _write_rows(table: str, columns: tuple[str, ...], rows: list) -> None:
     with sql_cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -867,7 +879,7 @@ class FusedBatch:
     DELETE) went to the database at once, inside the same transaction."""
 
     __slots__ = ("prefetched", "locked", "workflow_inserts", "inserts", "updates", "workflow_updates", "rows",
-                 "savepoint_rolled_back")
+                 "deletes", "savepoint_rolled_back")
 
     def __init__(self):
         self.prefetched: dict[str, tuple | None] = {}
@@ -879,6 +891,7 @@ class FusedBatch:
         self.updates: dict[str, list[list]] = {}
         self.workflow_updates: dict[str, list[list]] = {}
         self.rows: dict[tuple[str, tuple[str, ...]], list] = {}  # ``insert_rows`` of other layers
+        self.deletes: dict[str, set[str]] = {}  # ``delete_for_workflow``: table -> workflow ids
 
     def take(self, workflow_id: str) -> WorkflowState | None:
         """The prefetched workflow (locked by ``fused``), as ``lock_workflow`` reads it."""
@@ -895,11 +908,12 @@ class FusedBatch:
 
     def flush(self) -> None:
         """Send what the services held: new executions, new tasks, other layers' rows
-        (``insert_rows``), task UPDATEs (StaleState when one of them changed no row: the
-        caller rolls the whole batch back), workflow UPDATEs, history events, then the
-        queue notifications. FusedConflict, nothing sent, when
-        a savepoint was rolled back inside the batch (a service that failed and whose
-        caller went on: the writes it held are not undone by the rollback)."""
+        (``insert_rows``; one COPY per table), the task UPDATEs (StaleState when one of
+        them changed no row: the caller rolls the whole batch back), the workflow UPDATEs
+        (one pipelined ``executemany`` per shape), the held DELETEs (one per table),
+        history events, then the queue notifications. FusedConflict,
+        nothing sent, when a savepoint was rolled back inside the batch (a service that
+        failed and whose caller went on: the writes it held are not undone by the rollback)."""
         if self.savepoint_rolled_back:
             raise FusedConflict("a savepoint was rolled back inside the batch")
         workflow_inserts, self.workflow_inserts = self.workflow_inserts, []
@@ -907,6 +921,7 @@ class FusedBatch:
         updates, self.updates = self.updates, {}
         workflow_updates, self.workflow_updates = self.workflow_updates, {}
         rows, self.rows = self.rows, {}
+        deletes, self.deletes = self.deletes, {}
         if workflow_inserts:
             with sql_cursor() as cursor:
                 cursor.copy_rows(WF_TABLE, WORKFLOW_FIELDS, workflow_inserts)
@@ -915,12 +930,14 @@ class FusedBatch:
         for (table, columns), values in rows.items():
             _write_rows(table, columns, values)
         with sql_cursor() as cursor:
-            for sql, rows in updates.items():
-                cursor.executemany(sql, rows)
-                if cursor.rowcount != len(rows):
-                    raise StaleState(f"{len(rows) - cursor.rowcount} of {len(rows)} task updates")
-            for sql, rows in workflow_updates.items():
-                cursor.executemany(sql, rows)
+            for sql, values in updates.items():
+                cursor.executemany(sql, values)
+                if cursor.rowcount != len(values):
+                    raise StaleState(f"{len(values) - cursor.rowcount} of {len(values)} task updates")
+            for sql, values in workflow_updates.items():
+                cursor.executemany(sql, values)
+            for table, ids in deletes.items():
+                cursor.execute(f"DELETE FROM {table} WHERE workflow_id = ANY(%s)", [sorted(ids)])
             history.write_deferred(cursor)
         notify.publish_held()
 

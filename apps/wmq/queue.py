@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db.models import Max
 
 from apps.engine.status import TERMINAL_WORKFLOW
-from apps.engine.store import sql_cursor
+from apps.engine.store import delete_for_workflow
 from apps.wmq.models import MESSAGE_TABLE, WorkflowMessage
 
 
@@ -86,12 +86,12 @@ def size(workflow_id: str) -> int:
 
 
 def delete(workflow_id: str) -> None:
-    """Drop the workflow's whole queue (nothing when it has none). One plain DELETE: every
+    """Drop the workflow's whole queue (nothing when it has none). One plain DELETE
+    (``store.delete_for_workflow``; in a fused batch one for all its workflows): every
     workflow's end runs it in its transaction (``drop_on_end``), where the ORM's delete
     (a collector, a query built each time) cost more than the statement; no signal or
     relation hangs on a message."""
-    with sql_cursor() as cursor:
-        cursor.execute(f"DELETE FROM {MESSAGE_TABLE} WHERE workflow_id = %s", [workflow_id])
+    delete_for_workflow(MESSAGE_TABLE, workflow_id)
 
 
 def drop_on_end(wf, previous_status: str | None, task_changes: list) -> None:

@@ -203,6 +203,31 @@ def test_a_start_refused_inside_a_batch_is_audited_and_leaves_the_others_started
     assert sorted(rows) == sorted([("anonymous", True, "200")] * 2 + [("anonymous", False, f"409 {refused['message']}")])
 
 
+def test_workflows_ending_in_one_batch_drop_their_message_queues(api, one_committer):
+    """A workflow's end drops its workflow message queue in its transaction; in a fused
+    batch the DELETEs are held and sent as one for all the batch's workflows
+    (``store.delete_for_workflow``): the ended workflows' queues are gone, a running
+    workflow's queue is kept."""
+    from apps.engine import groupcommit
+    from apps.wmq import queue
+
+    task, name = unique("gc_last"), unique("gc_one_task")
+    api.register_task_defs(task_def(task))
+    api.register_workflow(workflow_def(name, [simple_task(task, "only")]))
+    ids = [api.start(name) for _ in range(3)]
+    for workflow_id in ids:
+        api.ok(api.post(f"/workflow/{workflow_id}/messages", {"for": workflow_id}))
+    polled = {t["workflowInstanceId"]: t for t in api.poll(task, count=3, worker_id="w1")}
+    before = groupcommit.stats()
+    answers = asyncio.run(_in_one_batch([("/api/tasks", _result(polled[w])) for w in ids[:2]]))
+    after = groupcommit.stats()
+    assert [status for status, _ in answers] == [200, 200]
+    fused = 1 if connection.vendor == "postgresql" else 0
+    assert (after["fused"] - before["fused"], after["fused_rolled_back"] - before["fused_rolled_back"]) == (fused, 0)
+    assert [api.workflow(w)["status"] for w in ids] == ["COMPLETED", "COMPLETED", "RUNNING"]
+    assert [queue.size(w) for w in ids] == [0, 0, 1]
+
+
 def test_an_update_that_fails_inside_a_batch_leaves_the_others_committed(api, one_committer):
     _task, polled = _started(api, 3)
     other = polled[2]
