@@ -19,6 +19,7 @@ import dataclasses
 import random
 import json
 import logging
+import pickle
 import threading
 import time
 from collections.abc import Callable
@@ -283,10 +284,21 @@ class StartPlan:
     wf: WorkflowState
     idempotency_key: str | None = None
     idempotency_strategy: str | None = None
+    # the execution as planned, for each attempt a copy of its own: a decide changes the
+    # state it is given, and an attempt rolled back (a retry, a fused batch run again call
+    # by call) must start again from the plan
+    pristine: bytes = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.pristine = pickle.dumps(self.wf, protocol=pickle.HIGHEST_PROTOCOL)
 
     @property
     def workflow_id(self) -> str:
         return self.wf.workflow_id
+
+    def fresh(self) -> WorkflowState:
+        """A copy of the execution as planned, for one attempt."""
+        return pickle.loads(self.pristine)
 
 
 def plan_start(*, name: str | None, version: int | None = None, input: dict | None = None,
@@ -361,13 +373,14 @@ def start_planned(plan: StartPlan) -> str:
     ``Workflow with idempotencyKey %s already exists: %s``, FAIL: the SDK's default),
     also when a concurrent start with the same key wins the race (IntegrityError).
     Side effects: on commit wakes pollers."""
-    wf, key = plan.wf, plan.idempotency_key
+    name, key = plan.wf.workflow_name, plan.idempotency_key
     if key:
-        existing = _idempotent_existing(wf.workflow_name, key, plan.idempotency_strategy)
+        existing = _idempotent_existing(name, key, plan.idempotency_strategy)
         if existing:
             return existing
 
     def run() -> str:
+        wf = plan.fresh()  # never the state an earlier, rolled-back attempt decided
         with transaction.atomic(savepoint=not store.fusing()):
             wf.tasks = []
             outcome = decide(wf, wf.create_time)
@@ -382,7 +395,7 @@ def start_planned(plan: StartPlan) -> str:
         return with_retries(run)
     except IntegrityError:
         # a concurrent start with the same key won the race
-        existing = _idempotent_existing(wf.workflow_name, key, plan.idempotency_strategy)
+        existing = _idempotent_existing(name, key, plan.idempotency_strategy)
         if existing:
             return existing
         raise

@@ -148,7 +148,7 @@ class _Committer:
         try:
             while True:
                 while not self.turn.acquire(timeout=IDLE_CLOSE_S):
-                    connection.close()  # waiting for a turn as long as a committer idles
+                    _close_quietly()  # waiting for a turn as long as a committer idles
                 turn = [True]
 
                 def hand_on() -> None:  # the next batch may be taken while this one commits
@@ -185,7 +185,7 @@ class _Committer:
                     self.ended = True  # under the lock: no call is queued after this
                     return None
                 if not self.ready.wait(IDLE_CLOSE_S) and not self.calls:
-                    connection.close()
+                    _close_quietly()
         if window_s and len(self.calls) < most:
             time.sleep(window_s)  # company for the first call (off by default)
         with self.ready:
@@ -201,7 +201,7 @@ def _execute(batch: list[_Call], before_commit: Callable[[], None] = lambda: Non
     if len(batch) > 1 and fused_enabled() and all(c.key for c in batch):
         try:
             results = _execute_fused(batch, before_commit)
-            _counts["fused"] += 1
+            _count("fused")
             return results
         except _CommitFailed as failed:
             # it may have committed (the acknowledgement lost): never run again, as alone
@@ -209,7 +209,7 @@ def _execute(batch: list[_Call], before_commit: Callable[[], None] = lambda: Non
             _close_quietly()
             return [(False, failed.error)] * len(batch)
         except Exception as exc:  # noqa: BLE001 - rolled back: each call runs again on its own
-            _counts["fused_rolled_back"] += 1
+            _count("fused_rolled_back")
             log.info("a fused batch of %d call(s) was rolled back (%s: %s); running them one by one",
                      len(batch), type(exc).__name__, exc)
     return _execute_each(batch, before_commit)
@@ -426,6 +426,12 @@ def submit(fn: Callable[..., Any], *args, key: str | None = None, fresh: bool = 
 
 # batches of this process run fused, and fused runs rolled back (then run call by call)
 _counts = {"fused": 0, "fused_rolled_back": 0}
+_counts_lock = threading.Lock()
+
+
+def _count(name: str) -> None:
+    with _counts_lock:  # a committer's threads count at once
+        _counts[name] += 1
 
 
 def stats() -> dict[str, int]:

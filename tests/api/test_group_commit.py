@@ -228,6 +228,37 @@ def test_workflows_ending_in_one_batch_drop_their_message_queues(api, one_commit
     assert [queue.size(w) for w in ids] == [0, 0, 1]
 
 
+def test_a_start_run_again_after_its_batch_rolled_back_decides_from_its_plan(api, one_committer):
+    """A fused batch that fails runs again call by call; a start in it is decided again
+    from the execution as planned, not from the state its rolled-back first decide made
+    (which, for a workflow ending on its first decide, was COMPLETED already: decided
+    again it would have been stored with no task). Found by a reviewer; fails without
+    ``StartPlan.fresh``."""
+    from apps.engine import groupcommit
+
+    name, other, task = unique("gc_instant"), unique("gc_other"), unique("gc_t")
+    api.register_workflow(workflow_def(name, [{"name": "sv", "taskReferenceName": "sv", "type": "SET_VARIABLE",
+                                               "inputParameters": {"x": 1}}]))
+    api.register_task_defs(task_def(task))
+    api.register_workflow(workflow_def(other, [simple_task(task, "a")]))
+    key = unique("idem")
+    api.start(other, idempotencyKey=key)
+    before = groupcommit.stats()
+    answers = asyncio.run(_in_one_batch([
+        ("/api/workflow", {"name": name, "input": {}}),
+        ("/api/workflow", {"name": other, "input": {}, "idempotencyKey": key, "idempotencyStrategy": "FAIL"})]))
+    after = groupcommit.stats()
+    rolled_back = 1 if connection.vendor == "postgresql" else 0
+    assert after["fused_rolled_back"] - before["fused_rolled_back"] == rolled_back
+    assert [status for status, _ in answers] == [200, 409]
+    workflow_id = answers[0][1].decode()
+    wf = api.workflow(workflow_id, include_tasks=True)
+    assert (wf["status"], wf["variables"]) == ("COMPLETED", {"x": 1})
+    assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [("sv", "COMPLETED")]
+    kinds = [e["kind"] for e in api.get(f"/workflow/{workflow_id}/history").json()["events"]]
+    assert kinds[0] == "workflow.started" and "task.scheduled" in kinds
+
+
 def test_an_update_that_fails_inside_a_batch_leaves_the_others_committed(api, one_committer):
     _task, polled = _started(api, 3)
     other = polled[2]
