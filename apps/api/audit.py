@@ -101,12 +101,19 @@ def record_with_change(principal, method: str, path: str) -> None:
     when the call fails (its caller then records the refusal with ``record_api_write``
     of a fresh ``AuditedCall``). The group-committed start of ``apps.api.fastpath``, whose
     answer is the success once its transaction commits."""
+    table, columns, fields = _copy_layout(connection.vendor)
+    insert_rows(table, columns, [_values(fields, _row_fields(principal, method, path, None, {}, 200), connection)])
+
+
+@lru_cache(maxsize=4)
+def _copy_layout(vendor: str) -> tuple[str, tuple[str, ...], tuple]:
+    """AuditLog's quoted table, quoted columns (all but the auto pk) and their fields, for
+    ``store.insert_rows``: built once per vendor."""
     from apps.ui.models import AuditLog
 
     table, _pk, fields = AuditLog.insert_layout()
-    values = _values(fields, _row_fields(principal, method, path, None, {}, 200), connection)
     quote = connection.ops.quote_name
-    insert_rows(quote(table), tuple(quote(f.column) for f in fields), [values])
+    return quote(table), tuple(quote(f.column) for f in fields), fields
 
 
 def _values(fields: tuple, row: dict, db) -> list:

@@ -13,7 +13,8 @@ because here a long poll waits on the event loop and only the engine call runs i
 thread pool (``thread_sensitive=False``, one database connection per thread). Every other path goes to Django.
 The answers are the same as the Django views in ``apps.api.views`` give (those serve the
 test client and WSGI deployments and call the same functions: ``poll_answer``, which
-polls through ``queue.poll``, ``update_call`` and ``start_call``). Each fast-path request
+polls through ``queue.poll``, ``update_call`` and ``start_call``; with group commit on,
+updates and starts go to its committers instead: ``update_grouped``, ``start_grouped``). Each fast-path request
 passes ``auth.authorize`` first, as ``ApiAuthMiddleware`` does for Django.
 """
 from __future__ import annotations
@@ -250,6 +251,9 @@ def start_call(body: bytes, principal=None) -> tuple[int, str, bytes]:
     return 200, TEXT, start_from_request(req, principal=principal).encode()
 
 
+_START = "/api/workflow"
+
+
 def _plan(body: bytes, principal):
     """The ``executor.StartPlan`` of a ``POST /api/workflow`` body (a pool thread: the
     definition's look-up, the input schema, external payloads); its connection closed
@@ -274,7 +278,7 @@ def _grouped_start(plan, principal, audited: bool):
     decide asked for, which the caller runs after the batch's COMMIT."""
     with history.acting(_actor(principal)), executor.evaluations_handed_back() as handed:
         if audited:
-            audit.record_with_change(principal, "POST", "/api/workflow")
+            audit.record_with_change(principal, "POST", _START)
         workflow_id = executor.start_planned(plan)
     return workflow_id, handed
 
@@ -296,8 +300,7 @@ async def start_grouped(body: bytes, principal=None) -> tuple[int, str, bytes]:
     answered with the workflow id once that COMMIT returned; the scripts its decide asked
     for run in a pool thread before the answer, as ``start_call`` runs them. A refused
     start is audited as ``_acting`` audits it. Conductor's error body on failure."""
-    path = "/api/workflow"
-    audited = audit.is_audited("POST", path)
+    audited = audit.is_audited("POST", _START)
     try:
         plan = await _plan_in_pool(body, principal)
         workflow_id, handed = await groupcommit.submit(_grouped_start, plan, principal, audited,
@@ -308,7 +311,7 @@ async def start_grouped(body: bytes, principal=None) -> tuple[int, str, bytes]:
     except Exception as exc:  # noqa: BLE001 - rendered as Conductor's ErrorResponse
         status, error = logged_body_for_exception(exc)
         if audited:
-            await _refusal_in_pool(principal, path, status, str(error.get("message") or ""))
+            await _refusal_in_pool(principal, _START, status, str(error.get("message") or ""))
         return status, JSON, _dumps(error)
 
 
@@ -549,10 +552,11 @@ def worker_fast_path(django_app):
                 status, error = logged_body_for_exception(exc)
                 await _respond(send, status, JSON, _dumps(error))
                 return
-            if path == "/api/workflow" and groupcommit.enabled():
-                await _respond(send, *await start_grouped(body, principal))
-            elif path == "/api/workflow":
-                await _respond(send, *await _run(_acting(principal, path, start_call), body, principal))
+            if path == _START:
+                if groupcommit.enabled():
+                    await _respond(send, *await start_grouped(body, principal))
+                else:
+                    await _respond(send, *await _run(_acting(principal, path, start_call), body, principal))
             elif groupcommit.enabled() and not audit.is_audited(method, path):
                 await _respond(send, *await update_grouped(body, path, principal))
             else:

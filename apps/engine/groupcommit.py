@@ -1,11 +1,13 @@
 """Group commit: concurrent engine calls share one transaction and one durable COMMIT.
 
 The worker fast path (``apps/api/fastpath.py``) hands each task update (``POST
-/api/tasks``, ``POST /api/tasks/update-v2``) to ``submit`` on the event loop and awaits
-its answer. A small fixed set of persistent **committer threads** (``GROUP_COMMIT_THREADS``,
-each with its own database connection kept open between batches) executes what was
-handed in: a committer takes every call waiting for it (at most ``GROUP_COMMIT_MAX_OPS``),
-opens ONE transaction, runs each call in its own savepoint (``transaction.atomic()``
+/api/tasks``, ``POST /api/tasks/update-v2``) and each planned start (``POST
+/api/workflow``) to ``submit`` on the event loop and awaits its answer. A small fixed set
+of persistent **committers** (``GROUP_COMMIT_THREADS``; each with ``GROUP_COMMIT_PIPELINE``
+threads taking turns, each thread with its own database connection kept open between
+batches) executes what was handed in: a committer takes every call waiting for it (at
+most ``GROUP_COMMIT_MAX_OPS``), opens ONE transaction, runs the calls (on PostgreSQL
+fused, ``_execute_fused``; else each in its own savepoint, ``transaction.atomic()``
 nested: a call that raises is rolled back alone, the others are kept), COMMITs once
 (one WAL flush on PostgreSQL with synchronous commit; one WAL append on SQLite) and
 then answers every caller, each only after that COMMIT returned. Durability is
@@ -149,11 +151,12 @@ class _Committer:
             while True:
                 while not self.turn.acquire(timeout=IDLE_CLOSE_S):
                     _close_quietly()  # waiting for a turn as long as a committer idles
-                turn = [True]
+                holding = True
 
                 def hand_on() -> None:  # the next batch may be taken while this one commits
-                    if turn[0]:
-                        turn[0] = False
+                    nonlocal holding
+                    if holding:
+                        holding = False
                         self.turn.release()
 
                 try:

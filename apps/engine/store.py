@@ -662,10 +662,9 @@ def insert_workflow(wf: WorkflowState) -> None:
     """Insert a new workflow row (without its tasks; ``wf.tasks`` are the tasks the start
     inserts, handed with it to the transition recorders of ``events``); in a fused batch
     held for its flush, with its events."""
-    batch = _fused.batch
     with sql_cursor() as cursor:
-        if batch is not None:
-            batch.workflow_inserts.append(_workflow_params(wf, WORKFLOW_FIELDS))
+        if _fused.batch is not None:
+            insert_rows(WF_TABLE, WORKFLOW_FIELDS, [_workflow_params(wf, WORKFLOW_FIELDS)])
         else:
             cursor.execute(_s()["insert_wf"], _workflow_params(wf, WORKFLOW_FIELDS))
         history.record_start(wf).write(cursor)
@@ -673,11 +672,12 @@ def insert_workflow(wf: WorkflowState) -> None:
 
 
 def insert_rows(table: str, columns: tuple[str, ...], rows: list) -> None:
-    """New rows of ``table`` (names quoted as needed; sequences of values in the order of ``columns``, as the
-    database stores them; JSON as JSON text), in the current transaction: in a fused
-    batch held for its flush (one COPY per table with the batch's other rows), else one
-    COPY on PostgreSQL or one ``executemany`` INSERT on SQLite. For rows other layers
-    write with a service's change (the API's audit row, ``apps.api.audit``)."""
+    """New rows of ``table`` (names quoted as needed; sequences of values in the order of
+    ``columns``, as the database stores them; JSON as JSON text), in the current
+    transaction: in a fused batch held for its flush (one COPY per table with the batch's
+    other rows), else one COPY on PostgreSQL or one ``executemany`` INSERT on SQLite. The
+    rows written with a service's change that have no statement of their own: a fused
+    start's execution (``insert_workflow``), the API's audit row (``apps.api.audit``)."""
     if not rows:
         return
     batch = _fused.batch
@@ -878,19 +878,18 @@ class FusedBatch:
     Whatever the services wrote themselves (logs, listeners' rows, a rare
     DELETE) went to the database at once, inside the same transaction."""
 
-    __slots__ = ("prefetched", "locked", "workflow_inserts", "inserts", "updates", "workflow_updates", "rows",
-                 "deletes", "savepoint_rolled_back")
+    __slots__ = ("prefetched", "locked", "inserts", "updates", "workflow_updates", "rows", "deletes",
+                 "savepoint_rolled_back")
 
     def __init__(self):
         self.prefetched: dict[str, tuple | None] = {}
         self.locked: set[str] = set()  # every workflow a service of the batch locked
         # a savepoint rolled back inside the batch: writes held inside it would survive
         self.savepoint_rolled_back = False
-        self.workflow_inserts: list[list] = []  # new executions (starts)
+        self.rows: dict[tuple[str, tuple[str, ...]], list] = {}  # ``insert_rows``: new executions, audit rows
         self.inserts: list[list] = []  # new tasks
         self.updates: dict[str, list[list]] = {}
         self.workflow_updates: dict[str, list[list]] = {}
-        self.rows: dict[tuple[str, tuple[str, ...]], list] = {}  # ``insert_rows`` of other layers
         self.deletes: dict[str, set[str]] = {}  # ``delete_for_workflow``: table -> workflow ids
 
     def take(self, workflow_id: str) -> WorkflowState | None:
@@ -907,28 +906,25 @@ class FusedBatch:
         return wf
 
     def flush(self) -> None:
-        """Send what the services held: new executions, new tasks, other layers' rows
-        (``insert_rows``; one COPY per table), the task UPDATEs (StaleState when one of
-        them changed no row: the caller rolls the whole batch back), the workflow UPDATEs
-        (one pipelined ``executemany`` per shape), the held DELETEs (one per table),
-        history events, then the queue notifications. FusedConflict,
-        nothing sent, when a savepoint was rolled back inside the batch (a service that
-        failed and whose caller went on: the writes it held are not undone by the rollback)."""
+        """Send what the services held, one statement per table or shape: the rows of
+        ``insert_rows`` (new executions, audit rows; one COPY per table), new tasks (COPY),
+        the task UPDATEs (StaleState when one of them changed no row: the caller rolls the
+        whole batch back) and the workflow UPDATEs (one pipelined ``executemany`` per
+        shape), the DELETEs of ``delete_for_workflow``, the history events, then the queue
+        notifications. FusedConflict, nothing sent, when a savepoint was rolled back inside
+        the batch (a service that failed and whose caller went on: the writes it held are
+        not undone by the rollback)."""
         if self.savepoint_rolled_back:
             raise FusedConflict("a savepoint was rolled back inside the batch")
-        workflow_inserts, self.workflow_inserts = self.workflow_inserts, []
+        rows, self.rows = self.rows, {}
         inserts, self.inserts = self.inserts, []
         updates, self.updates = self.updates, {}
         workflow_updates, self.workflow_updates = self.workflow_updates, {}
-        rows, self.rows = self.rows, {}
         deletes, self.deletes = self.deletes, {}
-        if workflow_inserts:
-            with sql_cursor() as cursor:
-                cursor.copy_rows(WF_TABLE, WORKFLOW_FIELDS, workflow_inserts)
+        for (table, columns), values in rows.items():  # executions before their tasks
+            _write_rows(table, columns, values)
         if inserts:
             _insert_task_rows(inserts)
-        for (table, columns), values in rows.items():
-            _write_rows(table, columns, values)
         with sql_cursor() as cursor:
             for sql, values in updates.items():
                 cursor.executemany(sql, values)
